@@ -1,0 +1,3 @@
+module github.com/rnic/rnic
+
+go 1.26
