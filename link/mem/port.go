@@ -1,0 +1,121 @@
+package mem
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rnic/rnic/link"
+)
+
+// Port is one NIC's link onto a Switch. Faults apply to the frames it
+// sends; frames addressed to it go to the dispatcher given to Attach.
+type Port struct {
+	sw    *Switch
+	addr  netip.Addr
+	mtu   int
+	epoch time.Time // zero of the delay line's clock
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	perfect   atomic.Bool // faults do nothing: Send skips the egress lock
+
+	// rx is the receiving side.
+	rx struct {
+		gate gate
+		d    atomic.Pointer[dispatcher] // nil until Attach
+	}
+
+	// eg is the sending side's fault state and delay line.
+	eg struct {
+		sync.Mutex
+		inj     injector
+		line    line
+		seq     uint64 // send order of delayed frames, to break ties
+		closed  bool
+		running bool // routineDelayLine started
+	}
+	wake   chan struct{} // a new earliest frame is on the line
+	done   chan struct{} // closed by Close to stop routineDelayLine
+	exited chan struct{} // closed by routineDelayLine on return
+
+	c counters
+}
+
+// dispatcher boxes the interface for atomic.Pointer.
+type dispatcher struct{ link.Dispatcher }
+
+var _ link.Link = (*Port)(nil)
+
+// Addr returns the port's address (unmapped).
+func (p *Port) Addr() netip.Addr { return p.addr }
+
+// MTU returns the largest frame the port sends.
+func (p *Port) MTU() int { return p.mtu }
+
+// Attach sets the dispatcher that receives frames addressed to this port.
+// Until it is called, frames for the port are dropped and counted as
+// Unattached by their sender; Attach(nil) detaches again.
+func (p *Port) Attach(d link.Dispatcher) {
+	if d == nil {
+		p.rx.d.Store(nil)
+		return
+	}
+	p.rx.d.Store(&dispatcher{d})
+}
+
+// SetFaults changes the port's faults at run time (tests turn loss on and
+// off; "peer gone" is Loss 1) and re-seeds its decisions from f.Seed.
+// Frames already on the delay line keep their schedule.
+func (p *Port) SetFaults(f Faults) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	p.eg.Lock()
+	defer p.eg.Unlock()
+	p.eg.inj.reset(f, p.addr)
+	p.perfect.Store(f.perfect())
+	return nil
+}
+
+// Stats returns the port's counters, each read atomically (but not all at
+// one instant while frames are moving).
+func (p *Port) Stats() Stats { return p.c.snapshot() }
+
+// Close detaches the port from its switch (its address routes nowhere and
+// may be reused), waits for Deliver calls into its dispatcher that are in
+// flight, releases the frames on its delay line (counted as ClosedDrops)
+// and stops its goroutine. After Close returns no Deliver into this port's
+// dispatcher starts. It must not be called from inside that dispatcher.
+// Closing again returns ErrClosed, after the first Close has finished.
+func (p *Port) Close() error {
+	err := ErrClosed
+	p.closeOnce.Do(func() {
+		err = nil
+		p.close()
+	})
+	return err
+}
+
+func (p *Port) close() {
+	p.closed.Store(true)
+	p.sw.remove(p)
+	p.rx.gate.close()
+
+	p.eg.Lock()
+	p.eg.closed = true
+	running := p.eg.running
+	var n uint64
+	for len(p.eg.line) > 0 {
+		p.eg.line.pop().b.Release()
+		n++
+	}
+	p.eg.Unlock()
+	p.c.closedDrops.Add(n)
+
+	if running {
+		close(p.done)
+		<-p.exited
+	}
+}
