@@ -1,0 +1,179 @@
+package wire_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	"github.com/rnic/rnic/wire"
+)
+
+// capturedReadRequest is host_read.pcap #20 from its IP header: an RC
+// RDMA READ request whose ICRC bytes are b0 87 74 9d.
+const capturedReadRequest = "4500003c000040004011ae80c6120001c612000b12b712b700288c6a" +
+	"0c00ffff0000001e808b261a000055deeccdf0000000112f00000040" + "b087749d"
+
+// referenceICRC computes the ICRC the slow, obvious way: mask a copy of the
+// whole frame and run crc32.ChecksumIEEE over 8 bytes of 0xFF and the copy.
+func referenceICRC(frame []byte) uint32 {
+	m := append([]byte(nil), frame[:len(frame)-wire.ICRCSize]...)
+	var hl int
+	if m[0]>>4 == 4 {
+		hl = int(m[0]&0xF) * 4
+		m[1], m[8], m[10], m[11] = 0xFF, 0xFF, 0xFF, 0xFF // TOS, TTL, checksum
+	} else {
+		hl = 40
+		m[0] |= 0x0F // traffic class, flow label, hop limit
+		m[1], m[2], m[3], m[7] = 0xFF, 0xFF, 0xFF, 0xFF
+	}
+	m[hl+6], m[hl+7] = 0xFF, 0xFF // UDP checksum
+	m[hl+8+4] = 0xFF              // BTH resv8a
+	return crc32.ChecksumIEEE(append(bytes.Repeat([]byte{0xFF}, 8), m...))
+}
+
+// maskedBytes returns the frame offsets the ICRC does not cover (besides
+// the ICRC itself), with the bits of each that are masked.
+func maskedBytes(frame []byte) map[int]byte {
+	if frame[0]>>4 == 4 {
+		hl := int(frame[0]&0xF) * 4
+		return map[int]byte{1: 0xFF, 8: 0xFF, 10: 0xFF, 11: 0xFF, hl + 6: 0xFF, hl + 7: 0xFF, hl + 12: 0xFF}
+	}
+	return map[int]byte{0: 0x0F, 1: 0xFF, 2: 0xFF, 3: 0xFF, 7: 0xFF, 46: 0xFF, 47: 0xFF, 52: 0xFF}
+}
+
+func TestICRCCaptured(t *testing.T) {
+	frame := unhex(t, capturedReadRequest)
+	got, err := wire.ComputeICRC(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := binary.LittleEndian.Uint32(unhex(t, "b087749d")); got != want || referenceICRC(frame) != want {
+		t.Errorf("ComputeICRC = %#x, reference %#x, want %#x", got, referenceICRC(frame), want)
+	}
+	if err := wire.CheckICRC(frame); err != nil {
+		t.Errorf("CheckICRC: %v", err)
+	}
+	// SetICRC writes it back little-endian.
+	clear(frame[len(frame)-4:])
+	wire.SetICRC(frame)
+	if got := hexOf(frame[len(frame)-4:]); got != "b087749d" {
+		t.Errorf("SetICRC wrote %s", got)
+	}
+}
+
+// icrcFrames returns frames of every shape the ICRC code distinguishes:
+// IPv4, IPv4 with options, IPv6, short and long payloads.
+func icrcFrames(t testing.TB) map[string][]byte {
+	frames := map[string][]byte{
+		"captured": unhex(t, capturedReadRequest),
+		"v4 ack":   build(opSpec(false, wire.OpRCAck, 0)),
+		"v6 ack":   build(opSpec(true, wire.OpRCAck, 0)),
+		"v4 write": build(opSpec(false, wire.OpRCWriteOnlyImm, 1021)),
+		"v6 write": build(opSpec(true, wire.OpRCWriteFirst, 4096)),
+		"v6 cnp":   build(opSpec(true, wire.OpCNP, 0)),
+	}
+	// IPv4 with 8 bytes of options, ICRC set by SetICRC.
+	plain := build(opSpec(false, wire.OpUDSendOnlyImm, 33))
+	opt := append(append(append([]byte(nil), plain[:20]...), 0x94, 0x04, 0, 0, 1, 1, 1, 0), plain[20:]...)
+	ip := wire.IPv4(opt)
+	ip.SetIHL(7)
+	ip.SetTotalLength(uint16(len(opt)))
+	ip.SetChecksum(ip.ComputeChecksum())
+	wire.SetICRC(opt)
+	frames["v4 options"] = opt
+	return frames
+}
+
+// TestICRCCoverage flips every bit of each frame: the ICRC must change
+// exactly when the bit is covered, so the masks are neither too wide nor
+// too narrow.
+func TestICRCCoverage(t *testing.T) {
+	for name, frame := range icrcFrames(t) {
+		if got, want := mustICRC(t, frame), referenceICRC(frame); got != want {
+			t.Errorf("%s: ComputeICRC = %#x, reference %#x", name, got, want)
+		}
+		if err := wire.CheckICRC(frame); err != nil {
+			t.Errorf("%s: CheckICRC: %v", name, err)
+		}
+		orig := mustICRC(t, frame)
+		masked := maskedBytes(frame)
+		if len(frame) > 200 {
+			continue // the headers are what matter; long payloads are slow to flip
+		}
+		for i := 0; i < len(frame)-wire.ICRCSize; i++ {
+			for bit := range 8 {
+				frame[i] ^= 1 << bit
+				crc, err := wire.ComputeICRC(frame)
+				covered := masked[i]&(1<<bit) == 0
+				// Bits that locate headers may turn the frame unparsable.
+				if err == nil && (crc != orig) != covered {
+					t.Errorf("%s: byte %d bit %d: covered=%v but ICRC changed=%v", name, i, bit, covered, crc != orig)
+				}
+				frame[i] ^= 1 << bit
+			}
+		}
+	}
+}
+
+func mustICRC(t *testing.T, frame []byte) uint32 {
+	t.Helper()
+	crc, err := wire.ComputeICRC(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crc
+}
+
+// TestICRCErrors checks that every prefix of a frame fails cleanly, without
+// a panic, and that a wrong ICRC is ErrICRC.
+func TestICRCErrors(t *testing.T) {
+	for name, frame := range icrcFrames(t) {
+		for n := range len(frame) {
+			if err := wire.CheckICRC(frame[:n]); err == nil {
+				t.Errorf("%s: CheckICRC of %d-byte prefix = nil", name, n)
+			}
+		}
+		bad := append([]byte(nil), frame...)
+		bad[len(bad)-1] ^= 0x80
+		if err := wire.CheckICRC(bad); !errors.Is(err, wire.ErrICRC) {
+			t.Errorf("%s: wrong ICRC: %v", name, err)
+		}
+	}
+	tests := []struct {
+		frame string
+		err   error
+	}{
+		{"", wire.ErrTruncated},
+		{"45", wire.ErrTruncated},
+		{"75000000", wire.ErrIPVersion},
+		{"4400003c000040004011ae80c6120001c612000b", wire.ErrIPHeader},  // IHL 4
+		{"4f00003c000040004011ae80c6120001c612000b", wire.ErrTruncated}, // IHL 15, 20 bytes
+		{"60000000", wire.ErrTruncated},
+		{capturedReadRequest[:2*40], wire.ErrTruncated}, // no room for BTH and ICRC
+	}
+	for _, tt := range tests {
+		frame := unhex(t, tt.frame)
+		if _, err := wire.ComputeICRC(frame); !errors.Is(err, tt.err) {
+			t.Errorf("ComputeICRC(%s) = %v, want %v", tt.frame, err, tt.err)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetICRC on a malformed frame did not panic")
+		}
+	}()
+	wire.SetICRC([]byte{0x45})
+}
+
+func TestICRCAllocs(t *testing.T) {
+	for name, frame := range icrcFrames(t) {
+		if n := testing.AllocsPerRun(100, func() {
+			wire.SetICRC(frame)
+			_ = wire.CheckICRC(frame)
+		}); n != 0 {
+			t.Errorf("%s: %v allocations per SetICRC+CheckICRC", name, n)
+		}
+	}
+}
