@@ -1,0 +1,133 @@
+package rnic_test
+
+import (
+	"context"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// pair is two devices on an in-process link, each with a PD, a CQ and a
+// connected QP.
+type pair struct {
+	t        testing.TB
+	pa, pb   *mem.Port
+	a, b     *rnic.Device
+	pda, pdb *rnic.PD
+	cqa, cqb *rnic.CQ
+	qpa, qpb *rnic.QP
+}
+
+type pairOpts struct {
+	typ     rnic.QPType
+	mtu     rnic.MTU
+	fa, fb  mem.Faults
+	cap     rnic.QPCap
+	conn    rnic.ConnParams
+	devOpts rnic.Options
+}
+
+func newPair(t testing.TB, o pairOpts) *pair {
+	t.Helper()
+	if o.typ == 0 {
+		o.typ = rnic.RC
+	}
+	if o.cap.MaxSendWR == 0 {
+		o.cap = rnic.QPCap{MaxSendWR: 256, MaxRecvWR: 256, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 64}
+	}
+	pa, pb, err := mem.Pipe(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), o.fa, o.fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pair{t: t, pa: pa, pb: pb}
+	open := func(l *mem.Port, name string) *rnic.Device {
+		opts := o.devOpts
+		opts.Link, opts.Name = l, name
+		d, err := rnic.Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	p.a, p.b = open(pa, "a"), open(pb, "b")
+	t.Cleanup(func() { p.a.Close(); p.b.Close() })
+	p.pda, p.pdb = must(p.a.AllocPD()), must(p.b.AllocPD())
+	p.cqa, p.cqb = must(p.a.CreateCQ(4096)), must(p.b.CreateCQ(4096))
+	p.qpa = must(p.pda.CreateQP(rnic.QPInitAttr{Type: o.typ, SendCQ: p.cqa, RecvCQ: p.cqa, Cap: o.cap}))
+	p.qpb = must(p.pdb.CreateQP(rnic.QPInitAttr{Type: o.typ, SendCQ: p.cqb, RecvCQ: p.cqb, Cap: o.cap}))
+	cp := o.conn
+	if o.mtu != 0 {
+		cp.MTU = o.mtu
+	}
+	pcb := cp
+	pcb.PSN = cp.PSN + 0x123456&0xFFFFFF
+	if err := p.qpa.Connect(p.qpb.Endpoint(pcb), cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.qpb.Connect(p.qpa.Endpoint(cp), pcb); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// waitWC waits for n completions on cq.
+func waitWC(t testing.TB, cq *rnic.CQ, n int, timeout time.Duration) []rnic.WC {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out := make([]rnic.WC, 0, n)
+	buf := make([]rnic.WC, 64)
+	for len(out) < n {
+		k, err := cq.Wait(ctx, buf[:min(len(buf), n-len(out))])
+		if err != nil {
+			t.Fatalf("waiting for %d completions, got %d: %v (%+v)", n, len(out), err, out)
+		}
+		out = append(out, buf[:k]...)
+	}
+	return out
+}
+
+// checkGoroutines fails the test if goroutines started during it are still
+// running after its cleanups (devices closed), allowing a short grace
+// period for goroutines that are on their way out.
+func checkGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d running, %d before the test\n%s", n, before, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// interesting returns a device's non-zero counters, for failure messages.
+func interesting(d *rnic.Device) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, c := range d.Counters() {
+		if c.Value != 0 {
+			m[c.Name] = c.Value
+		}
+	}
+	return m
+}

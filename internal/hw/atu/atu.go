@@ -1,0 +1,595 @@
+package atu
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/rnic/rnic/internal/hw/cache"
+)
+
+// Kind says what an MPT entry describes.
+type Kind uint8
+
+const (
+	KindFree Kind = iota // unused index
+	KindMR               // memory region
+	KindMW1              // memory window, type 1 (bound with ibv_bind_mw)
+	KindMW2              // memory window, type 2 (bound with a BIND_MW work request, tied to one QP)
+)
+
+func (k Kind) isMW() bool { return k == KindMW1 || k == KindMW2 }
+
+// MPTEntry is one memory protection table entry, the on-chip copy of which
+// the MPT cache holds.
+type MPTEntry struct {
+	Key       uint32 // index<<8 | variant
+	Kind      Kind
+	Valid     bool // MR: registered; MW: bound
+	PageShift uint8
+	PD        uint32
+	Access    Access
+	VA        uint64 // first virtual address of the range
+	Length    uint64
+	MTTBase   uint32 // MR: MTT index of the page holding VA
+	Parent    uint32 // MW: MPT index of the region it is bound to
+	QPN       uint32 // MW type 2: the QP it is bound to
+}
+
+// MTTEntry is one memory translation table entry: a host page, or the part
+// of it that belongs to the region. Page[0] lies at page offset Start.
+type MTTEntry struct {
+	Page  []byte
+	Start uint32
+}
+
+// Seg is a run of host memory that backs part of a translated range.
+type Seg = []byte
+
+// Config sizes the tables and their on-chip caches.
+type Config struct {
+	MaxMR       int // MPT entries for regions and windows together
+	PageShift   uint8
+	MPTCache    cache.Config
+	MTTCache    cache.Config
+	MaxMRLength uint64 // largest region, in bytes
+}
+
+// Control-path errors. They wrap into messages that name the object.
+var (
+	ErrNoResources = errors.New("atu: out of MPT entries")
+	ErrInvalid     = errors.New("atu: invalid argument")
+	ErrNoKey       = errors.New("atu: no such key")
+	ErrBusy        = errors.New("atu: region still in use")
+)
+
+// Stats counts translations and their faults.
+type Stats struct {
+	Translations uint64
+	Faults       [FaultKind + 1]uint64
+	MPT, MTT     cache.Stats
+	MRs, MWs     int
+	MTTEntries   uint32
+}
+
+// ATU owns the MPT and MTT and translates through their caches. It is safe
+// for concurrent use: the control path (register, deregister, bind) and the
+// engines' data path share one lock, as they share one table on hardware.
+type ATU struct {
+	mu        sync.Mutex
+	cfg       Config
+	mpt       []MPTEntry // host-memory MPT; index 0 is never used (a zero key is never valid)
+	variant   []uint8    // next key variant per index, so a stale key stops matching after reuse
+	refs      []int32    // MR: windows bound to it
+	freeIdx   []uint32
+	mtt       []MTTEntry // host-memory MTT
+	mttAlloc  extentAlloc
+	mptCache  *cache.Cache[uint32, MPTEntry]
+	mttCache  *cache.Cache[uint32, MTTEntry]
+	nMR, nMW  int
+	xlates    uint64
+	faults    [FaultKind + 1]uint64
+	loadMPTFn func(uint32) (MPTEntry, bool)
+	loadMTTFn func(uint32) (MTTEntry, bool)
+}
+
+// New builds an ATU.
+func New(cfg Config) (*ATU, error) {
+	if cfg.MaxMR <= 0 || cfg.MaxMR >= 1<<24 {
+		return nil, fmt.Errorf("atu: MaxMR %d out of range [1, 2^24)", cfg.MaxMR)
+	}
+	if cfg.PageShift < 12 || cfg.PageShift > 30 {
+		return nil, fmt.Errorf("atu: PageShift %d out of range [12, 30]", cfg.PageShift)
+	}
+	if cfg.MaxMRLength == 0 {
+		cfg.MaxMRLength = 1 << 40
+	}
+	mpc, err := cache.New[uint32, MPTEntry](cfg.MPTCache, hashU32)
+	if err != nil {
+		return nil, err
+	}
+	mtc, err := cache.New[uint32, MTTEntry](cfg.MTTCache, hashU32)
+	if err != nil {
+		return nil, err
+	}
+	u := &ATU{
+		cfg:      cfg,
+		mpt:      make([]MPTEntry, 1, 64),
+		variant:  make([]uint8, 1, 64),
+		refs:     make([]int32, 1, 64),
+		mptCache: mpc,
+		mttCache: mtc,
+	}
+	u.loadMPTFn = u.loadMPT
+	u.loadMTTFn = u.loadMTT
+	return u, nil
+}
+
+func hashU32(k uint32) uint64 { return uint64(k) }
+
+// PageShift returns the default page size of new regions as a shift.
+func (u *ATU) PageShift() uint8 { return u.cfg.PageShift }
+
+func (u *ATU) allocIndex() (uint32, bool) {
+	if n := len(u.freeIdx); n > 0 {
+		idx := u.freeIdx[n-1]
+		u.freeIdx = u.freeIdx[:n-1]
+		return idx, true
+	}
+	if len(u.mpt)-1 >= u.cfg.MaxMR {
+		return 0, false
+	}
+	u.mpt = append(u.mpt, MPTEntry{})
+	u.variant = append(u.variant, 0)
+	u.refs = append(u.refs, 0)
+	return uint32(len(u.mpt) - 1), true
+}
+
+func (u *ATU) freeIndex(idx uint32) {
+	u.mpt[idx] = MPTEntry{}
+	u.refs[idx] = 0
+	u.freeIdx = append(u.freeIdx, idx)
+}
+
+// nextKey returns a fresh key for idx: its variant moves on every use so
+// that a key held by a peer after deregistration no longer matches.
+func (u *ATU) nextKey(idx uint32) uint32 {
+	v := u.variant[idx]
+	u.variant[idx] = v + 1
+	return idx<<8 | uint32(v)
+}
+
+// MRSpec describes a region to register.
+type MRSpec struct {
+	PD        uint32
+	Buf       []byte
+	IOVA      uint64 // virtual address of Buf[0] as peers will name it
+	Access    Access
+	PageShift uint8 // 0: the ATU's default
+}
+
+// RegMR registers Buf and returns its key (lkey == rkey, as on mlx5; the
+// remote rights decide what a peer may do with it).
+func (u *ATU) RegMR(s MRSpec) (uint32, error) {
+	if s.Access&^validMR != 0 {
+		return 0, fmt.Errorf("%w: unknown access bits %#x", ErrInvalid, uint32(s.Access&^validMR))
+	}
+	if s.Access&needsLocal != 0 && !s.Access.Has(LocalWrite) {
+		return 0, fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
+	}
+	n := uint64(len(s.Buf))
+	if n == 0 {
+		return 0, fmt.Errorf("%w: zero-length region", ErrInvalid)
+	}
+	if n > u.cfg.MaxMRLength {
+		return 0, fmt.Errorf("%w: region of %d bytes exceeds the maximum %d", ErrInvalid, n, u.cfg.MaxMRLength)
+	}
+	if s.Access.Has(ZeroBased) {
+		s.IOVA = 0
+	}
+	if s.IOVA+n < s.IOVA {
+		return 0, fmt.Errorf("%w: IOVA %#x + %d wraps", ErrInvalid, s.IOVA, n)
+	}
+	shift := s.PageShift
+	if shift == 0 {
+		shift = u.cfg.PageShift
+	}
+	if shift < 12 || shift > 30 {
+		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
+	}
+	pages := buildPages(s.Buf, s.IOVA, shift)
+
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx, ok := u.allocIndex()
+	if !ok {
+		return 0, fmt.Errorf("%w (%d regions and windows)", ErrNoResources, u.cfg.MaxMR)
+	}
+	base, ok := u.mttAlloc.alloc(uint32(len(pages)))
+	if !ok {
+		u.freeIndex(idx)
+		return 0, fmt.Errorf("%w: MTT full", ErrNoResources)
+	}
+	if end := int(base) + len(pages); end > len(u.mtt) {
+		u.mtt = append(u.mtt, make([]MTTEntry, end-len(u.mtt))...)
+	}
+	copy(u.mtt[base:], pages)
+	key := u.nextKey(idx)
+	u.mpt[idx] = MPTEntry{
+		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
+		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base,
+	}
+	u.nMR++
+	return key, nil
+}
+
+// buildPages cuts buf into MTT entries along the page boundaries of its
+// IOVA range.
+func buildPages(buf []byte, iova uint64, shift uint8) []MTTEntry {
+	size := uint64(1) << shift
+	first := iova >> shift
+	last := (iova + uint64(len(buf)) - 1) >> shift
+	pages := make([]MTTEntry, last-first+1)
+	off := uint64(0)
+	for i := range pages {
+		start := uint32(0)
+		if i == 0 {
+			start = uint32(iova & (size - 1))
+		}
+		n := min(size-uint64(start), uint64(len(buf))-off)
+		pages[i] = MTTEntry{Page: buf[off : off+n : off+n], Start: start}
+		off += n
+	}
+	return pages
+}
+
+// DeregMR removes a region. It fails while windows are bound to it.
+func (u *ATU) DeregMR(key uint32) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx := key >> 8
+	e, ok := u.entry(idx)
+	if !ok || e.Kind != KindMR || e.Key != key {
+		return fmt.Errorf("%w: %#x is not a registered region", ErrNoKey, key)
+	}
+	if u.refs[idx] > 0 {
+		return fmt.Errorf("%w: region %#x has %d memory windows bound", ErrBusy, key, u.refs[idx])
+	}
+	pages := pageCount(e)
+	for i := uint32(0); i < pages; i++ {
+		u.mttCache.Invalidate(e.MTTBase + i)
+		u.mtt[e.MTTBase+i] = MTTEntry{}
+	}
+	u.mttAlloc.release(e.MTTBase, pages)
+	u.mtt = u.mtt[:u.mttAlloc.top]
+	u.mptCache.Invalidate(idx)
+	u.freeIndex(idx)
+	u.nMR--
+	return nil
+}
+
+func pageCount(e *MPTEntry) uint32 {
+	first := e.VA >> e.PageShift
+	last := (e.VA + e.Length - 1) >> e.PageShift
+	return uint32(last - first + 1)
+}
+
+func (u *ATU) entry(idx uint32) (*MPTEntry, bool) {
+	if idx == 0 || int(idx) >= len(u.mpt) || u.mpt[idx].Kind == KindFree {
+		return nil, false
+	}
+	return &u.mpt[idx], true
+}
+
+// Lookup returns a copy of the MPT entry of key, straight from the host
+// table (control path and tests; the data path uses Translate).
+func (u *ATU) Lookup(key uint32) (MPTEntry, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e, ok := u.entry(key >> 8)
+	if !ok || e.Key != key {
+		return MPTEntry{}, false
+	}
+	return *e, true
+}
+
+// AllocMW allocates an unbound memory window of type 1 or 2.
+func (u *ATU) AllocMW(pd uint32, kind Kind) (uint32, error) {
+	if !kind.isMW() {
+		return 0, fmt.Errorf("%w: window kind %d", ErrInvalid, kind)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx, ok := u.allocIndex()
+	if !ok {
+		return 0, fmt.Errorf("%w (%d regions and windows)", ErrNoResources, u.cfg.MaxMR)
+	}
+	key := u.nextKey(idx)
+	u.mpt[idx] = MPTEntry{Key: key, Kind: kind, PD: pd}
+	u.nMW++
+	return key, nil
+}
+
+// DeallocMW frees a window, unbinding it first if needed.
+func (u *ATU) DeallocMW(key uint32) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx := key >> 8
+	e, ok := u.entry(idx)
+	if !ok || !e.Kind.isMW() || e.Key>>8 != idx {
+		return fmt.Errorf("%w: %#x is not a memory window", ErrNoKey, key)
+	}
+	if e.Valid {
+		u.refs[e.Parent]--
+	}
+	u.mptCache.Invalidate(idx)
+	u.freeIndex(idx)
+	u.nMW--
+	return nil
+}
+
+// Bind describes a window bind (ibv_bind_mw, or a BIND_MW work request).
+type Bind struct {
+	MW     uint32 // the window's current key
+	NewKey uint32 // the key after binding (same index, consumer-chosen variant)
+	MR     uint32 // lkey of the region to bind to
+	PD     uint32 // the binding QP's protection domain
+	QPN    uint32 // the binding QP (type 2 windows stay tied to it)
+	VA     uint64
+	Length uint64
+	Access Access
+}
+
+// BindMW binds a window to a range of a region. The returned fault is
+// OK on success; otherwise the bind work request completes with
+// MW_BIND_ERR (or the fault's status).
+func (u *ATU) BindMW(b Bind) Fault {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx := b.MW >> 8
+	w, ok := u.entry(idx)
+	if !ok || !w.Kind.isMW() || b.NewKey>>8 != idx {
+		return FaultKey
+	}
+	if w.Kind == KindMW2 {
+		// A type 2 window binds only from the free state, with its current key.
+		if w.Valid || w.Key != b.MW {
+			return FaultKey
+		}
+	}
+	if w.PD != b.PD {
+		return FaultPD
+	}
+	if b.Access&^validMW != 0 {
+		return FaultAccess
+	}
+	mr, ok := u.entry(b.MR >> 8)
+	if !ok || mr.Kind != KindMR || mr.Key != b.MR || !mr.Valid {
+		return FaultKey
+	}
+	if mr.PD != b.PD {
+		return FaultPD
+	}
+	if !mr.Access.Has(MWBind) {
+		return FaultAccess
+	}
+	if b.Access&needsLocal != 0 && !mr.Access.Has(LocalWrite) {
+		return FaultAccess
+	}
+	if !inRange(mr, b.VA, b.Length) {
+		return FaultBounds
+	}
+	if w.Valid {
+		u.refs[w.Parent]--
+	}
+	u.refs[b.MR>>8]++
+	*w = MPTEntry{
+		Key: b.NewKey, Kind: w.Kind, Valid: true, PD: w.PD, Access: b.Access,
+		VA: b.VA, Length: b.Length, Parent: b.MR >> 8, QPN: b.QPN,
+	}
+	u.variant[idx] = uint8(b.NewKey) + 1
+	u.mptCache.Invalidate(idx)
+	return OK
+}
+
+// Invalidate invalidates a window by its key: a LOCAL_INV work request
+// (remote=false) or a SEND with Invalidate from the wire (remote=true, which
+// must arrive on the QP a type 2 window is bound to).
+func (u *ATU) Invalidate(key, pd, qpn uint32, remote bool) Fault {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx := key >> 8
+	w, ok := u.entry(idx)
+	if !ok || w.Key != key || !w.Valid {
+		return FaultKey
+	}
+	if !w.Kind.isMW() {
+		// Regions registered through the verbs are not invalidatable
+		// (only fast-registration regions are, which this NIC does not
+		// offer).
+		return FaultKind
+	}
+	if w.PD != pd {
+		return FaultPD
+	}
+	if w.Kind == KindMW2 && remote && w.QPN != qpn {
+		return FaultQP
+	}
+	if w.Kind == KindMW1 && remote {
+		return FaultKind // type 1 windows are never invalidated remotely
+	}
+	u.refs[w.Parent]--
+	w.Valid = false
+	u.mptCache.Invalidate(idx)
+	return OK
+}
+
+func inRange(e *MPTEntry, va, n uint64) bool {
+	if va < e.VA {
+		return false
+	}
+	off := va - e.VA
+	return off <= e.Length && n <= e.Length-off
+}
+
+// Request is one translation: the rights wanted on [VA, VA+Len) of Key.
+type Request struct {
+	Key    uint32
+	PD     uint32
+	QPN    uint32 // the QP the access comes through (type 2 window check)
+	VA     uint64
+	Len    uint64
+	Access Access // LocalRead (0), LocalWrite, RemoteRead, RemoteWrite or RemoteAtomic
+	Remote bool   // Key is an rkey from the wire: windows are allowed
+}
+
+// loadMPT reads an entry from the host table on a cache miss. Free entries
+// are not cached, so a later registration at that index needs no
+// invalidation.
+func (u *ATU) loadMPT(idx uint32) (MPTEntry, bool) {
+	if int(idx) >= len(u.mpt) || u.mpt[idx].Kind == KindFree {
+		return MPTEntry{}, false
+	}
+	return u.mpt[idx], true
+}
+
+func (u *ATU) loadMTT(i uint32) (MTTEntry, bool) {
+	if int(i) >= len(u.mtt) {
+		return MTTEntry{}, false
+	}
+	return u.mtt[i], true
+}
+
+// Translate checks r and appends to dst the host segments that back the
+// range, in order. It allocates nothing once dst has capacity.
+func (u *ATU) Translate(r *Request, dst []Seg) ([]Seg, Fault) {
+	u.mu.Lock()
+	dst, f := u.translate(r, dst)
+	u.xlates++
+	u.faults[f]++
+	u.mu.Unlock()
+	return dst, f
+}
+
+func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
+	idx := r.Key >> 8
+	if idx == 0 || idx > uint32(u.cfg.MaxMR) {
+		return dst, FaultKey
+	}
+	e, ok, _ := u.mptCache.Get(idx, u.loadMPTFn)
+	if !ok || e.Kind == KindFree || !e.Valid || e.Key != r.Key {
+		return dst, FaultKey
+	}
+	if e.Kind.isMW() && !r.Remote {
+		return dst, FaultKind
+	}
+	if e.PD != r.PD {
+		return dst, FaultPD
+	}
+	if !e.Access.Has(r.Access) {
+		return dst, FaultAccess
+	}
+	if r.Access.Has(RemoteAtomic) && r.VA&7 != 0 {
+		return dst, FaultAlign
+	}
+	va := r.VA
+	if e.Kind.isMW() {
+		if e.Kind == KindMW2 && e.QPN != r.QPN {
+			return dst, FaultQP
+		}
+		if e.Access.Has(ZeroBased) {
+			// A zero-based window names its range from 0.
+			if r.Len > e.Length || va > e.Length-r.Len {
+				return dst, FaultBounds
+			}
+			va += e.VA
+		} else if !inRange(&e, va, r.Len) {
+			return dst, FaultBounds
+		}
+		p, ok, _ := u.mptCache.Get(e.Parent, u.loadMPTFn)
+		if !ok || p.Kind != KindMR || !p.Valid {
+			return dst, FaultKey
+		}
+		e = p
+	}
+	if !inRange(&e, va, r.Len) {
+		return dst, FaultBounds
+	}
+	return u.walk(&e, va, r.Len, dst), OK
+}
+
+// walk reads the MTT entries covering [va, va+n) of region e.
+func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg) []Seg {
+	shift := e.PageShift
+	mask := uint64(1)<<shift - 1
+	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
+	for n > 0 {
+		pe, ok, _ := u.mttCache.Get(i, u.loadMTTFn)
+		if !ok {
+			panic("atu: MTT entry missing inside a valid region")
+		}
+		off := uint32(va&mask) - pe.Start
+		take := min(uint64(len(pe.Page))-uint64(off), n)
+		dst = append(dst, pe.Page[off:uint64(off)+take:uint64(off)+take])
+		va += take
+		n -= take
+		i++
+	}
+	return dst
+}
+
+// Stats returns the translation counters and cache statistics.
+func (u *ATU) Stats() Stats {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return Stats{
+		Translations: u.xlates,
+		Faults:       u.faults,
+		MPT:          u.mptCache.Stats(),
+		MTT:          u.mttCache.Stats(),
+		MRs:          u.nMR,
+		MWs:          u.nMW,
+		MTTEntries:   u.mttAlloc.used(),
+	}
+}
+
+// Log2 returns the shift for a power-of-two page size, or false.
+func Log2(size int) (uint8, bool) {
+	if size <= 0 || size&(size-1) != 0 {
+		return 0, false
+	}
+	return uint8(bits.TrailingZeros(uint(size))), true
+}
+
+// Read copies len(dst) bytes at va of the region key into dst, as the host
+// CPU would: through the host's tables, without touching the NIC's caches
+// or counters. It serves inline sends, whose data the posting CPU copies
+// into the WQE.
+func (u *ATU) Read(pd, key uint32, va uint64, dst []byte) Fault {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e, ok := u.entry(key >> 8)
+	if !ok || e.Kind != KindMR || !e.Valid || e.Key != key {
+		return FaultKey
+	}
+	if e.PD != pd {
+		return FaultPD
+	}
+	n := uint64(len(dst))
+	if !inRange(e, va, n) {
+		return FaultBounds
+	}
+	shift := e.PageShift
+	mask := uint64(1)<<shift - 1
+	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
+	for off := 0; n > 0; i++ {
+		pe := &u.mtt[i]
+		po := uint32(va&mask) - pe.Start
+		c := copy(dst[off:], pe.Page[po:])
+		off += c
+		va += uint64(c)
+		n -= uint64(c)
+	}
+	return OK
+}

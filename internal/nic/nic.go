@@ -1,0 +1,375 @@
+// Package nic wires the RNIC's subsystems into one device and runs it in
+// real time: the tables (QPC, CQC, MPT/MTT in the ATU), the DMA engine
+// cluster, the protocol engine with its arbiter, the link, and the
+// goroutine that drives the engine.
+//
+// Real-time driver loop (routineEngine), one goroutine per engine:
+//
+//  1. take the frames the link delivered (a bounded receive queue)
+//  2. under the engine lock: Receive them, fire due timers (Tick), give the
+//     arbiter's ready QPs their turns (Run), hand the outbox to the link
+//  3. sleep until a doorbell, a frame or the next timer deadline
+//
+// The protocol engine itself (internal/transport) never reads a clock or
+// starts a goroutine; this loop is where real time enters. The simulator
+// drives the same engine in virtual time instead.
+//
+// Control-path calls (modify QP, deregister MR, destroy) take the engine
+// lock, so they never run in the middle of a packet: after DeregMR returns,
+// no DMA into the region is in flight.
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/cache"
+	"github.com/rnic/rnic/internal/hw/dma"
+	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire"
+)
+
+// Config describes a device.
+type Config struct {
+	Name string
+	Link link.Link
+	Addr netip.Addr // the NIC's IP address: GID index 0
+
+	MaxQP, MaxCQ, MaxMR, MaxSRQ int
+	MaxQPWR, MaxSGE, MaxInline  int
+	MaxCQE, MaxSRQWR            int
+	PageShift                   uint8
+	MTU                         wire.MTU // active MTU of the port
+
+	QPCCache, CQCCache, MPTCache, MTTCache cache.Config
+	DMAEngines                             int
+	Arbiter                                sched.Config
+	MaxUnackedPSNs                         uint32
+	MaxQPRdAtom                            uint8
+
+	RxQueue int // frames the receive queue holds before dropping
+
+	// Trace receives the protocol engine's debug log (nil: off).
+	Trace func(string)
+}
+
+// QPNBase is the first QP number handed out (0 and 1 are the special QPs;
+// rxe also starts user QPs above 16).
+const QPNBase = 0x11
+
+// Device is one running NIC.
+type Device struct {
+	cfg Config
+	gid wire.GID
+	ATU *atu.ATU
+	DMA *dma.Cluster
+	QPs *transport.Table[transport.QP]
+	CQs *transport.Table[transport.CQ]
+
+	mu  sync.Mutex // the engine lock
+	eng *transport.Engine
+
+	rx struct {
+		sync.Mutex
+		q     []*link.Buf
+		spare []*link.Buf
+		drops uint64
+	}
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	start  time.Time
+	closed atomic.Bool
+
+	events     chan transport.Event
+	eventDrops atomic.Uint64
+
+	loop []*link.Buf // frames to loop back inside the NIC (engine goroutine)
+}
+
+// Defaults fills unset fields with the defaults of a mid-range RNIC.
+func (c *Config) Defaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxQP, 16384)
+	def(&c.MaxCQ, 16384)
+	def(&c.MaxMR, 65536)
+	def(&c.MaxSRQ, 1024)
+	def(&c.MaxQPWR, 16384)
+	def(&c.MaxSGE, 32)
+	def(&c.MaxInline, 256)
+	def(&c.MaxCQE, 1<<20)
+	def(&c.MaxSRQWR, 16384)
+	def(&c.DMAEngines, 4)
+	def(&c.RxQueue, 16384)
+	if c.PageShift == 0 {
+		c.PageShift = 12
+	}
+	if c.MTU == 0 {
+		c.MTU = wire.MTU4096
+	}
+	if c.MaxQPRdAtom == 0 {
+		c.MaxQPRdAtom = 16
+	}
+	if c.QPCCache == (cache.Config{}) {
+		c.QPCCache = cache.Config{Name: "qpc", CapacityBytes: 1024 * 256, EntryBytes: 256, Ways: 8}
+	}
+	if c.CQCCache == (cache.Config{}) {
+		c.CQCCache = cache.Config{Name: "cqc", CapacityBytes: 512 * 64, EntryBytes: 64, Ways: 8}
+	}
+	if c.MPTCache == (cache.Config{}) {
+		c.MPTCache = cache.Config{Name: "mpt", CapacityBytes: 4096 * 64, EntryBytes: 64, Ways: 8}
+	}
+	if c.MTTCache == (cache.Config{}) {
+		c.MTTCache = cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}
+	}
+	if c.Arbiter == (sched.Config{}) {
+		c.Arbiter = sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16}
+	}
+}
+
+// New starts a device.
+func New(cfg Config) (*Device, error) {
+	cfg.Defaults()
+	if cfg.Link == nil {
+		return nil, errors.New("nic: no link")
+	}
+	if !cfg.Addr.IsValid() {
+		return nil, errors.New("nic: no IP address for GID 0")
+	}
+	if m := cfg.Link.MTU(); m < frameFor(cfg.MTU) {
+		return nil, fmt.Errorf("nic: link MTU %d is too small for RoCE MTU %d", m, cfg.MTU.Bytes())
+	}
+	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache})
+	if err != nil {
+		return nil, err
+	}
+	dm, err := dma.New(cfg.DMAEngines)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{
+		cfg:    cfg,
+		gid:    wire.GIDFromAddr(cfg.Addr),
+		ATU:    u,
+		DMA:    dm,
+		QPs:    transport.NewTable[transport.QP](QPNBase, cfg.MaxQP),
+		CQs:    transport.NewTable[transport.CQ](1, cfg.MaxCQ),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		start:  time.Now(),
+		events: make(chan transport.Event, 256),
+	}
+	cfg.Arbiter.Queues = min(cfg.MaxQP, 1024)
+	d.eng, err = transport.NewEngine(transport.Config{
+		ATU: u, DMA: dm, QPs: d.QPs, CQs: d.CQs,
+		QPCCache: cfg.QPCCache, CQCCache: cfg.CQCCache, Arbiter: cfg.Arbiter,
+		MaxQPRdAtom: cfg.MaxQPRdAtom, MaxQPInitRdAtom: cfg.MaxQPRdAtom,
+		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU,
+		Kick:  d.wake,
+		Event: d.event,
+		Trace: cfg.Trace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Link.Attach(d)
+	go d.routineEngine()
+	return d, nil
+}
+
+// frameFor returns the largest frame a RoCE MTU needs (IPv6, the largest
+// headers, pad and ICRC).
+func frameFor(m wire.MTU) int { return m.Bytes() + wire.IPv6HeaderSize + wire.UDPHeaderSize + 64 }
+
+// Config returns the device's configuration (with defaults filled in).
+func (d *Device) Config() Config { return d.cfg }
+
+// GID returns the device's GID 0.
+func (d *Device) GID() wire.GID { return d.gid }
+
+// Engine runs f with the engine lock held: the control path's way in.
+func (d *Device) Engine(f func(e *transport.Engine)) {
+	d.mu.Lock()
+	f(d.eng)
+	d.mu.Unlock()
+	d.wake()
+}
+
+// Deliver is the link's way in (link.Dispatcher). Frames addressed to
+// this NIC land in the bounded receive queue.
+func (d *Device) Deliver(bufs []*link.Buf) {
+	d.rx.Lock()
+	for _, b := range bufs {
+		if len(d.rx.q) >= d.cfg.RxQueue || d.closed.Load() {
+			d.rx.drops++
+			b.Release()
+			continue
+		}
+		d.rx.q = append(d.rx.q, b)
+	}
+	d.rx.Unlock()
+	d.wake()
+}
+
+// wake kicks the engine loop (a doorbell, a frame, a control operation).
+func (d *Device) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Device) event(ev transport.Event) {
+	select {
+	case d.events <- ev:
+	default:
+		d.eventDrops.Add(1)
+	}
+}
+
+// Events returns the asynchronous event queue.
+func (d *Device) Events() <-chan transport.Event { return d.events }
+
+func (d *Device) now() int64 { return int64(time.Since(d.start)) }
+
+// batchBudget bounds the packets one loop iteration sends, so that
+// received frames (ACKs, NAKs, duplicate requests) are taken in often.
+const batchBudget = 64
+
+func (d *Device) routineEngine() {
+	defer close(d.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var timerAt int64 // deadline the timer is armed for; 0: disarmed
+	var rx []*link.Buf
+	for {
+		d.rx.Lock()
+		rx, d.rx.q = d.rx.q, d.rx.spare[:0]
+		d.rx.Unlock()
+
+		d.mu.Lock()
+		now := d.now()
+		if len(rx) > 0 {
+			d.eng.Receive(now, rx)
+		}
+		d.eng.Tick(now)
+		busy := d.eng.Run(now, batchBudget)
+		d.sendOutbox()
+		deadline, hasDeadline := d.eng.NextDeadline()
+		d.mu.Unlock()
+
+		clear(rx)
+		d.rx.Lock()
+		d.rx.spare = rx[:0]
+		pending := len(d.rx.q) > 0
+		d.rx.Unlock()
+
+		select {
+		case <-d.stop:
+			timer.Stop()
+			return
+		default:
+		}
+		if busy || pending {
+			continue
+		}
+		if hasDeadline && deadline != timerAt {
+			timer.Reset(time.Duration(deadline - d.now()))
+			timerAt = deadline
+		}
+		select {
+		case <-d.kick:
+		case <-timer.C:
+			timerAt = 0
+		case <-d.stop:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// sendOutbox hands the engine's frames to the link; frames for the NIC's
+// own address loop back inside the NIC, as on hardware.
+func (d *Device) sendOutbox() {
+	out := d.eng.Outbox()
+	if len(out) == 0 {
+		return
+	}
+	n := 0
+	for _, b := range out {
+		if d.isLocal(b.Bytes()) {
+			d.loop = append(d.loop, b)
+			continue
+		}
+		out[n] = b
+		n++
+	}
+	if n > 0 {
+		d.cfg.Link.Send(out[:n])
+	}
+	if len(d.loop) > 0 {
+		d.Deliver(d.loop)
+		clear(d.loop)
+		d.loop = d.loop[:0]
+	}
+	d.eng.ClearOutbox()
+}
+
+func (d *Device) isLocal(f []byte) bool {
+	if f[0]>>4 == 4 {
+		return d.gid.IsIPv4() && [4]byte(f[16:20]) == [4]byte(d.gid[12:16])
+	}
+	return [16]byte(f[24:40]) == d.gid
+}
+
+// Close stops the engine and the link. Work in flight is abandoned.
+func (d *Device) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	close(d.stop)
+	<-d.done
+	err := d.cfg.Link.Close()
+	d.rx.Lock()
+	for _, b := range d.rx.q {
+		b.Release()
+	}
+	d.rx.q = nil
+	d.rx.Unlock()
+	return err
+}
+
+// Counters returns the device counters, the pipeline's included.
+func (d *Device) Counters() (transport.Counters, Pipeline) {
+	d.mu.Lock()
+	c := d.eng.Counters()
+	qpc, cqc := d.eng.CacheStats()
+	arb := d.eng.ArbiterStats()
+	d.mu.Unlock()
+	d.rx.Lock()
+	c[transport.RxDiscards] += d.rx.drops
+	d.rx.Unlock()
+	a := d.ATU.Stats()
+	return c, Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: d.DMA.Stats(), Arbiter: arb, EventDrops: d.eventDrops.Load()}
+}
+
+// Pipeline are the hardware blocks' own statistics.
+type Pipeline struct {
+	QPC, CQC, MPT, MTT cache.Stats
+	ATU                atu.Stats
+	DMA                dma.Stats
+	Arbiter            sched.Stats
+	EventDrops         uint64
+}

@@ -1,0 +1,321 @@
+package transport
+
+import (
+	"encoding/binary"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/wire"
+)
+
+// completerRecv handles a response (ACK, NAK, RDMA READ response, atomic
+// ACK) on an RC QP: it retires the WQEs the response acknowledges, places
+// READ and atomic results, and reacts to NAKs (IBTA 9.7.5.1, 9.9.2).
+func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
+	req, sq := &qp.req, qp.sq
+	psn := p.BTH.PSN()
+	flags := p.Info.Flags
+	if !psn.Before(req.maxPSN) || psn.Before(req.una) {
+		// A response for a PSN never sent, or one already acknowledged
+		// (a duplicate ACK, a late READ response): nothing to do.
+		if !psn.Before(req.maxPSN) {
+			e.count(qp, RxGhostResponse)
+		}
+		return
+	}
+	var syn wire.Syndrome
+	kind := wire.AckKindACK
+	if p.AETH != nil {
+		syn = p.AETH.Syndrome()
+		kind = syn.Kind()
+	}
+	if flags.Has(wire.FlagAck) {
+		e.count(qp, AcksReceived)
+	}
+	// ackThrough: the last PSN this response says the responder has
+	// received and executed. A NAK names the PSN that failed.
+	ackThrough := psn
+	if kind != wire.AckKindACK {
+		ackThrough = psn.Add(wire.PSNMask) // psn - 1
+	}
+	progress := false
+	var w *sendWQE
+	for {
+		if req.compIdx == req.next && !(req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending) {
+			w = nil
+			break
+		}
+		w = sq.slot(req.compIdx)
+		if w.state == wqeDone {
+			req.compIdx++
+			continue
+		}
+		if w.state != wqePending {
+			w = nil
+			break
+		}
+		ra := wrInfos[w.op].readAtom
+		if ra && !ackThrough.Before(w.firstPSN) && !(flags.Has(wire.FlagReadResp) || flags.Has(wire.FlagAtomicAckETH)) {
+			// An ACK or NAK covering an outstanding READ/atomic whose
+			// response never came: the response was lost (implied NAK).
+			e.impliedNAK(qp)
+			e.afterCompletion(qp, progress)
+			return
+		}
+		if ra && ackThrough.After(w.lastPSN) {
+			e.impliedNAK(qp)
+			e.afterCompletion(qp, progress)
+			return
+		}
+		if !ra && !ackThrough.Before(w.lastPSN) {
+			req.una = w.lastPSN.Next()
+			e.wqeDone(qp, w, WCSuccess)
+			req.compIdx++
+			progress = true
+			continue
+		}
+		break
+	}
+	if w == nil {
+		e.afterCompletion(qp, progress)
+		return
+	}
+	switch {
+	case flags.Has(wire.FlagReadResp):
+		progress = e.readResponse(qp, req.compIdx, w, p, psn) || progress
+	case flags.Has(wire.FlagAtomicAckETH):
+		progress = e.atomicAck(qp, req.compIdx, w, p, psn) || progress
+	case kind == wire.AckKindACK:
+		if !wrInfos[w.op].readAtom && !psn.Before(w.firstPSN) {
+			// A coalesced ACK inside a multi-packet message.
+			if psn.Next().After(req.una) {
+				req.una = psn.Next()
+				progress = true
+			}
+		}
+	case kind == wire.AckKindRNRNAK || kind == wire.AckKindNAK:
+		// A NAK implicitly acknowledges every PSN before it.
+		if psn.After(req.una) {
+			req.una = psn
+			progress = true
+			e.resetRetries(qp)
+		}
+		if kind == wire.AckKindRNRNAK {
+			e.rnrNAK(qp, w, syn)
+		} else {
+			e.nak(qp, w, psn, syn.NAKCode())
+		}
+	}
+	e.afterCompletion(qp, progress)
+}
+
+// afterCompletion retires what completed, restarts the timers on
+// progress and wakes the requester.
+func (e *Engine) afterCompletion(qp *QP, progress bool) {
+	req := &qp.req
+	if progress {
+		e.resetRetries(qp)
+		qp.timer.retransAt = 0
+		if req.una != req.maxPSN {
+			if t := ackTimeout(qp.attr.Timeout); t != 0 {
+				qp.timer.retransAt = e.now + t
+				e.schedule(qp)
+			}
+		}
+	}
+	e.retire(qp)
+	if e.requesterReady(qp) {
+		e.arb.Ring(qp.index)
+	}
+}
+
+// resetRetries restores the retry budgets after the responder showed
+// progress: retry_cnt and rnr_retry count consecutive failures.
+func (e *Engine) resetRetries(qp *QP) {
+	req := &qp.req
+	req.retries = qp.attr.RetryCnt
+	req.rnrRetries = qp.attr.RNRRetry
+	req.nakSeen = false
+	req.recovering = false
+}
+
+// readResponse places one RDMA READ response packet.
+func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+	req := &qp.req
+	if w.op != WRRDMARead || psn.Before(w.firstPSN) || psn.After(w.lastPSN) {
+		e.count(qp, RxGhostResponse)
+		return false
+	}
+	if psn != req.una {
+		// Responses before this one were lost: ask again from una.
+		e.impliedNAK(qp)
+		return false
+	}
+	off := uint32(psn.Diff(w.firstPSN)) * qp.mtu
+	want := min(qp.mtu, w.length-off)
+	if uint32(len(p.Payload)) != want || (psn == w.lastPSN) != p.Info.Flags.Has(wire.FlagLast) {
+		e.count(qp, RxGhostResponse) // malformed response: drop, the timer retries
+		return false
+	}
+	if want > 0 {
+		if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload); f != atu.OK {
+			e.wqeDone(qp, w, WCLocProtErr)
+			req.una = psn.Next()
+			return true
+		}
+	}
+	req.una = psn.Next()
+	if psn == w.lastPSN {
+		e.wqeDone(qp, w, WCSuccess)
+		req.compIdx++
+	}
+	return true
+}
+
+// atomicAck places an atomic's original value.
+func (e *Engine) atomicAck(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+	if !wrInfos[w.op].atomic || psn != w.firstPSN {
+		e.count(qp, RxGhostResponse)
+		return false
+	}
+	var v [8]byte
+	binary.NativeEndian.PutUint64(v[:], p.AtomicAckETH.OrigData())
+	qp.req.una = psn.Next()
+	if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), 0, v[:]); f != atu.OK {
+		e.wqeDone(qp, w, WCLocProtErr)
+		return true
+	}
+	e.wqeDone(qp, w, WCSuccess)
+	qp.req.compIdx++
+	return true
+}
+
+// rnrNAK handles "receiver not ready": wait the responder's RNR timer and
+// send again from the NAKed PSN, up to rnr_retry times (7: forever).
+func (e *Engine) rnrNAK(qp *QP, w *sendWQE, syn wire.Syndrome) {
+	req := &qp.req
+	e.count(qp, RNRNAKRetryErr)
+	if qp.attr.RNRRetry != 7 {
+		if req.rnrRetries == 0 {
+			e.wqeDone(qp, w, WCRNRRetryExcErr)
+			return
+		}
+		req.rnrRetries--
+	}
+	req.rnrWait = true
+	qp.timer.retransAt = 0
+	qp.timer.rnrAt = e.now + int64(wire.RNRTimerDuration(syn.RNRTimer()))
+	e.schedule(qp)
+}
+
+// nak handles a NAK: a PSN sequence error goes back to the NAKed PSN; the
+// other codes fail the WQE with the matching status.
+func (e *Engine) nak(qp *QP, w *sendWQE, psn wire.PSN, code wire.NAKCode) {
+	req := &qp.req
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x completer: NAK %v psn %v (una %v psn %v)", qp.QPN, code, psn, req.una, req.psn)
+	}
+	switch code {
+	case wire.NAKPSNSeqErr:
+		e.count(qp, PacketSeqErr)
+		if req.nakSeen && req.nakPSN == psn {
+			return // the same NAK again (duplicated): already going back
+		}
+		req.nakSeen, req.nakPSN = true, psn
+		req.recovering = false // a NAK is news from the responder: act on it
+		e.retryFromUna(qp, false)
+		return
+	case wire.NAKInvalidRequest:
+		e.count(qp, ReqRemoteInvalidRequest)
+		e.wqeDone(qp, w, WCRemInvReqErr)
+	case wire.NAKRemoteAccessErr:
+		e.count(qp, ReqRemoteAccessErrors)
+		e.wqeDone(qp, w, WCRemAccessErr)
+	case wire.NAKRemoteOpErr:
+		e.wqeDone(qp, w, WCRemOpErr)
+	case wire.NAKInvalidRDRequest:
+		e.wqeDone(qp, w, WCRemInvRDReqErr)
+	default:
+		e.wqeDone(qp, w, WCBadRespErr)
+	}
+}
+
+// retryFromUna schedules go-back-N from the oldest unacknowledged PSN. A
+// transport retry uses up one of retry_cnt; when none is left the WQE
+// fails with RETRY_EXC_ERR. Once a retry is under way, further evidence of
+// the same loss (responses that were in flight past the gap) is ignored
+// until the responder shows progress or the timer fires (force).
+func (e *Engine) retryFromUna(qp *QP, force bool) bool {
+	req := &qp.req
+	if !force && (req.retry || req.recovering) {
+		return false
+	}
+	if req.retries == 0 {
+		if w := e.oldestPending(qp); w != nil {
+			e.wqeDone(qp, w, WCRetryExcErr)
+		}
+		return false
+	}
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x requester: go back to %v (force %v, retries left %d, psn %v, max %v)", qp.QPN, req.una, force, req.retries, req.psn, req.maxPSN)
+	}
+	req.retries--
+	req.retry = true
+	req.recovering = true
+	e.arb.Ring(qp.index)
+	return true
+}
+
+// impliedNAK reacts to a response that shows an earlier READ or atomic
+// response was lost (IBTA 9.9.2.2 "implied NAK").
+func (e *Engine) impliedNAK(qp *QP) {
+	if e.retryFromUna(qp, false) {
+		e.count(qp, ImpliedNAKSeqErr)
+	}
+}
+
+// oldestPending returns the oldest WQE waiting for acknowledgement.
+func (e *Engine) oldestPending(qp *QP) *sendWQE {
+	req, sq := &qp.req, qp.sq
+	end := req.next
+	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
+		end++
+	}
+	for i := req.compIdx; i != end; i++ {
+		if w := sq.slot(i); w.state == wqePending {
+			return w
+		}
+	}
+	return nil
+}
+
+// retransTimeout is the local ACK timeout: nothing was acknowledged for
+// 4.096 µs × 2^timeout.
+func (e *Engine) retransTimeout(qp *QP) {
+	if qp.attr.State != QPSRTS && qp.attr.State != QPSSQD {
+		return
+	}
+	if e.oldestPending(qp) == nil {
+		return
+	}
+	e.count(qp, LocalAckTimeoutErr)
+	e.retryFromUna(qp, true)
+	if qp.req.retries > 0 || qp.req.retry {
+		if t := ackTimeout(qp.attr.Timeout); t != 0 {
+			qp.timer.retransAt = e.now + t
+		}
+	}
+	e.retire(qp)
+}
+
+// rnrTimeout ends an RNR wait: send again from the NAKed PSN.
+func (e *Engine) rnrTimeout(qp *QP) {
+	if !qp.req.rnrWait {
+		return
+	}
+	qp.req.rnrWait = false
+	qp.req.retry = true
+	if t := ackTimeout(qp.attr.Timeout); t != 0 {
+		qp.timer.retransAt = e.now + t
+	}
+	e.arb.Ring(qp.index)
+}

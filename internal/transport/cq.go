@@ -1,0 +1,157 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrCQOverrun is returned by CQ.Wait once the CQ has overflowed: the NIC
+// had a completion to write and no free entry, so completions were lost and
+// the CQ is in error, as IBTA 11.4.2.1 says.
+var ErrCQOverrun = errors.New("completion queue overrun")
+
+// CQ is a completion queue: a ring of completions the NIC writes and the
+// application polls.
+type CQ struct {
+	CQN    uint32
+	Opaque any // the public API's handle
+
+	mu   sync.Mutex
+	ring []WC
+	head uint32 // oldest unpolled entry
+	n    uint32 // unpolled entries
+	err  bool   // overrun happened
+
+	waiters atomic.Int32
+	wake    chan struct{} // cap 1: a completion arrived while a Wait slept
+
+	// Completion-channel notification (ibv_req_notify_cq).
+	armed  uint8 // 0 not armed, armNext, armSolicited
+	events chan struct{}
+
+	// Refs counts the QPs and SRQs that use this CQ; destroy fails while
+	// it is non-zero.
+	Refs atomic.Int32
+}
+
+const (
+	armNext      = 1
+	armSolicited = 2
+)
+
+// NewCQ returns a CQ with room for depth completions.
+func NewCQ(cqn uint32, depth int) *CQ {
+	return &CQ{
+		CQN:    cqn,
+		ring:   make([]WC, depth),
+		wake:   make(chan struct{}, 1),
+		events: make(chan struct{}, 1),
+	}
+}
+
+// Depth returns the number of entries.
+func (c *CQ) Depth() int { return len(c.ring) }
+
+// push writes a completion. It returns false (and puts the CQ in error) if
+// the ring is full.
+func (c *CQ) push(wc *WC, solicited bool) bool {
+	c.mu.Lock()
+	if c.err || c.n == uint32(len(c.ring)) {
+		c.err = true
+		c.mu.Unlock()
+		return false
+	}
+	c.ring[(c.head+c.n)%uint32(len(c.ring))] = *wc
+	c.n++
+	fire := c.armed == armNext || (c.armed == armSolicited && (solicited || wc.Status != WCSuccess))
+	if fire {
+		c.armed = 0
+	}
+	c.mu.Unlock()
+	if c.waiters.Load() > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	if fire {
+		select {
+		case c.events <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Poll moves up to len(dst) completions into dst, oldest first, and
+// returns how many. It never blocks.
+func (c *CQ) Poll(dst []WC) int {
+	c.mu.Lock()
+	k := min(uint32(len(dst)), c.n)
+	for i := uint32(0); i < k; i++ {
+		dst[i] = c.ring[(c.head+i)%uint32(len(c.ring))]
+	}
+	c.head = (c.head + k) % uint32(len(c.ring))
+	c.n -= k
+	c.mu.Unlock()
+	return int(k)
+}
+
+// Overrun reports whether the CQ has overflowed.
+func (c *CQ) Overrun() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Wait blocks until at least one completion is available (then polls like
+// Poll) or ctx is done.
+func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
+	if len(dst) == 0 {
+		return 0, errors.New("rnic: Wait with an empty slice")
+	}
+	for {
+		if n := c.Poll(dst); n > 0 {
+			return n, nil
+		}
+		c.waiters.Add(1)
+		// Poll again after announcing the waiter: a completion pushed in
+		// between would otherwise find no waiter and send no wake-up.
+		if n := c.Poll(dst); n > 0 {
+			c.waiters.Add(-1)
+			return n, nil
+		}
+		if c.Overrun() {
+			c.waiters.Add(-1)
+			return 0, ErrCQOverrun
+		}
+		select {
+		case <-c.wake:
+			c.waiters.Add(-1)
+		case <-ctx.Done():
+			c.waiters.Add(-1)
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// ReqNotify arms the CQ's completion event for the next completion (or,
+// with solicitedOnly, the next solicited or failed one), like
+// ibv_req_notify_cq.
+func (c *CQ) ReqNotify(solicitedOnly bool) {
+	c.mu.Lock()
+	if solicitedOnly {
+		if c.armed != armNext {
+			c.armed = armSolicited
+		}
+	} else {
+		c.armed = armNext
+	}
+	c.mu.Unlock()
+}
+
+// Events returns the CQ's completion channel: one value per fired
+// notification (a full channel coalesces, as ibv_get_cq_event may).
+func (c *CQ) Events() <-chan struct{} { return c.events }

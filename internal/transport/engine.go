@@ -1,0 +1,329 @@
+package transport
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/cache"
+	"github.com/rnic/rnic/internal/hw/dma"
+	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire"
+)
+
+// Config wires an engine to the device's shared hardware.
+type Config struct {
+	ATU      *atu.ATU
+	DMA      *dma.Cluster
+	QPs      *Table[QP]
+	CQs      *Table[CQ]
+	QPCCache cache.Config
+	CQCCache cache.Config
+	Arbiter  sched.Config
+
+	// MaxQPRdAtom and MaxQPInitRdAtom bound max_dest_rd_atomic and
+	// max_rd_atomic (the device attributes of the same names).
+	MaxQPRdAtom     uint8
+	MaxQPInitRdAtom uint8
+
+	// MaxUnackedPSNs is the requester's window: packets sent and not yet
+	// acknowledged per QP (rxe's RXE_MAX_UNACKED_PSNS).
+	MaxUnackedPSNs uint32
+	// AckReqEvery sets AckReq on every n-th packet of a long message (and
+	// always on the last), so the window keeps moving.
+	AckReqEvery uint32
+
+	// LocalMTU is the largest path MTU the link carries.
+	LocalMTU wire.MTU
+
+	// Kick is called, from any goroutine, when the engine has new work
+	// (a doorbell). The driver wakes the engine's loop. Sans-IO: the engine
+	// never runs by itself.
+	Kick func()
+	// Event receives asynchronous events (on the engine's goroutine).
+	Event func(Event)
+	// Trace, if set, receives a line for every protocol event worth a
+	// look when debugging (NAKs, retries, drops): the engine's log.
+	Trace func(string)
+}
+
+// Engine is one protocol engine: the requester, responder and completer of
+// the QPs it owns, with the arbiter that schedules them and the timers that
+// drive retransmission. It is not safe for concurrent use, except ring
+// (doorbells), which the posting path calls from any goroutine; the driver
+// serializes everything else (control-path calls included) with one lock.
+type Engine struct {
+	cfg Config
+	arb *sched.Arbiter
+	qpc *cache.Cache[uint32, *QP]
+	cqc *cache.Cache[uint32, *CQ]
+
+	now     int64
+	timers  timerHeap
+	out     []*link.Buf
+	ackList []*QP // QPs with an ACK to send after this batch
+
+	db struct {
+		sync.Mutex
+		q     []*QP
+		spare []*QP
+		rings uint64
+	}
+
+	c    Counters
+	segs []atu.Seg // translation scratch
+	pkt  wire.Packet
+
+	loadQPFn func(uint32) (*QP, bool)
+	loadCQFn func(uint32) (*CQ, bool)
+}
+
+// NewEngine builds an engine.
+func NewEngine(cfg Config) (*Engine, error) {
+	if cfg.ATU == nil || cfg.DMA == nil || cfg.QPs == nil || cfg.CQs == nil {
+		return nil, fmt.Errorf("transport: engine needs an ATU, a DMA cluster and QP and CQ tables")
+	}
+	if cfg.MaxUnackedPSNs == 0 {
+		cfg.MaxUnackedPSNs = 128
+	}
+	if cfg.AckReqEvery == 0 {
+		cfg.AckReqEvery = 16
+	}
+	if cfg.MaxQPRdAtom == 0 {
+		cfg.MaxQPRdAtom = 16
+	}
+	if cfg.MaxQPInitRdAtom == 0 {
+		cfg.MaxQPInitRdAtom = 16
+	}
+	if cfg.LocalMTU == 0 {
+		cfg.LocalMTU = wire.MTU4096
+	}
+	if cfg.Kick == nil {
+		cfg.Kick = func() {}
+	}
+	if cfg.Event == nil {
+		cfg.Event = func(Event) {}
+	}
+	arb, err := sched.New(cfg.Arbiter)
+	if err != nil {
+		return nil, err
+	}
+	qpc, err := cache.New[uint32, *QP](cfg.QPCCache, func(k uint32) uint64 { return uint64(k) })
+	if err != nil {
+		return nil, err
+	}
+	cqc, err := cache.New[uint32, *CQ](cfg.CQCCache, func(k uint32) uint64 { return uint64(k) })
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64)}
+	e.loadQPFn = func(qpn uint32) (*QP, bool) { q := cfg.QPs.Get(qpn); return q, q != nil }
+	e.loadCQFn = func(cqn uint32) (*CQ, bool) { c := cfg.CQs.Get(cqn); return c, c != nil }
+	return e, nil
+}
+
+// ring is the doorbell: the posting path calls it after writing WQEs.
+// One queued doorbell per QP is enough; later rings coalesce into it.
+func (e *Engine) ring(qp *QP) {
+	e.db.Lock()
+	e.db.rings++
+	queued := qp.dbQueued.Swap(true)
+	if !queued {
+		e.db.q = append(e.db.q, qp)
+	}
+	e.db.Unlock()
+	if !queued {
+		e.cfg.Kick()
+	}
+}
+
+// drainDoorbells hands rung QPs to the arbiter.
+func (e *Engine) drainDoorbells() {
+	e.db.Lock()
+	q := e.db.q
+	e.db.q = e.db.spare[:0]
+	e.c[Doorbells] += e.db.rings
+	e.db.rings = 0
+	e.db.Unlock()
+	for _, qp := range q {
+		qp.dbQueued.Store(false)
+		if qp.destroyed {
+			continue
+		}
+		e.arb.Ring(qp.index)
+	}
+	clear(q)
+	e.db.spare = q[:0]
+}
+
+// lookupQP resolves a QPN through the QPC cache.
+func (e *Engine) lookupQP(qpn uint32) *QP {
+	qp, ok, hit := e.qpc.Get(qpn, e.loadQPFn)
+	if hit {
+		e.c[QPCCacheHit]++
+	} else {
+		e.c[QPCCacheMiss]++
+	}
+	if !ok || qp.destroyed {
+		return nil
+	}
+	return qp
+}
+
+// lookupCQ resolves a CQN through the CQC cache, as the NIC does before
+// writing a CQE.
+func (e *Engine) lookupCQ(cqn uint32) *CQ {
+	cq, ok, hit := e.cqc.Get(cqn, e.loadCQFn)
+	if hit {
+		e.c[CQCCacheHit]++
+	} else {
+		e.c[CQCCacheMiss]++
+	}
+	if !ok {
+		return nil
+	}
+	return cq
+}
+
+// Run serves ready QPs until about budget packets have been sent (or
+// nothing is ready). It reports whether work remains (the driver calls it
+// again, after taking in received frames, before sleeping). A small budget
+// keeps the pipeline short: the engine hears of a NAK or a duplicate
+// request after at most budget packets.
+func (e *Engine) Run(now int64, budget int) bool {
+	e.now = now
+	e.drainDoorbells()
+	for turns := 0; budget > 0 && turns < 4*budget; turns++ {
+		q, g, ok := e.arb.Next()
+		if !ok {
+			break
+		}
+		qp := e.cfg.QPs.ByIndex(q)
+		if qp == nil || qp.destroyed {
+			e.arb.Done(q, 0, 0, false)
+			continue
+		}
+		if e.lookupQP(qp.QPN) == nil {
+			e.arb.Done(q, 0, 0, false)
+			continue
+		}
+		if g.Packets > budget {
+			g.Packets = budget
+		}
+		pk, by, more := e.serve(qp, g)
+		e.arb.Done(q, pk, by, more)
+		budget -= pk
+	}
+	return e.arb.Ready() > 0 || e.pendingDoorbells()
+}
+
+func (e *Engine) pendingDoorbells() bool {
+	e.db.Lock()
+	defer e.db.Unlock()
+	return len(e.db.q) > 0
+}
+
+// serve gives one QP its turn: responses first (they unblock the peer),
+// then the requester.
+func (e *Engine) serve(qp *QP, g sched.Grant) (pkts, bytes int, more bool) {
+	switch QPState(qp.state.Load()) {
+	case QPSErr:
+		e.flush(qp)
+		return 0, 0, false
+	case QPSReset, QPSInit:
+		return 0, 0, false
+	}
+	pkts, bytes = e.serveResponses(qp, g)
+	respMore := qp.resp.queueLen() > 0
+	if pkts < g.Packets && bytes < g.Bytes {
+		p, b := e.serveRequests(qp, sched.Grant{Packets: g.Packets - pkts, Bytes: g.Bytes - bytes})
+		pkts += p
+		bytes += b
+	}
+	return pkts, bytes, respMore || e.requesterReady(qp)
+}
+
+// Outbox returns the frames produced since the last ClearOutbox; the
+// driver sends them (handing the buffers to the link) and then calls
+// ClearOutbox.
+func (e *Engine) Outbox() []*link.Buf { return e.out }
+
+// ClearOutbox forgets the frames returned by Outbox.
+func (e *Engine) ClearOutbox() {
+	clear(e.out)
+	e.out = e.out[:0]
+}
+
+// Counters returns the device-level counters of this engine, with the
+// cache counters filled in.
+func (e *Engine) Counters() Counters {
+	c := e.c
+	e.db.Lock()
+	c[Doorbells] += e.db.rings
+	e.db.Unlock()
+	return c
+}
+
+// CacheStats returns the QPC and CQC cache statistics.
+func (e *Engine) CacheStats() (qpc, cqc cache.Stats) { return e.qpc.Stats(), e.cqc.Stats() }
+
+// ArbiterStats returns the arbiter's counters.
+func (e *Engine) ArbiterStats() sched.Stats { return e.arb.Stats() }
+
+// tracef writes a trace line when tracing is on.
+func (e *Engine) tracef(format string, args ...any) {
+	if e.cfg.Trace != nil {
+		e.cfg.Trace(fmt.Sprintf("%d ", e.now) + fmt.Sprintf(format, args...))
+	}
+}
+
+// count bumps a per-QP counter and its device total.
+func (e *Engine) count(qp *QP, c Counter) {
+	e.c[c]++
+	if qp != nil && c < numQPCounters {
+		qp.counters[c]++
+	}
+}
+
+func (e *Engine) countN(qp *QP, c Counter, n uint64) {
+	e.c[c] += n
+	if qp != nil && c < numQPCounters {
+		qp.counters[c] += n
+	}
+}
+
+// newFrame allocates a frame for op with payloadLen bytes of payload and
+// returns it with the offset of the BTH.
+func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.Buf, []byte, int) {
+	n := wire.FrameLen(r, op, payloadLen)
+	b := link.Get(n)
+	f := b.Bytes()
+	return b, f, r.HeaderLen()
+}
+
+// send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
+func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
+	f := b.Bytes()
+	r.Finish(f)
+	e.out = append(e.out, b)
+	e.count(qp, TxPackets)
+	e.countN(qp, TxBytes, uint64(len(f)))
+}
+
+// cqe writes a completion into the CQ with number cqn; on overrun the CQ
+// is in error and the QP with it.
+func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
+	cq := e.lookupCQ(cqn)
+	if cq == nil {
+		return
+	}
+	if !cq.push(wc, solicited) {
+		e.c[CQOverruns]++
+		e.cfg.Event(Event{Type: EventCQErr, CQ: cq})
+		if qp.attr.State != QPSErr {
+			e.toError(qp)
+			e.cfg.Event(Event{Type: EventQPFatal, QP: qp})
+		}
+	}
+}

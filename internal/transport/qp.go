@@ -1,0 +1,236 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/wire"
+)
+
+// QPCap are a QP's queue sizes (struct ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR     uint32
+	MaxRecvWR     uint32
+	MaxSendSGE    uint32
+	MaxRecvSGE    uint32
+	MaxInlineData uint32
+}
+
+// QPInit creates a QP (struct ibv_qp_init_attr).
+type QPInit struct {
+	Type   QPType
+	PD     uint32
+	SendCQ *CQ
+	RecvCQ *CQ
+	SRQ    *SRQ
+	Cap    QPCap
+	SigAll bool
+	Opaque any // the public API's handle, returned in async events
+}
+
+// QPAttr are a QP's attributes (struct ibv_qp_attr).
+type QPAttr struct {
+	State            QPState
+	CurState         QPState
+	PathMTU          wire.MTU
+	QKey             uint32
+	RQPSN            wire.PSN
+	SQPSN            wire.PSN
+	DestQPN          uint32
+	AccessFlags      atu.Access // remote rights granted to the peer (and LocalWrite)
+	Cap              QPCap
+	AV               wire.Route // the primary path
+	SL               uint8
+	PKeyIndex        uint16
+	EnSQDAsyncNotify bool
+	SQDraining       bool
+	MaxRdAtomic      uint8 // READ/atomics this QP may have outstanding as requester
+	MaxDestRdAtomic  uint8 // READ/atomics it accepts outstanding as responder
+	MinRNRTimer      uint8
+	Port             uint8
+	Timeout          uint8 // local ACK timeout: 4.096 µs × 2^Timeout (0: infinite)
+	RetryCnt         uint8
+	RNRRetry         uint8 // 7: infinite
+}
+
+// QP is a queue pair: the QP context (QPC) the protocol engine works on,
+// plus its work queues, which the application fills.
+//
+// Fields below "engine-owned" are touched only by the engine that owns the
+// QP (or by the control path under that engine's lock).
+type QP struct {
+	QPN    uint32
+	Type   QPType
+	PD     uint32
+	Opaque any
+
+	scq    *CQ
+	rcq    *CQ
+	srq    *SRQ
+	sq     *sendRing
+	rq     *recvRing
+	sigAll bool
+	engine *Engine
+
+	// state mirrors the QPC state for the posting path, which must not
+	// take the engine lock.
+	state    atomic.Uint32
+	dbQueued atomic.Bool // a doorbell for this QP is in the engine's queue
+
+	// Engine-owned.
+	attr      QPAttr
+	mtu       uint32 // path MTU in bytes
+	index     uint32 // the arbiter's queue index
+	req       reqState
+	resp      respState
+	timer     qpTimers
+	counters  QPCounters
+	destroyed bool
+}
+
+func (qp *QP) sendCQN() uint32 { return qp.scq.CQN }
+func (qp *QP) recvCQN() uint32 { return qp.rcq.CQN }
+
+// State returns the QP's state as the posting path sees it.
+func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
+
+// Errors returned by posting. They wrap into messages naming the problem.
+var (
+	ErrQPState   = errors.New("QP state does not accept this work request")
+	ErrQueueFull = errors.New("work queue full")
+	ErrInvalidWR = errors.New("invalid work request")
+)
+
+// PostSend writes work requests into the send queue and rings the doorbell
+// once. It returns how many were posted; on error, wrs[n] is the bad one
+// (ibv_post_send's bad_wr).
+func (qp *QP) PostSend(wrs []SendWR) (int, error) {
+	st := qp.State()
+	if st == QPSReset || st == QPSInit || st == QPSRTR {
+		return 0, fmt.Errorf("%w: post send on a QP in %v", ErrQPState, st)
+	}
+	sq := qp.sq
+	sq.post.Lock()
+	n := 0
+	var err error
+	for i := range wrs {
+		if err = qp.writeSendWQE(&wrs[i]); err != nil {
+			break
+		}
+		n++
+	}
+	sq.post.Unlock()
+	if n > 0 {
+		qp.engine.ring(qp)
+	}
+	return n, err
+}
+
+// writeSendWQE validates one work request and writes it at the producer
+// index. The caller holds sq.post.
+func (qp *QP) writeSendWQE(wr *SendWR) error {
+	sq := qp.sq
+	if wr.Opcode >= numWROpcodes {
+		return fmt.Errorf("%w: unknown opcode %d", ErrInvalidWR, wr.Opcode)
+	}
+	info := &wrInfos[wr.Opcode]
+	if info.qpTypes&(1<<qp.Type) == 0 {
+		return fmt.Errorf("%w: %v is not supported on a %v QP", ErrInvalidWR, wr.Opcode, qp.Type)
+	}
+	if uint32(len(wr.SGL)) > sq.maxSGE {
+		return fmt.Errorf("%w: %d SGEs exceed max_send_sge %d", ErrInvalidWR, len(wr.SGL), sq.maxSGE)
+	}
+	var length uint64
+	for _, s := range wr.SGL {
+		length += uint64(s.Length)
+	}
+	if length > MaxMsgSize {
+		return fmt.Errorf("%w: message of %d bytes exceeds the maximum %d", ErrInvalidWR, length, MaxMsgSize)
+	}
+	inline := wr.Flags&SendInline != 0
+	if inline {
+		if !info.payload {
+			return fmt.Errorf("%w: IBV_SEND_INLINE on %v", ErrInvalidWR, wr.Opcode)
+		}
+		if length > uint64(sq.maxInline) {
+			return fmt.Errorf("%w: %d inline bytes exceed max_inline_data %d", ErrInvalidWR, length, sq.maxInline)
+		}
+	}
+	if info.atomic && (length != 8 || len(wr.SGL) != 1) {
+		return fmt.Errorf("%w: an atomic needs exactly one 8-byte SGE (got %d SGEs, %d bytes)", ErrInvalidWR, len(wr.SGL), length)
+	}
+	if qp.Type == UD {
+		if wr.AH == nil {
+			return fmt.Errorf("%w: UD send without an address handle", ErrInvalidWR)
+		}
+		if wr.AH.PD != qp.PD {
+			return fmt.Errorf("%w: address handle of another protection domain", ErrInvalidWR)
+		}
+		if wr.RemoteQPN > 0xFFFFFF {
+			return fmt.Errorf("%w: remote QPN %#x exceeds 24 bits", ErrInvalidWR, wr.RemoteQPN)
+		}
+	}
+	pi := sq.pi.Load()
+	if pi-sq.ci.Load() >= sq.depth {
+		return fmt.Errorf("%w: %d send WRs outstanding (max_send_wr %d)", ErrQueueFull, sq.depth, sq.depth)
+	}
+	w := sq.slot(pi)
+	*w = sendWQE{
+		wrid: wr.WRID, op: wr.Opcode, flags: wr.Flags, inline: inline,
+		length: uint32(length), imm: wr.ImmData, invKey: wr.InvalidateRKey,
+		raddr: wr.RemoteAddr, rkey: wr.RKey, cmpAdd: wr.CompareAdd, swap: wr.Swap,
+		ah: wr.AH, rqpn: wr.RemoteQPN, rqkey: wr.RemoteQKey, bind: wr.Bind,
+	}
+	if inline {
+		// Inline data is copied into the WQE now by the posting CPU (that
+		// is what inline means), so the buffer is free on return. The CPU
+		// reads through the host's page tables, not the NIC's caches.
+		dst := sq.inline[(pi%sq.depth)*sq.maxInline:]
+		off := 0
+		for _, s := range wr.SGL {
+			if f := qp.engine.cfg.ATU.Read(qp.PD, s.LKey, s.Addr, dst[off:off+int(s.Length)]); f != atu.OK {
+				return fmt.Errorf("%w: inline SGE (lkey %#x, addr %#x, %d bytes): %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)
+			}
+			off += int(s.Length)
+		}
+	} else {
+		w.nsge = uint16(len(wr.SGL))
+		copy(sq.sge[(pi%sq.depth)*sq.maxSGE:], wr.SGL)
+	}
+	sq.pi.Store(pi + 1)
+	return nil
+}
+
+// PostRecv writes receive work requests into the QP's receive queue.
+func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	if qp.srq != nil {
+		return 0, fmt.Errorf("%w: QP %#x uses a shared receive queue; post to the SRQ", ErrInvalidWR, qp.QPN)
+	}
+	if qp.State() == QPSReset {
+		return 0, fmt.Errorf("%w: post receive on a QP in RESET", ErrQPState)
+	}
+	n, err := postRecvs(qp.rq, wrs)
+	if n > 0 && qp.State() == QPSErr {
+		qp.engine.ring(qp) // flush them
+	}
+	return n, err
+}
+
+func postRecvs(rq *recvRing, wrs []RecvWR) (int, error) {
+	rq.post.Lock()
+	defer rq.post.Unlock()
+	for i := range wrs {
+		if uint32(len(wrs[i].SGL)) > rq.maxSGE {
+			return i, fmt.Errorf("%w: %d SGEs exceed max_recv_sge %d", ErrInvalidWR, len(wrs[i].SGL), rq.maxSGE)
+		}
+		if !rq.postRecv(&wrs[i]) {
+			return i, fmt.Errorf("%w: %d receive WRs outstanding", ErrQueueFull, rq.depth)
+		}
+	}
+	return len(wrs), nil
+}
+
+// MaxMsgSize is the largest message (2 GiB, IBTA's 2^31).
+const MaxMsgSize = 1 << 31

@@ -1,0 +1,501 @@
+package transport
+
+import (
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/wire"
+)
+
+// reqState is the requester's and completer's part of the QPC.
+//
+// The send queue is walked by three indices (all modulo the ring):
+//
+//	sq.ci <= compIdx <= next <= sq.pi
+//	  retired   acknowledged   sent (next may be partly sent: off > 0)
+//
+// PSNs: una is the oldest PSN not acknowledged, psn the next to send, and
+// maxPSN one past the highest ever sent (go-back-N resends below it).
+type reqState struct {
+	psn     wire.PSN
+	una     wire.PSN
+	maxPSN  wire.PSN
+	next    uint32
+	off     uint32
+	compIdx uint32
+
+	rdAtomic   int   // READ/atomic WQEs outstanding
+	retries    uint8 // retry_cnt left
+	rnrRetries uint8 // rnr_retry left (7: infinite)
+	rnrWait    bool  // waiting for the RNR timer
+	retry      bool  // go back to una at the next turn
+	recovering bool  // went back; ignore stale evidence until progress
+	nakPSN     wire.PSN
+	nakSeen    bool // a sequence NAK for nakPSN was acted on
+	drainSent  bool // SQ_DRAINED reported
+}
+
+// requestOpcodes maps (WR opcode, first, last) to the RC opcode; UC adds
+// 0x20 (same low five bits), UD has its own two.
+var requestOpcodes = func() (t [numWROpcodes][2][2]wire.Opcode) {
+	set := func(op WROpcode, only, first, middle, last wire.Opcode) {
+		t[op][1][1], t[op][1][0], t[op][0][0], t[op][0][1] = only, first, middle, last
+	}
+	set(WRSend, wire.OpRCSendOnly, wire.OpRCSendFirst, wire.OpRCSendMiddle, wire.OpRCSendLast)
+	set(WRSendWithImm, wire.OpRCSendOnlyImm, wire.OpRCSendFirst, wire.OpRCSendMiddle, wire.OpRCSendLastImm)
+	set(WRSendWithInv, wire.OpRCSendOnlyInv, wire.OpRCSendFirst, wire.OpRCSendMiddle, wire.OpRCSendLastInv)
+	set(WRRDMAWrite, wire.OpRCWriteOnly, wire.OpRCWriteFirst, wire.OpRCWriteMiddle, wire.OpRCWriteLast)
+	set(WRRDMAWriteWithImm, wire.OpRCWriteOnlyImm, wire.OpRCWriteFirst, wire.OpRCWriteMiddle, wire.OpRCWriteLastImm)
+	set(WRRDMARead, wire.OpRCReadRequest, wire.OpRCReadRequest, wire.OpRCReadRequest, wire.OpRCReadRequest)
+	set(WRAtomicCmpAndSwp, wire.OpRCCompareSwap, wire.OpRCCompareSwap, wire.OpRCCompareSwap, wire.OpRCCompareSwap)
+	set(WRAtomicFetchAndAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd)
+	return t
+}()
+
+func requestOpcode(t QPType, op WROpcode, first, last bool) wire.Opcode {
+	o := requestOpcodes[op][b2i(first)][b2i(last)]
+	switch t {
+	case UC:
+		return o | 0x20
+	case UD:
+		if op == WRSendWithImm {
+			return wire.OpUDSendOnlyImm
+		}
+		return wire.OpUDSendOnly
+	}
+	return o
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// packets returns how many packets a message of n bytes takes at mtu.
+func packets(n, mtu uint32) uint32 {
+	if n == 0 {
+		return 1
+	}
+	return (n + mtu - 1) / mtu
+}
+
+// ackTimeout returns the local ACK timeout in ns: 4.096 µs × 2^timeout.
+func ackTimeout(t uint8) int64 {
+	if t == 0 {
+		return 0 // infinite
+	}
+	return 4096 << t
+}
+
+// requesterReady reports whether the requester could send now.
+func (e *Engine) requesterReady(qp *QP) bool {
+	st := QPState(qp.state.Load())
+	if st != QPSRTS && st != QPSSQD {
+		return st == QPSSQE && qp.sq.ci.Load() != qp.sq.pi.Load()
+	}
+	req := &qp.req
+	if req.rnrWait {
+		return false
+	}
+	if req.retry {
+		return true
+	}
+	if req.next == qp.sq.pi.Load() {
+		return false
+	}
+	w := qp.sq.slot(req.next)
+	if w.state == wqeDone {
+		return true
+	}
+	if req.off == 0 && w.state == wqePosted {
+		if st == QPSSQD {
+			return false
+		}
+		info := &wrInfos[w.op]
+		if w.flags&SendFence != 0 && req.rdAtomic > 0 {
+			return false
+		}
+		if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
+			return false
+		}
+	}
+	return !e.windowFull(qp)
+}
+
+func (e *Engine) windowFull(qp *QP) bool {
+	return qp.Type == RC && uint32(qp.req.psn.Diff(qp.req.una)) >= e.cfg.MaxUnackedPSNs
+}
+
+// serveRequests sends packets of the WQEs at the head of the send queue,
+// within the grant.
+func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
+	st := QPState(qp.state.Load())
+	if st == QPSSQE {
+		e.flushSQ(qp)
+		return 0, 0
+	}
+	if st != QPSRTS && st != QPSSQD {
+		return 0, 0
+	}
+	req, sq := &qp.req, qp.sq
+	if req.rnrWait {
+		return 0, 0
+	}
+	if req.retry {
+		e.rewind(qp)
+	}
+	for pkts < g.Packets && bytes < g.Bytes {
+		if req.next == sq.pi.Load() {
+			break
+		}
+		w := sq.slot(req.next)
+		if w.state == wqeDone { // a local operation finished before a rewind
+			req.next++
+			continue
+		}
+		info := &wrInfos[w.op]
+		if w.state == wqePosted {
+			if st == QPSSQD && req.off == 0 {
+				break // draining: start nothing new
+			}
+			if w.flags&SendFence != 0 && req.rdAtomic > 0 {
+				break
+			}
+			if info.local {
+				e.executeLocal(qp, w)
+				req.next++
+				e.retire(qp)
+				if QPState(qp.state.Load()) != st {
+					return pkts, bytes
+				}
+				continue
+			}
+			if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
+				break
+			}
+			if qp.Type == UD && w.length > qp.mtu {
+				e.wqeDone(qp, w, WCLocLenErr)
+				req.next++
+				e.retire(qp)
+				return pkts, bytes
+			}
+			if req.off == 0 {
+				w.firstPSN = req.psn
+				w.lastPSN = req.psn.Add(packets(w.length, qp.mtu) - 1)
+				if info.atomic {
+					w.lastPSN = req.psn
+				}
+			}
+			w.state = wqePending
+			if info.readAtom {
+				req.rdAtomic++
+			}
+		}
+		if e.windowFull(qp) {
+			break
+		}
+		n, ok := e.sendRequest(qp, w, info)
+		if !ok {
+			e.retire(qp)
+			return pkts, bytes
+		}
+		pkts++
+		bytes += n
+	}
+	e.retire(qp) // UC/UD WQEs complete once sent
+	return pkts, bytes
+}
+
+// sendRequest builds and queues the next packet of w. It reports false if
+// the WQE failed locally (it is then complete with an error).
+func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
+	req := &qp.req
+	mtu := qp.mtu
+	route := &qp.attr.AV
+	var udRoute wire.Route
+	dest := qp.attr.DestQPN
+	if qp.Type == UD {
+		udRoute = w.ah.Route
+		udRoute.Src = qp.attr.AV.Src
+		udRoute.SrcPort = qp.attr.AV.SrcPort
+		route = &udRoute
+		dest = w.rqpn
+	}
+	psn := req.psn
+	off := req.off
+	var n uint32
+	var first, last bool
+	switch {
+	case info.readAtom:
+		first, last = true, true
+	default:
+		n = min(w.length-off, mtu)
+		first, last = off == 0, off+n >= w.length
+	}
+	op := requestOpcode(qp.Type, w.op, first, last)
+	oi := op.Info()
+	b, f, h := e.newFrame(route, op, int(n))
+	pad := wire.PadLen(int(n))
+	ackReq := qp.Type == RC && (last || uint32(psn.Diff(w.firstPSN))%e.cfg.AckReqEvery == e.cfg.AckReqEvery-1)
+	wire.BTH(f[h:]).Encode(&wire.BTHFields{
+		Opcode:   op,
+		SE:       last && w.flags&SendSolicited != 0 && (info.imm || w.op == WRSend || w.op == WRSendWithInv),
+		PadCount: uint8(pad),
+		PKey:     wire.DefaultPKey,
+		DestQP:   dest,
+		AckReq:   ackReq,
+		PSN:      psn,
+	})
+	if o := oi.Offset(wire.HdrRETH); o >= 0 {
+		va, length := w.raddr, w.length
+		if w.op == WRRDMARead { // a resumed READ asks for the rest
+			va += uint64(off)
+			length -= off
+		}
+		wire.RETH(f[h+o:]).Encode(va, w.rkey, length)
+	}
+	if o := oi.Offset(wire.HdrAtomicETH); o >= 0 {
+		swapAdd, compare := w.swap, w.cmpAdd
+		if w.op == WRAtomicFetchAndAdd {
+			swapAdd, compare = w.cmpAdd, 0
+		}
+		wire.AtomicETH(f[h+o:]).Encode(w.raddr, w.rkey, swapAdd, compare)
+	}
+	if o := oi.Offset(wire.HdrImmDt); o >= 0 {
+		wire.ImmDt(f[h+o:]).SetImm(w.imm)
+	}
+	if o := oi.Offset(wire.HdrIETH); o >= 0 {
+		wire.IETH(f[h+o:]).SetRKey(w.invKey)
+	}
+	if o := oi.Offset(wire.HdrDETH); o >= 0 {
+		qkey := w.rqkey
+		if qkey&0x80000000 != 0 { // high bit: use the QP's own Q_Key
+			qkey = qp.attr.QKey
+		}
+		wire.DETH(f[h+o:]).Encode(qkey, qp.QPN)
+	}
+	if n > 0 {
+		payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
+		if w.inline {
+			e.cfg.DMA.Gather(qp.index, payload, []atu.Seg{qp.sq.inlineData(req.next)[off : off+n]})
+		} else if fault := e.gather(qp, qp.sq.sges(req.next), off, payload); fault != atu.OK {
+			b.Release()
+			e.wqeDone(qp, w, WCLocProtErr)
+			return 0, false
+		}
+		clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
+	}
+	e.send(qp, b, route)
+	if psn.Before(req.maxPSN) {
+		e.count(qp, RetransPackets)
+	}
+	switch {
+	case info.readAtom:
+		req.psn = w.lastPSN.Next()
+		req.off = 0
+		req.next++
+	case last:
+		req.psn = psn.Next()
+		req.off = 0
+		req.next++
+		if qp.Type != RC {
+			e.wqeDone(qp, w, WCSuccess)
+		}
+	default:
+		req.psn = psn.Next()
+		req.off = off + n
+	}
+	if req.psn.After(req.maxPSN) {
+		req.maxPSN = req.psn
+	}
+	if qp.Type == RC && qp.timer.retransAt == 0 {
+		if t := ackTimeout(qp.attr.Timeout); t != 0 {
+			qp.timer.retransAt = e.now + t
+			e.schedule(qp)
+		}
+	}
+	return int(n), true
+}
+
+// gather translates the part [off, off+len(dst)) of an SGL and has a DMA
+// engine copy it into dst.
+func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
+	segs := e.segs[:0]
+	skip, need := off, uint32(len(dst))
+	for _, s := range sgl {
+		if skip >= s.Length {
+			skip -= s.Length
+			continue
+		}
+		take := min(s.Length-skip, need)
+		var f atu.Fault
+		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: qp.PD, QPN: qp.QPN, VA: s.Addr + uint64(skip), Len: uint64(take), Access: atu.LocalRead}, segs)
+		if f != atu.OK {
+			e.segs = segs[:0]
+			return f
+		}
+		skip = 0
+		need -= take
+		if need == 0 {
+			break
+		}
+	}
+	e.cfg.DMA.Gather(qp.index, dst, segs)
+	clear(segs)
+	e.segs = segs[:0]
+	return atu.OK
+}
+
+// scatter translates [off, off+len(src)) of a local SGL for writing and has
+// a DMA engine copy src into it. pd is the SGL's protection domain.
+func (e *Engine) scatter(qp *QP, pd uint32, sgl []SGE, off uint64, src []byte) atu.Fault {
+	segs := e.segs[:0]
+	skip, need := off, uint64(len(src))
+	for _, s := range sgl {
+		if skip >= uint64(s.Length) {
+			skip -= uint64(s.Length)
+			continue
+		}
+		take := min(uint64(s.Length)-skip, need)
+		var f atu.Fault
+		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr + skip, Len: take, Access: atu.LocalWrite}, segs)
+		if f != atu.OK {
+			e.segs = segs[:0]
+			return f
+		}
+		skip = 0
+		need -= take
+		if need == 0 {
+			break
+		}
+	}
+	if need != 0 {
+		e.segs = segs[:0]
+		return atu.FaultBounds
+	}
+	e.cfg.DMA.Scatter(qp.index, segs, src)
+	clear(segs)
+	e.segs = segs[:0]
+	return atu.OK
+}
+
+// executeLocal runs a BIND_MW or LOCAL_INV work request.
+func (e *Engine) executeLocal(qp *QP, w *sendWQE) {
+	switch w.op {
+	case WRBindMW:
+		b := w.bind
+		f := e.cfg.ATU.BindMW(atu.Bind{MW: b.MW, NewKey: b.NewKey, MR: b.MR, PD: qp.PD, QPN: qp.QPN, VA: b.Addr, Length: b.Length, Access: b.Access})
+		if f != atu.OK {
+			e.wqeDone(qp, w, WCMWBindErr)
+			return
+		}
+	case WRLocalInv:
+		if f := e.cfg.ATU.Invalidate(w.invKey, qp.PD, qp.QPN, false); f != atu.OK {
+			e.wqeDone(qp, w, WCLocProtErr)
+			return
+		}
+	}
+	e.wqeDone(qp, w, WCSuccess)
+}
+
+// wqeDone marks a WQE complete (it retires, with a CQE if it is signaled
+// or failed, once every older WQE has).
+func (e *Engine) wqeDone(qp *QP, w *sendWQE, status WCStatus) {
+	if w.state == wqeDone {
+		return
+	}
+	if w.state == wqePending && wrInfos[w.op].readAtom {
+		qp.req.rdAtomic--
+	}
+	w.state = wqeDone
+	w.status = status
+}
+
+// retire advances the completer over finished WQEs and writes their
+// completions, in posting order. A failed WQE moves the QP to ERR (RC) or
+// SQE (UC, UD), which flushes the rest.
+func (e *Engine) retire(qp *QP) {
+	req, sq := &qp.req, qp.sq
+	for req.compIdx != req.next && sq.slot(req.compIdx).state == wqeDone {
+		req.compIdx++
+	}
+	ci := sq.ci.Load()
+	for ci != req.compIdx {
+		w := sq.slot(ci)
+		status := w.status
+		if status != WCSuccess || qp.sigAll || w.flags&SendSignaled != 0 {
+			wc := WC{WRID: w.wrid, Status: status, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
+			switch {
+			case status != WCSuccess:
+				e.count(qp, ReqCQEError)
+			case w.op == WRRDMARead:
+				wc.ByteLen = w.length
+			case wrInfos[w.op].atomic:
+				wc.ByteLen = 8
+			}
+			e.cqe(qp, qp.sendCQN(), &wc, false)
+		}
+		ci++
+		sq.ci.Store(ci)
+		if status != WCSuccess {
+			if qp.Type == RC {
+				e.toError(qp)
+			} else {
+				e.toSQE(qp)
+			}
+			return
+		}
+	}
+	e.checkDrained(qp)
+}
+
+// rewind goes back to the oldest unacknowledged PSN (go-back-N): every
+// WQE from there on is sent again, a partly answered READ as a new READ
+// for the rest.
+func (e *Engine) rewind(qp *QP) {
+	req, sq := &qp.req, qp.sq
+	req.retry = false
+	end := req.next
+	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
+		end++
+	}
+	found := false
+	for i := req.compIdx; i != end; i++ {
+		w := sq.slot(i)
+		if w.state != wqePending {
+			continue
+		}
+		if wrInfos[w.op].readAtom {
+			req.rdAtomic--
+		}
+		w.state = wqePosted
+		if !found {
+			found = true
+			req.next = i
+			req.off = 0
+			if !wrInfos[w.op].atomic {
+				req.off = uint32(req.una.Diff(w.firstPSN)) * qp.mtu
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	req.psn = req.una
+}
+
+// checkDrained reports SQ_DRAINED once a QP in SQD has nothing in flight.
+func (e *Engine) checkDrained(qp *QP) {
+	if qp.attr.State != QPSSQD || qp.req.drainSent {
+		return
+	}
+	if qp.req.compIdx != qp.req.next || qp.req.off != 0 {
+		return
+	}
+	qp.req.drainSent = true
+	qp.attr.SQDraining = false
+	if qp.attr.EnSQDAsyncNotify {
+		e.cfg.Event(Event{Type: EventSQDrained, QP: qp})
+	}
+}

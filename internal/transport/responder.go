@@ -1,0 +1,715 @@
+package transport
+
+import (
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/dma"
+	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/wire"
+)
+
+// respState is the responder's part of the QPC.
+type respState struct {
+	epsn    wire.PSN // expected PSN
+	msn     uint32   // message sequence number (24 bits)
+	nakSent bool     // a sequence NAK for epsn is outstanding (sent once)
+	commEst bool     // COMM_EST reported
+
+	// The message in progress (multi-packet SEND or WRITE).
+	msg      msgKind
+	recv     recvSlot
+	haveRecv bool
+	recvOff  uint64
+	wva      uint64
+	wrkey    uint32
+	wlen     uint32
+	woff     uint32
+	ucDrop   bool // UC: drop until the next FIRST or ONLY
+
+	// READ and atomic resources (max_dest_rd_atomic of them), kept after
+	// they are answered so that a duplicate request is answered again
+	// (READ) or replayed from the saved result (atomic), never executed
+	// twice.
+	res     []respRes
+	resNext uint32
+	queue   resQueue // resources with responses to send, oldest first
+
+	// The cumulative ACK (or NAK) to send once queued responses are out.
+	ack       bool
+	ackPSN    wire.PSN
+	ackSyn    wire.Syndrome
+	onAckList bool
+	lastWQE   bool // LAST_WQE_REACHED reported (SRQ QPs)
+}
+
+type msgKind uint8
+
+const (
+	msgNone msgKind = iota
+	msgSend
+	msgWrite
+)
+
+type respRes struct {
+	atomic bool
+	first  wire.PSN
+	last   wire.PSN
+	cur    wire.PSN // next response to send
+	start  wire.PSN // where the current response stream began (FIRST/ONLY)
+	va     uint64
+	rkey   uint32
+	length uint32
+	orig   uint64
+	valid  bool
+	replay bool // queued again for a duplicate request
+}
+
+func (r *respState) queueLen() int { return int(r.queue.n) }
+
+// resQueue is a FIFO of resource indices, a ring over a slice sized at RTR.
+type resQueue struct {
+	buf     []uint8
+	head, n uint8
+}
+
+func (q *resQueue) push(i uint8) {
+	q.buf[(int(q.head)+int(q.n))%len(q.buf)] = i
+	q.n++
+}
+func (q *resQueue) front() uint8 { return q.buf[q.head] }
+func (q *resQueue) pop() {
+	q.head = uint8((int(q.head) + 1) % len(q.buf))
+	q.n--
+}
+func (q *resQueue) reset()      { q.head, q.n = 0, 0 }
+func (q *resQueue) back() uint8 { return q.buf[(int(q.head)+int(q.n)-1)%len(q.buf)] }
+func (q *resQueue) popBack()    { q.n-- }
+func (q *resQueue) remove(i uint8) {
+	k := 0
+	for j := 0; j < int(q.n); j++ {
+		v := q.buf[(int(q.head)+j)%len(q.buf)]
+		if v != i {
+			q.buf[(int(q.head)+k)%len(q.buf)] = v
+			k++
+		}
+	}
+	q.n = uint8(k)
+}
+
+func (q *resQueue) contains(i uint8) bool {
+	for k := 0; k < int(q.n); k++ {
+		if q.buf[(int(q.head)+k)%len(q.buf)] == i {
+			return true
+		}
+	}
+	return false
+}
+
+// responderRecv handles a request packet on an RC or UC QP
+// (IBTA 9.7.4: check PSN, opcode sequence, resources, length, R_Key;
+// execute; complete; acknowledge).
+func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
+	if qp.Type == UD {
+		e.udRecv(qp, p)
+		return
+	}
+	resp := &qp.resp
+	psn := p.BTH.PSN()
+	info := p.Info
+	if !resp.commEst && qp.attr.State == QPSRTR {
+		resp.commEst = true
+		e.cfg.Event(Event{Type: EventCommEst, QP: qp})
+	}
+	d := psn.Diff(resp.epsn)
+	if qp.Type == UC {
+		if d < 0 {
+			e.count(qp, DuplicateRequest)
+			return
+		}
+		if d > 0 {
+			// Packets were lost: the message in progress is dropped and
+			// reception resumes at the next FIRST or ONLY.
+			e.count(qp, OutOfSequence)
+			resp.epsn = psn
+			e.abortMsg(qp)
+			resp.ucDrop = true
+		}
+		if resp.ucDrop {
+			if !info.Flags.Has(wire.FlagFirst) {
+				resp.epsn = psn.Next()
+				return
+			}
+			resp.ucDrop = false
+		}
+	} else {
+		if d > 0 {
+			e.count(qp, OutOfSequence)
+			if !resp.nakSent {
+				resp.nakSent = true
+				e.count(qp, SeqNAKSent)
+				e.queueAck(qp, resp.epsn, wire.SyndromeNAK(wire.NAKPSNSeqErr))
+			}
+			return
+		}
+		if d < 0 {
+			e.count(qp, DuplicateRequest)
+			e.duplicate(qp, p, psn)
+			return
+		}
+	}
+
+	// Opcode sequence: a MIDDLE or LAST continues the message in
+	// progress; anything else starts a new one.
+	first := info.Flags.Has(wire.FlagFirst)
+	switch {
+	case resp.msg == msgSend && (first || !info.Flags.Has(wire.FlagSend)),
+		resp.msg == msgWrite && (first || !info.Flags.Has(wire.FlagWrite)),
+		resp.msg == msgNone && !first:
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	switch {
+	case info.Flags.Has(wire.FlagWrite) && !qp.attr.AccessFlags.Has(atu.RemoteWrite),
+		info.Flags.Has(wire.FlagReadReq) && !qp.attr.AccessFlags.Has(atu.RemoteRead),
+		info.Flags.Has(wire.FlagAtomic) && !qp.attr.AccessFlags.Has(atu.RemoteAtomic):
+		e.count(qp, RespRemoteAccessErrors)
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	// Payload length against the path MTU: FIRST and MIDDLE carry exactly
+	// one MTU, LAST 1..MTU, ONLY 0..MTU.
+	n := uint32(len(p.Payload))
+	last := info.Flags.Has(wire.FlagLast)
+	if n > qp.mtu || (!last && n != qp.mtu) || (last && !first && n == 0) {
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+
+	switch {
+	case info.Flags.Has(wire.FlagSend):
+		if !e.recvSend(qp, p, psn, first, last) {
+			return
+		}
+	case info.Flags.Has(wire.FlagWrite):
+		if !e.recvWrite(qp, p, psn, first, last) {
+			return
+		}
+	case info.Flags.Has(wire.FlagReadReq):
+		e.recvRead(qp, p, psn)
+		return
+	case info.Flags.Has(wire.FlagAtomic):
+		e.recvAtomic(qp, p, psn)
+		return
+	}
+	resp.epsn = psn.Next()
+	resp.nakSent = false
+	if qp.Type == RC && p.BTH.AckReq() {
+		e.queueAck(qp, psn, wire.SyndromeACK(wire.CreditsInvalid))
+	}
+}
+
+// takeRecvWQE gets a receive WQE from the QP's RQ or SRQ.
+func (e *Engine) takeRecvWQE(qp *QP) bool {
+	resp := &qp.resp
+	if resp.haveRecv {
+		return true
+	}
+	if qp.srq != nil {
+		ok, limit := qp.srq.take(&resp.recv)
+		if limit {
+			e.cfg.Event(Event{Type: EventSRQLimitReached, SRQ: qp.srq})
+		}
+		if !ok {
+			return false
+		}
+	} else if !qp.rq.takeRecv(&resp.recv, false) {
+		return false
+	}
+	resp.haveRecv = true
+	resp.recvOff = 0
+	return true
+}
+
+// noRecvWQE answers a request that needs a receive WQE when there is none:
+// RNR NAK on RC (the requester waits and retries), drop on UC.
+func (e *Engine) noRecvWQE(qp *QP, psn wire.PSN) {
+	if qp.Type == RC {
+		e.count(qp, RNRNAKSent)
+		e.queueAck(qp, psn, wire.SyndromeRNR(qp.attr.MinRNRTimer))
+		return
+	}
+	e.count(qp, OutOfBuffer)
+	e.abortMsg(qp)
+	qp.resp.ucDrop = true
+	qp.resp.epsn = psn.Next()
+}
+
+func (e *Engine) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+	resp := &qp.resp
+	if first {
+		e.count(qp, RxSendRequests)
+		if !e.takeRecvWQE(qp) {
+			e.noRecvWQE(qp, psn)
+			return false
+		}
+		resp.msg = msgSend
+	}
+	n := uint64(len(p.Payload))
+	if resp.recvOff+n > resp.recv.length {
+		e.count(qp, RespLocalLengthError)
+		e.recvError(qp, WCLocLenErr)
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return false
+	}
+	if n > 0 {
+		if f := e.scatter(qp, e.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload); f != atu.OK {
+			e.recvError(qp, WCLocProtErr)
+			e.requestError(qp, psn, wire.NAKRemoteOpErr)
+			return false
+		}
+	}
+	resp.recvOff += n
+	if !last {
+		return true
+	}
+	wc := WC{WRID: resp.recv.wrid, Status: WCSuccess, Opcode: WCRecv, ByteLen: uint32(resp.recvOff), QPNum: qp.QPN, SrcQP: qp.attr.DestQPN}
+	if p.ImmDt != nil {
+		wc.Flags |= WCWithImm
+		wc.ImmData = p.ImmDt.Imm()
+	}
+	if p.IETH != nil {
+		rkey := p.IETH.RKey()
+		if f := e.cfg.ATU.Invalidate(rkey, qp.PD, qp.QPN, true); f != atu.OK {
+			e.recvError(qp, WCRemInvReqErr)
+			e.requestError(qp, psn, wire.NAKInvalidRequest)
+			return false
+		}
+		wc.Flags |= WCWithInv
+		wc.InvalidatedRKey = rkey
+	}
+	resp.haveRecv = false
+	resp.msg = msgNone
+	resp.msn = (resp.msn + 1) & wire.PSNMask
+	e.cqe(qp, qp.recvCQN(), &wc, p.BTH.SE())
+	return true
+}
+
+func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+	resp := &qp.resp
+	n := uint32(len(p.Payload))
+	if first {
+		e.count(qp, RxWriteRequests)
+		resp.wva, resp.wrkey, resp.wlen, resp.woff = p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen(), 0
+		if resp.wlen > MaxMsgSize {
+			e.requestError(qp, psn, wire.NAKInvalidRequest)
+			return false
+		}
+		resp.msg = msgWrite
+	}
+	if resp.woff+n > resp.wlen || (last && resp.woff+n != resp.wlen) {
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return false
+	}
+	imm := p.ImmDt != nil
+	if imm && !e.takeRecvWQE(qp) {
+		e.noRecvWQE(qp, psn)
+		return false
+	}
+	if n > 0 {
+		segs, f := e.cfg.ATU.Translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+			VA: resp.wva + uint64(resp.woff), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+		if f != atu.OK {
+			e.segs = segs[:0]
+			e.count(qp, RespRemoteAccessErrors)
+			e.accessError(qp, psn)
+			return false
+		}
+		e.cfg.DMA.Scatter(qp.index, segs, p.Payload)
+		clear(segs)
+		e.segs = segs[:0]
+	}
+	resp.woff += n
+	if !last {
+		return true
+	}
+	resp.msg = msgNone
+	resp.msn = (resp.msn + 1) & wire.PSNMask
+	if imm {
+		wc := WC{WRID: resp.recv.wrid, Status: WCSuccess, Opcode: WCRecvRDMAWithImm, Flags: WCWithImm,
+			ImmData: p.ImmDt.Imm(), ByteLen: resp.wlen, QPNum: qp.QPN, SrcQP: qp.attr.DestQPN}
+		resp.haveRecv = false
+		e.cqe(qp, qp.recvCQN(), &wc, p.BTH.SE())
+	}
+	return true
+}
+
+// allocRes takes the next READ/atomic resource; false if all are still
+// answering (the requester exceeded max_dest_rd_atomic).
+func (e *Engine) allocRes(qp *QP) (*respRes, uint8, bool) {
+	resp := &qp.resp
+	if len(resp.res) == 0 {
+		return nil, 0, false
+	}
+	i := uint8(resp.resNext % uint32(len(resp.res)))
+	if resp.queue.contains(i) {
+		if !resp.res[i].replay {
+			return nil, 0, false // never answered: the requester exceeded the limit
+		}
+		// Answering an old duplicate again (one the link delayed or
+		// duplicated) is worth less than the new request.
+		resp.queue.remove(i)
+	}
+	resp.resNext++
+	return &resp.res[i], i, true
+}
+
+func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
+	resp := &qp.resp
+	e.count(qp, RxReadRequests)
+	va, rkey, length := p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen()
+	if length > MaxMsgSize {
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	if length > 0 {
+		// Check the whole range now so that an access error is a NAK
+		// before any response (the MR is checked again per packet).
+		segs, f := e.cfg.ATU.Translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
+			Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+		clear(segs)
+		e.segs = segs[:0]
+		if f != atu.OK {
+			e.count(qp, RespRemoteAccessErrors)
+			e.accessError(qp, psn)
+			return
+		}
+	}
+	r, i, ok := e.allocRes(qp)
+	if !ok {
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	np := packets(length, qp.mtu)
+	*r = respRes{first: psn, last: psn.Add(np - 1), cur: psn, start: psn, va: va, rkey: rkey, length: length, valid: true}
+	resp.queue.push(i)
+	resp.epsn = r.last.Next()
+	resp.nakSent = false
+	resp.msn = (resp.msn + 1) & wire.PSNMask
+	e.arb.Ring(qp.index)
+}
+
+func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
+	resp := &qp.resp
+	e.count(qp, RxAtomicRequests)
+	a := p.AtomicETH
+	va := a.VA()
+	if va&7 != 0 {
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	segs, f := e.cfg.ATU.Translate(&atu.Request{Key: a.RKey(), PD: qp.PD, QPN: qp.QPN, VA: va, Len: 8,
+		Access: atu.RemoteAtomic, Remote: true}, e.segs[:0])
+	if f != atu.OK {
+		clear(segs)
+		e.segs = segs[:0]
+		e.count(qp, RespRemoteAccessErrors)
+		if f == atu.FaultAlign {
+			e.requestError(qp, psn, wire.NAKInvalidRequest)
+		} else {
+			e.accessError(qp, psn)
+		}
+		return
+	}
+	r, i, ok := e.allocRes(qp)
+	if !ok {
+		clear(segs)
+		e.segs = segs[:0]
+		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	op := dma.FetchAdd
+	if p.Op == wire.OpRCCompareSwap {
+		op = dma.CompareSwap
+	}
+	orig := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
+	clear(segs)
+	e.segs = segs[:0]
+	*r = respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true}
+	resp.queue.push(i)
+	resp.epsn = psn.Next()
+	resp.nakSent = false
+	resp.msn = (resp.msn + 1) & wire.PSNMask
+	e.arb.Ring(qp.index)
+}
+
+// chooseAtomicArg returns the compare value (CmpSwap) or the addend
+// (FetchAdd, carried in the Swap/Add field).
+func chooseAtomicArg(op dma.AtomicOp, a wire.AtomicETH) uint64 {
+	if op == dma.CompareSwap {
+		return a.Compare()
+	}
+	return a.SwapAdd()
+}
+
+// duplicate answers a request the responder has already executed
+// (IBTA 9.7.5.1.2): SEND and WRITE get an ACK, a READ is answered again
+// from the requested PSN, an atomic gets its saved result.
+func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
+	resp := &qp.resp
+	info := p.Info
+	switch {
+	case info.Flags.Has(wire.FlagReadReq) || info.Flags.Has(wire.FlagAtomic):
+		for i := range resp.res {
+			r := &resp.res[i]
+			if !r.valid || r.atomic != info.Flags.Has(wire.FlagAtomic) || psn.Before(r.first) || psn.After(r.last) {
+				continue
+			}
+			if r.atomic && psn != r.first {
+				continue
+			}
+			// The requester went back to psn and will send everything
+			// after it again: responses queued for later PSNs are
+			// dropped (their requests come again), and this one is
+			// answered (again) from psn. The queue stays in PSN order.
+			for resp.queue.n > 0 && int(resp.queue.back()) != i && !resp.res[resp.queue.back()].first.Before(psn) {
+				resp.queue.popBack()
+			}
+			r.cur, r.start, r.replay = psn, psn, true
+			if resp.queue.n == 0 || int(resp.queue.back()) != i {
+				resp.queue.push(uint8(i))
+			}
+			e.arb.Ring(qp.index)
+			return
+		}
+		// Too old to answer: drop, the requester's timer will fail it.
+	default:
+		e.queueAck(qp, resp.epsn.Add(wire.PSNMask), wire.SyndromeACK(wire.CreditsInvalid))
+	}
+}
+
+// queueAck records a cumulative ACK or NAK to send at the end of the
+// receive batch (ACK coalescing), or after queued READ/atomic responses.
+func (e *Engine) queueAck(qp *QP, psn wire.PSN, syn wire.Syndrome) {
+	resp := &qp.resp
+	resp.ack, resp.ackPSN, resp.ackSyn = true, psn, syn
+	if !resp.onAckList {
+		resp.onAckList = true
+		e.ackList = append(e.ackList, qp)
+	}
+}
+
+// flushAcks sends the coalesced ACKs of a receive batch. An ACK waits for
+// queued responses older than it, so the requester sees responses in PSN
+// order.
+func (e *Engine) flushAcks() {
+	for _, qp := range e.ackList {
+		resp := &qp.resp
+		resp.onAckList = false
+		if !resp.ack || qp.destroyed {
+			continue
+		}
+		if resp.queue.n > 0 && !resp.ackPSN.Before(resp.res[resp.queue.front()].first) {
+			continue // sent by serveResponses after the queue drains
+		}
+		e.sendAck(qp)
+	}
+	clear(e.ackList)
+	e.ackList = e.ackList[:0]
+}
+
+func (e *Engine) sendAck(qp *QP) {
+	resp := &qp.resp
+	resp.ack = false
+	route := &qp.attr.AV
+	b, f, h := e.newFrame(route, wire.OpRCAck, 0)
+	wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: wire.OpRCAck, PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: resp.ackPSN})
+	wire.AETH(f[h+wire.BTHSize:]).Encode(resp.ackSyn, resp.msn)
+	e.send(qp, b, route)
+	e.count(qp, AcksSent)
+}
+
+// serveResponses sends queued READ responses and atomic ACKs.
+func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
+	resp := &qp.resp
+	route := &qp.attr.AV
+	for resp.queue.n > 0 && pkts < g.Packets && bytes < g.Bytes {
+		r := &resp.res[resp.queue.front()]
+		if r.atomic {
+			b, f, h := e.newFrame(route, wire.OpRCAtomicAck, 0)
+			wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: wire.OpRCAtomicAck, PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: r.first})
+			wire.AETH(f[h+wire.BTHSize:]).Encode(wire.SyndromeACK(wire.CreditsInvalid), resp.msn)
+			wire.AtomicAckETH(f[h+wire.BTHSize+wire.AETHSize:]).SetOrigData(r.orig)
+			e.send(qp, b, route)
+			resp.queue.pop()
+			pkts++
+			continue
+		}
+		off := uint32(r.cur.Diff(r.first)) * qp.mtu
+		n := min(qp.mtu, r.length-off)
+		var op wire.Opcode
+		switch {
+		case r.cur == r.start && r.cur == r.last:
+			op = wire.OpRCReadRespOnly
+		case r.cur == r.start:
+			op = wire.OpRCReadRespFirst
+		case r.cur == r.last:
+			op = wire.OpRCReadRespLast
+		default:
+			op = wire.OpRCReadRespMiddle
+		}
+		b, f, h := e.newFrame(route, op, int(n))
+		pad := wire.PadLen(int(n))
+		wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: op, PadCount: uint8(pad), PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: r.cur})
+		oi := op.Info()
+		if o := oi.Offset(wire.HdrAETH); o >= 0 {
+			wire.AETH(f[h+o:]).Encode(wire.SyndromeACK(wire.CreditsInvalid), resp.msn)
+		}
+		if n > 0 {
+			payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
+			segs, fault := e.cfg.ATU.Translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
+				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+			if fault != atu.OK {
+				// The region went away under the READ.
+				clear(segs)
+				e.segs = segs[:0]
+				b.Release()
+				e.count(qp, RespRemoteAccessErrors)
+				e.accessError(qp, r.cur)
+				return pkts, bytes
+			}
+			e.cfg.DMA.Gather(qp.index, payload, segs)
+			clear(segs)
+			e.segs = segs[:0]
+			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
+		}
+		e.send(qp, b, route)
+		e.count(qp, ReadResponsesSent)
+		pkts++
+		bytes += int(n)
+		if r.cur == r.last {
+			resp.queue.pop()
+		} else {
+			r.cur = r.cur.Next()
+		}
+	}
+	if resp.queue.n == 0 && resp.ack {
+		e.sendAck(qp)
+	}
+	return pkts, bytes
+}
+
+// requestError NAKs a request that the responder refuses (class B/C
+// errors: invalid request, remote operational error) and moves the QP to
+// ERR, with the matching async event.
+func (e *Engine) requestError(qp *QP, psn wire.PSN, code wire.NAKCode) {
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x responder: NAK %v at psn %v (epsn %v, msg %d)", qp.QPN, code, psn, qp.resp.epsn, qp.resp.msg)
+	}
+	if qp.Type == UC {
+		e.abortMsg(qp)
+		qp.resp.ucDrop = true
+		return
+	}
+	e.nakNow(qp, psn, code)
+	e.cfg.Event(Event{Type: EventQPReqErr, QP: qp})
+	e.toError(qp)
+}
+
+// accessError NAKs an R_Key violation and moves the QP to ERR.
+func (e *Engine) accessError(qp *QP, psn wire.PSN) {
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x responder: NAK remote access error at psn %v", qp.QPN, psn)
+	}
+	if qp.Type == UC {
+		e.abortMsg(qp)
+		qp.resp.ucDrop = true
+		return
+	}
+	e.nakNow(qp, psn, wire.NAKRemoteAccessErr)
+	e.cfg.Event(Event{Type: EventQPAccessErr, QP: qp})
+	e.toError(qp)
+}
+
+// nakNow sends a NAK at once (the QP is about to leave the states that
+// send anything).
+func (e *Engine) nakNow(qp *QP, psn wire.PSN, code wire.NAKCode) {
+	qp.resp.ack, qp.resp.ackPSN, qp.resp.ackSyn = true, psn, wire.SyndromeNAK(code)
+	qp.resp.queue.reset()
+	e.sendAck(qp)
+}
+
+// recvError completes the receive WQE in progress with an error.
+func (e *Engine) recvError(qp *QP, status WCStatus) {
+	resp := &qp.resp
+	if !resp.haveRecv {
+		return
+	}
+	resp.haveRecv = false
+	e.count(qp, RespCQEError)
+	wc := WC{WRID: resp.recv.wrid, Status: status, Opcode: WCRecv, QPNum: qp.QPN}
+	e.cqe(qp, qp.recvCQN(), &wc, false)
+}
+
+// abortMsg forgets the message in progress (UC loss); a receive WQE taken
+// for it stays with the QP for the next message.
+func (e *Engine) abortMsg(qp *QP) {
+	qp.resp.msg = msgNone
+	qp.resp.recvOff = 0
+}
+
+// recvPD is the protection domain of the QP's receive buffers.
+func (e *Engine) recvPD(qp *QP) uint32 {
+	if qp.srq != nil {
+		return qp.srq.PD
+	}
+	return qp.PD
+}
+
+// udRecv handles a UD SEND: check the Q_Key, take a receive WQE, place
+// the 40-byte GRH and the payload (IBTA 11.4.1.1).
+func (e *Engine) udRecv(qp *QP, p *wire.Packet) {
+	if p.DETH.QKey() != qp.attr.QKey {
+		e.count(qp, RxBadQKey)
+		return
+	}
+	e.count(qp, RxSendRequests)
+	resp := &qp.resp
+	if !e.takeRecvWQE(qp) {
+		e.count(qp, OutOfBuffer)
+		return
+	}
+	total := uint64(grhSize + len(p.Payload))
+	if total > resp.recv.length {
+		e.count(qp, RespLocalLengthError)
+		e.recvError(qp, WCLocLenErr)
+		return
+	}
+	// The GRH area holds the IPv6 header, or for IPv4 the IPv4 header in
+	// its last 20 bytes (the RoCEv2 convention of rdma-core).
+	var grh [grhSize]byte
+	if p.IPv6 {
+		copy(grh[:], p.Frame[:grhSize])
+	} else {
+		copy(grh[20:], p.Frame[:20])
+	}
+	pd := e.recvPD(qp)
+	if f := e.scatter(qp, pd, resp.recv.sge, 0, grh[:]); f != atu.OK {
+		e.recvError(qp, WCLocProtErr)
+		return
+	}
+	if len(p.Payload) > 0 {
+		if f := e.scatter(qp, pd, resp.recv.sge, grhSize, p.Payload); f != atu.OK {
+			e.recvError(qp, WCLocProtErr)
+			return
+		}
+	}
+	resp.haveRecv = false
+	wc := WC{WRID: resp.recv.wrid, Status: WCSuccess, Opcode: WCRecv, Flags: WCWithGRH, ByteLen: uint32(total),
+		QPNum: qp.QPN, SrcQP: p.DETH.SrcQP()}
+	if p.ImmDt != nil {
+		wc.Flags |= WCWithImm
+		wc.ImmData = p.ImmDt.Imm()
+	}
+	e.cqe(qp, qp.recvCQN(), &wc, p.BTH.SE())
+}
+
+const grhSize = 40

@@ -1,0 +1,246 @@
+package rnic
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+)
+
+// PD is a protection domain (struct ibv_pd): QPs reach only the memory
+// regions of their own PD.
+type PD struct {
+	dev *Device
+	pdn uint32
+
+	mu   sync.Mutex
+	refs int // MRs, MWs, QPs, SRQs and AHs in this PD
+	dead bool
+}
+
+// AllocPD allocates a protection domain (ibv_alloc_pd).
+func (d *Device) AllocPD() (*PD, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	pd := &PD{dev: d, pdn: d.nextPD.Add(1)}
+	d.mu.Lock()
+	d.pds[pd] = struct{}{}
+	d.mu.Unlock()
+	return pd, nil
+}
+
+// Handle returns the PD number.
+func (pd *PD) Handle() uint32 { return pd.pdn }
+
+// Dealloc frees the PD (ibv_dealloc_pd). It fails while objects in it
+// remain.
+func (pd *PD) Dealloc() error {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.dead {
+		return fmt.Errorf("rnic: PD %d already deallocated", pd.pdn)
+	}
+	if pd.refs > 0 {
+		return fmt.Errorf("%w: PD %d still has %d MRs, MWs, QPs, SRQs or AHs", ErrBusy, pd.pdn, pd.refs)
+	}
+	pd.dead = true
+	pd.dev.mu.Lock()
+	delete(pd.dev.pds, pd)
+	pd.dev.mu.Unlock()
+	return nil
+}
+
+func (pd *PD) get() error {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.dead {
+		return fmt.Errorf("rnic: PD %d was deallocated", pd.pdn)
+	}
+	if err := pd.dev.checkOpen(); err != nil {
+		return err
+	}
+	pd.refs++
+	return nil
+}
+
+func (pd *PD) put() {
+	pd.mu.Lock()
+	pd.refs--
+	pd.mu.Unlock()
+}
+
+// MR is a registered memory region (struct ibv_mr).
+type MR struct {
+	pd   *PD
+	buf  []byte
+	addr uint64
+	key  uint32
+	acc  Access
+
+	mu   sync.Mutex
+	dead bool
+}
+
+// RegMR registers buf for access by the NIC (ibv_reg_mr). Its virtual
+// address, which peers use in RDMA operations, is the buffer's address,
+// as in C. The buffer must stay untouched by the Go runtime's mover,
+// which holds for heap memory (the Go heap does not move); the MR keeps
+// buf alive until Dereg.
+func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
+	if len(buf) == 0 {
+		return nil, fmt.Errorf("rnic: RegMR of an empty buffer")
+	}
+	return pd.RegMRIOVA(buf, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), access)
+}
+
+// RegMRIOVA registers buf with the virtual address iova (ibv_reg_mr_iova):
+// peers name byte i of buf as iova+i.
+func (pd *PD) RegMRIOVA(buf []byte, iova uint64, access Access) (*MR, error) {
+	return pd.regMR(buf, iova, access, 0)
+}
+
+// RegMRPageSize is RegMRIOVA with an explicit MTT page size (for example
+// 2 MiB, as for memory backed by huge pages).
+func (pd *PD) RegMRPageSize(buf []byte, iova uint64, access Access, pageSize int) (*MR, error) {
+	shift, ok := log2(pageSize)
+	if !ok {
+		return nil, fmt.Errorf("rnic: page size %d is not a power of two", pageSize)
+	}
+	return pd.regMR(buf, iova, access, shift)
+}
+
+func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, error) {
+	if err := pd.get(); err != nil {
+		return nil, err
+	}
+	key, err := pd.dev.d.ATU.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: access, PageShift: shift})
+	if err != nil {
+		pd.put()
+		return nil, fmt.Errorf("rnic: RegMR: %w", err)
+	}
+	if access.Has(AccessZeroBased) {
+		iova = 0
+	}
+	return &MR{pd: pd, buf: buf, addr: iova, key: key, acc: access}, nil
+}
+
+// LKey returns the local key, for SGEs.
+func (mr *MR) LKey() uint32 { return mr.key }
+
+// RKey returns the remote key, for peers' RDMA operations.
+func (mr *MR) RKey() uint32 { return mr.key }
+
+// Addr returns the region's virtual address (of Bytes()[0]).
+func (mr *MR) Addr() uint64 { return mr.addr }
+
+// Len returns the region's length.
+func (mr *MR) Len() int { return len(mr.buf) }
+
+// Bytes returns the registered buffer.
+func (mr *MR) Bytes() []byte { return mr.buf }
+
+// Access returns the region's access rights.
+func (mr *MR) Access() Access { return mr.acc }
+
+// PD returns the region's protection domain.
+func (mr *MR) PD() *PD { return mr.pd }
+
+// SGE returns an SGE for length bytes at offset off of the region.
+func (mr *MR) SGE(off, length int) SGE {
+	return SGE{Addr: mr.addr + uint64(off), Length: uint32(length), LKey: mr.key}
+}
+
+// Dereg deregisters the region (ibv_dereg_mr). It fails while memory
+// windows are bound to it. When it returns, the NIC no longer touches the
+// buffer: no DMA into it is in flight.
+func (mr *MR) Dereg() error {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	if mr.dead {
+		return fmt.Errorf("rnic: MR %#x already deregistered", mr.key)
+	}
+	var err error
+	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.d.ATU.DeregMR(mr.key) })
+	if err != nil {
+		return fmt.Errorf("rnic: Dereg: %w", err)
+	}
+	mr.dead = true
+	mr.pd.put()
+	return nil
+}
+
+// MWType is a memory window's type (enum ibv_mw_type).
+type MWType uint8
+
+const (
+	MWType1 MWType = 1
+	MWType2 MWType = 2
+)
+
+// MW is a memory window (struct ibv_mw): a remotely accessible range of a
+// region, bound and invalidated at run time.
+type MW struct {
+	pd  *PD
+	typ MWType
+	mu  sync.Mutex
+	key uint32
+}
+
+// AllocMW allocates an unbound memory window (ibv_alloc_mw). Type 2
+// windows are bound with a BIND_MW work request on a QP and can be
+// invalidated by the peer with SEND_WITH_INV.
+func (pd *PD) AllocMW(t MWType) (*MW, error) {
+	kind := atu.KindMW1
+	switch t {
+	case MWType1:
+	case MWType2:
+		kind = atu.KindMW2
+	default:
+		return nil, fmt.Errorf("rnic: memory window type %d", t)
+	}
+	if err := pd.get(); err != nil {
+		return nil, err
+	}
+	key, err := pd.dev.d.ATU.AllocMW(pd.pdn, kind)
+	if err != nil {
+		pd.put()
+		return nil, fmt.Errorf("rnic: AllocMW: %w", err)
+	}
+	return &MW{pd: pd, typ: t, key: key}, nil
+}
+
+// RKey returns the window's current rkey (its initial key before any
+// bind; a BIND_MW work request sets a new one).
+func (mw *MW) RKey() uint32 {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	return mw.key
+}
+
+// Type returns the window's type.
+func (mw *MW) Type() MWType { return mw.typ }
+
+// NextRKey returns the window's key with the 8-bit key variant advanced
+// (ibv_inc_rkey), the value to pass as MWBindInfo.NewKey; the window
+// remembers it as its current key.
+func (mw *MW) NextRKey() uint32 {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	mw.key = mw.key&^0xFF | (mw.key+1)&0xFF
+	return mw.key
+}
+
+// Dealloc frees the window (ibv_dealloc_mw), unbinding it.
+func (mw *MW) Dealloc() error {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	var err error
+	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.key) })
+	if err != nil {
+		return fmt.Errorf("rnic: Dealloc MW: %w", err)
+	}
+	mw.pd.put()
+	return nil
+}

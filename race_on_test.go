@@ -1,0 +1,5 @@
+//go:build race
+
+package rnic_test
+
+const raceEnabled = true
