@@ -42,6 +42,9 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	return cq, nil
 }
 
+// Device returns the CQ's device.
+func (cq *CQ) Device() *Device { return cq.dev }
+
 // Handle returns the CQ number.
 func (cq *CQ) Handle() uint32 { return cq.c.CQN }
 

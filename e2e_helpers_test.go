@@ -91,7 +91,7 @@ func waitWC(t testing.TB, cq *rnic.CQ, n int, timeout time.Duration) []rnic.WC {
 	for len(out) < n {
 		k, err := cq.Wait(ctx, buf[:min(len(buf), n-len(out))])
 		if err != nil {
-			t.Fatalf("waiting for %d completions, got %d: %v (%+v)", n, len(out), err, out)
+			t.Fatalf("waiting for %d completions, got %d: %v (%+v)\ncounters of its device: %v", n, len(out), err, out, interesting(cq.Device()))
 		}
 		out = append(out, buf[:k]...)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -54,9 +53,6 @@ func TestMatrix(t *testing.T) {
 	for _, fc := range faultCases() {
 		for _, mtu := range matrixMTUs {
 			t.Run(fmt.Sprintf("%s/mtu%d", fc.name, mtu.Bytes()), func(t *testing.T) {
-				if fc.f.Loss > 0 && os.Getenv("RNIC_MATRIX_LOSS") == "" {
-					t.Skip("work in progress: set RNIC_MATRIX_LOSS=1")
-				}
 				if raceEnabled && fc.f.Loss >= 0.1 && mtu == rnic.MTU256 {
 					t.Skip("covered without -race: 10 % loss at MTU 256 is slow under the race detector")
 				}

@@ -111,7 +111,7 @@ func (c *Config) Defaults() {
 	def(&c.MaxCQE, 1<<20)
 	def(&c.MaxSRQWR, 16384)
 	def(&c.DMAEngines, 4)
-	def(&c.RxQueue, 16384)
+	def(&c.RxQueue, 2048)
 	if c.PageShift == 0 {
 		c.PageShift = 12
 	}
@@ -244,6 +244,9 @@ func (d *Device) Events() <-chan transport.Event { return d.events }
 
 func (d *Device) now() int64 { return int64(time.Since(d.start)) }
 
+// rxBatch bounds the frames one loop iteration takes in.
+const rxBatch = 256
+
 // batchBudget bounds the packets one loop iteration sends, so that
 // received frames (ACKs, NAKs, duplicate requests) are taken in often.
 const batchBudget = 64
@@ -255,8 +258,17 @@ func (d *Device) routineEngine() {
 	var timerAt int64 // deadline the timer is armed for; 0: disarmed
 	var rx []*link.Buf
 	for {
+		// Take at most rxBatch frames: timers and ACKs stay timely even
+		// when a peer floods the receive queue.
 		d.rx.Lock()
-		rx, d.rx.q = d.rx.q, d.rx.spare[:0]
+		if len(d.rx.q) <= rxBatch {
+			rx, d.rx.q = d.rx.q, d.rx.spare[:0]
+		} else {
+			rx = append(d.rx.spare[:0], d.rx.q[:rxBatch]...)
+			n := copy(d.rx.q, d.rx.q[rxBatch:])
+			clear(d.rx.q[n:])
+			d.rx.q = d.rx.q[:n]
+		}
 		d.rx.Unlock()
 
 		d.mu.Lock()
@@ -272,7 +284,7 @@ func (d *Device) routineEngine() {
 
 		clear(rx)
 		d.rx.Lock()
-		d.rx.spare = rx[:0]
+		d.rx.spare = rx[:0] // rx never shares its array with d.rx.q
 		pending := len(d.rx.q) > 0
 		d.rx.Unlock()
 

@@ -114,6 +114,11 @@ func (e *Engine) afterCompletion(qp *QP, progress bool) {
 	req := &qp.req
 	if progress {
 		e.resetRetries(qp)
+		if req.psn.Before(req.una) {
+			// An ACK for packets sent before a go-back overtook the
+			// resend: continue from what the responder has.
+			req.retry = true
+		}
 		qp.timer.retransAt = 0
 		if req.una != req.maxPSN {
 			if t := ackTimeout(qp.attr.Timeout); t != 0 {

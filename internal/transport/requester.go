@@ -124,7 +124,7 @@ func (e *Engine) requesterReady(qp *QP) bool {
 }
 
 func (e *Engine) windowFull(qp *QP) bool {
-	return qp.Type == RC && uint32(qp.req.psn.Diff(qp.req.una)) >= e.cfg.MaxUnackedPSNs
+	return qp.Type == RC && qp.req.psn.Diff(qp.req.una) >= int32(e.cfg.MaxUnackedPSNs)
 }
 
 // serveRequests sends packets of the WQEs at the head of the send queue,
@@ -480,6 +480,9 @@ func (e *Engine) rewind(qp *QP) {
 		}
 	}
 	if !found {
+		if req.psn.Before(req.una) {
+			req.psn = req.una
+		}
 		return
 	}
 	req.psn = req.una

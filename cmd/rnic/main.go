@@ -1,0 +1,32 @@
+// Command rnic is the command line of rnic, a software RDMA NIC (RoCEv2)
+// in pure Go. Its first subcommand, demo, runs two NICs in one process
+// and walks through every RDMA operation, showing the packets.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// newRootCmd returns the rnic command with its subcommands.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rnic",
+		Short: "rnic is a software RDMA NIC (RoCEv2) in pure Go",
+		Long: `rnic is a software RDMA NIC speaking RoCEv2, built like a hardware RNIC:
+doorbells and an arbiter, SRAM caches for QP contexts and translation
+entries, an address translation unit, DMA engines and a protocol engine.
+
+Start with "rnic demo": two NICs in one process doing every RDMA operation.`,
+		SilenceUsage: true,
+	}
+	root.AddCommand(newDemoCmd())
+	return root
+}

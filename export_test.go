@@ -1,0 +1,8 @@
+package rnic
+
+// DebugState returns the transport state of a QP (tests only).
+func DebugState(qp *QP) string {
+	var s string
+	qp.pd.dev.d.Engine(func(e *engine) { s = e.DebugState(qp.q) })
+	return s
+}

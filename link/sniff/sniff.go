@@ -1,0 +1,161 @@
+package sniff
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire/pcap"
+)
+
+// Direction says whether the NIC sent a frame or received it.
+type Direction uint8
+
+// Directions, as seen from the NIC whose link is wrapped.
+const (
+	TX Direction = iota // sent by the NIC
+	RX                  // received by the NIC
+)
+
+// String returns "TX" or "RX".
+func (d Direction) String() string {
+	switch d {
+	case TX:
+		return "TX"
+	case RX:
+		return "RX"
+	}
+	return "Direction(?)"
+}
+
+// Func receives a frame, IP header through ICRC. The frame is valid only
+// during the call: copy what must be kept.
+type Func func(dir Direction, ts time.Time, frame []byte)
+
+// Options say where frames are recorded. The zero value records nothing.
+type Options struct {
+	// Pcap, if set, receives every frame as one record, written with
+	// WriteIPPacket (so LinkTypeRaw and LinkTypeEthernet both work). The
+	// Link serializes its writes, but the Writer must not be used by
+	// anything else, another Link included, while the Link runs. After
+	// the first write error the Link stops writing; Err returns it.
+	Pcap *pcap.Writer
+
+	// Func, if set, is called with every frame. Calls are serialized (one
+	// at a time, in the order frames are recorded in the pcap) and made
+	// with the Link's lock held, so Func must not call the Link.
+	Func Func
+
+	// Clock returns the timestamp of frames; nil means time.Now. A link
+	// running in virtual time passes its own clock. It is read once per
+	// batch: frames sent or delivered together share a timestamp.
+	Clock func() time.Time
+}
+
+// Link wraps a link.Link and records its frames. Its methods are safe for
+// concurrent use as far as the inner link's are.
+type Link struct {
+	inner link.Link
+	on    bool // something to record to
+	clock func() time.Time
+
+	mu   sync.Mutex // serializes pcap writes and Func calls
+	pcap *pcap.Writer
+	fn   Func
+	err  error // first pcap write error
+}
+
+var _ link.Link = (*Link)(nil)
+
+// New returns a Link that forwards to inner and records as opts say.
+func New(inner link.Link, opts Options) *Link {
+	l := &Link{
+		inner: inner,
+		on:    opts.Pcap != nil || opts.Func != nil,
+		clock: opts.Clock,
+		pcap:  opts.Pcap,
+		fn:    opts.Func,
+	}
+	if l.clock == nil {
+		l.clock = time.Now
+	}
+	return l
+}
+
+// Send records the frames as TX, then hands them to the inner link, which
+// takes ownership of the buffers.
+func (l *Link) Send(bufs []*link.Buf) {
+	if l.on && len(bufs) > 0 {
+		l.record(TX, bufs)
+	}
+	l.inner.Send(bufs)
+}
+
+// Attach makes d receive the inner link's frames, recorded as RX on their
+// way to d.
+func (l *Link) Attach(d link.Dispatcher) {
+	if !l.on || d == nil {
+		l.inner.Attach(d)
+		return
+	}
+	l.inner.Attach(&dispatcher{l: l, d: d})
+}
+
+// MTU returns the inner link's MTU.
+func (l *Link) MTU() int { return l.inner.MTU() }
+
+// Close closes the inner link. The pcap writer stays the caller's to
+// flush and close: after Close returns no frame is recorded any more.
+func (l *Link) Close() error { return l.inner.Close() }
+
+// Addr returns the inner link's address if it has one (link/mem ports do),
+// so that rnic.Open finds the NIC's address through the wrapper; otherwise
+// the zero Addr.
+func (l *Link) Addr() netip.Addr {
+	if a, ok := l.inner.(interface{ Addr() netip.Addr }); ok {
+		return a.Addr()
+	}
+	return netip.Addr{}
+}
+
+// Unwrap returns the inner link.
+func (l *Link) Unwrap() link.Link { return l.inner }
+
+// Err returns the first error writing the pcap, if any.
+func (l *Link) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// record shows each frame of bufs to the pcap writer and to Func. The
+// caller still owns the buffers and hands them on afterwards.
+func (l *Link) record(dir Direction, bufs []*link.Buf) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts := l.clock() // under the lock, so that records are in time order
+	for _, b := range bufs {
+		frame := b.Bytes()
+		if l.pcap != nil && l.err == nil {
+			l.err = l.pcap.WriteIPPacket(ts, frame)
+		}
+		if l.fn != nil {
+			l.fn(dir, ts, frame)
+		}
+	}
+}
+
+// dispatcher records inbound frames before the NIC's dispatcher gets them.
+type dispatcher struct {
+	l *Link
+	d link.Dispatcher
+}
+
+// Deliver records the frames as RX, then hands them to the NIC.
+func (d *dispatcher) Deliver(bufs []*link.Buf) {
+	if len(bufs) > 0 {
+		d.l.record(RX, bufs)
+	}
+	d.d.Deliver(bufs)
+}
