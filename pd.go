@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -182,15 +183,18 @@ const (
 // MW is a memory window (struct ibv_mw): a remotely accessible range of a
 // region, bound and invalidated at run time.
 type MW struct {
-	pd  *PD
-	typ MWType
-	mu  sync.Mutex
-	key uint32
+	pd    *PD
+	typ   MWType
+	first uint32 // the key AllocMW returned; its index names the window
+
+	mu   sync.Mutex
+	dead bool
 }
 
-// AllocMW allocates an unbound memory window (ibv_alloc_mw). Type 2
-// windows are bound with a BIND_MW work request on a QP and can be
-// invalidated by the peer with SEND_WITH_INV.
+// AllocMW allocates an unbound memory window (ibv_alloc_mw). Both types
+// are bound with a BIND_MW work request on a QP; a type 2 window stays tied
+// to that QP and can be invalidated by the peer with SEND_WITH_INV or
+// locally with LOCAL_INV, a type 1 window is unbound by a zero-length bind.
 func (pd *PD) AllocMW(t MWType) (*MW, error) {
 	kind := atu.KindMW1
 	switch t {
@@ -208,39 +212,39 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 		pd.put()
 		return nil, fmt.Errorf("rnic: AllocMW: %w", err)
 	}
-	return &MW{pd: pd, typ: t, key: key}, nil
+	return &MW{pd: pd, typ: t, first: key}, nil
 }
 
-// RKey returns the window's current rkey (its initial key before any
-// bind; a BIND_MW work request sets a new one).
+// RKey returns the window's current rkey: its initial key until a bind
+// gives it a new one.
 func (mw *MW) RKey() uint32 {
-	mw.mu.Lock()
-	defer mw.mu.Unlock()
-	return mw.key
+	k, _ := mw.pd.dev.d.ATU.CurrentKey(mw.first)
+	return k
 }
 
 // Type returns the window's type.
 func (mw *MW) Type() MWType { return mw.typ }
 
-// NextRKey returns the window's key with the 8-bit key variant advanced
-// (ibv_inc_rkey), the value to pass as MWBindInfo.NewKey; the window
-// remembers it as its current key.
+// NextRKey returns the window's current key with the 8-bit key variant
+// advanced (ibv_inc_rkey): the value to pass as MWBindInfo.NewKey.
 func (mw *MW) NextRKey() uint32 {
-	mw.mu.Lock()
-	defer mw.mu.Unlock()
-	mw.key = mw.key&^0xFF | (mw.key+1)&0xFF
-	return mw.key
+	k := mw.RKey()
+	return k&^0xFF | (k+1)&0xFF
 }
 
 // Dealloc frees the window (ibv_dealloc_mw), unbinding it.
 func (mw *MW) Dealloc() error {
 	mw.mu.Lock()
 	defer mw.mu.Unlock()
+	if mw.dead {
+		return errors.New("rnic: memory window already deallocated")
+	}
 	var err error
-	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.key) })
+	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.RKey()) })
 	if err != nil {
 		return fmt.Errorf("rnic: Dealloc MW: %w", err)
 	}
+	mw.dead = true
 	mw.pd.put()
 	return nil
 }

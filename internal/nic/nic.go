@@ -82,11 +82,13 @@ type Device struct {
 		spare []*link.Buf
 		drops uint64
 	}
-	kick   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	start  time.Time
-	closed atomic.Bool
+	kick     chan struct{}
+	done     chan struct{}
+	start    time.Time
+	closed   atomic.Bool
+	stopping atomic.Bool
+	// rxPending mirrors len(rx.q), so the loop can look without the lock.
+	rxPending atomic.Int32
 
 	events     chan transport.Event
 	eventDrops atomic.Uint64
@@ -128,10 +130,10 @@ func (c *Config) Defaults() {
 		c.CQCCache = cache.Config{Name: "cqc", CapacityBytes: 512 * 64, EntryBytes: 64, Ways: 8}
 	}
 	if c.MPTCache == (cache.Config{}) {
-		c.MPTCache = cache.Config{Name: "mpt", CapacityBytes: 4096 * 64, EntryBytes: 64, Ways: 8}
+		c.MPTCache = cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64, Ways: 8}
 	}
 	if c.MTTCache == (cache.Config{}) {
-		c.MTTCache = cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}
+		c.MTTCache = cache.Config{Name: "mtt", CapacityBytes: 8192 * 8, EntryBytes: 8, Ways: 8}
 	}
 	if c.Arbiter == (sched.Config{}) {
 		c.Arbiter = sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16}
@@ -166,7 +168,6 @@ func New(cfg Config) (*Device, error) {
 		QPs:    transport.NewTable[transport.QP](QPNBase, cfg.MaxQP),
 		CQs:    transport.NewTable[transport.CQ](1, cfg.MaxCQ),
 		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		start:  time.Now(),
 		events: make(chan transport.Event, 256),
@@ -219,6 +220,7 @@ func (d *Device) Deliver(bufs []*link.Buf) {
 		}
 		d.rx.q = append(d.rx.q, b)
 	}
+	d.rxPending.Store(int32(len(d.rx.q)))
 	d.rx.Unlock()
 	d.wake()
 }
@@ -253,24 +255,15 @@ const batchBudget = 64
 
 func (d *Device) routineEngine() {
 	defer close(d.done)
-	timer := time.NewTimer(time.Hour)
+	// The timer rings the same doorbell as everything else, so the loop
+	// sleeps on one channel.
+	timer := time.AfterFunc(time.Hour, d.wake)
 	timer.Stop()
-	var timerAt int64 // deadline the timer is armed for; 0: disarmed
+	defer timer.Stop()
+	var timerAt int64 // when the armed timer fires; 0: not armed
 	var rx []*link.Buf
-	for {
-		// Take at most rxBatch frames: timers and ACKs stay timely even
-		// when a peer floods the receive queue.
-		d.rx.Lock()
-		if len(d.rx.q) <= rxBatch {
-			rx, d.rx.q = d.rx.q, d.rx.spare[:0]
-		} else {
-			rx = append(d.rx.spare[:0], d.rx.q[:rxBatch]...)
-			n := copy(d.rx.q, d.rx.q[rxBatch:])
-			clear(d.rx.q[n:])
-			d.rx.q = d.rx.q[:n]
-		}
-		d.rx.Unlock()
-
+	for !d.stopping.Load() {
+		rx = d.takeRx(rx)
 		d.mu.Lock()
 		now := d.now()
 		if len(rx) > 0 {
@@ -281,35 +274,55 @@ func (d *Device) routineEngine() {
 		d.sendOutbox()
 		deadline, hasDeadline := d.eng.NextDeadline()
 		d.mu.Unlock()
+		d.recycleRx(rx)
 
-		clear(rx)
-		d.rx.Lock()
-		d.rx.spare = rx[:0] // rx never shares its array with d.rx.q
-		pending := len(d.rx.q) > 0
-		d.rx.Unlock()
-
-		select {
-		case <-d.stop:
-			timer.Stop()
-			return
-		default:
-		}
-		if busy || pending {
+		if busy || d.rxPending.Load() > 0 {
 			continue
 		}
-		if hasDeadline && deadline != timerAt {
-			timer.Reset(time.Duration(deadline - d.now()))
+		if timerAt != 0 && timerAt <= now {
+			timerAt = 0 // fired
+		}
+		// Sleep until a doorbell, a frame or the next deadline. Deadlines
+		// mostly move later (each ACK pushes the retransmission timer
+		// out), so the timer is re-armed only for an earlier one; one
+		// that fires early just costs a look.
+		if hasDeadline && (timerAt == 0 || deadline < timerAt) {
+			timer.Reset(time.Duration(deadline - now))
 			timerAt = deadline
 		}
-		select {
-		case <-d.kick:
-		case <-timer.C:
-			timerAt = 0
-		case <-d.stop:
-			timer.Stop()
-			return
-		}
+		<-d.kick
 	}
+}
+
+// takeRx moves at most rxBatch frames from the receive queue into rx:
+// timers and ACKs stay timely even when a peer floods the queue.
+func (d *Device) takeRx(rx []*link.Buf) []*link.Buf {
+	if d.rxPending.Load() == 0 {
+		return rx[:0]
+	}
+	d.rx.Lock()
+	if len(d.rx.q) <= rxBatch {
+		rx, d.rx.q = d.rx.q, d.rx.spare[:0]
+	} else {
+		rx = append(d.rx.spare[:0], d.rx.q[:rxBatch]...)
+		n := copy(d.rx.q, d.rx.q[rxBatch:])
+		clear(d.rx.q[n:])
+		d.rx.q = d.rx.q[:n]
+	}
+	d.rxPending.Store(int32(len(d.rx.q)))
+	d.rx.Unlock()
+	return rx
+}
+
+// recycleRx returns rx's array for the next takeRx.
+func (d *Device) recycleRx(rx []*link.Buf) {
+	if len(rx) == 0 {
+		return
+	}
+	clear(rx)
+	d.rx.Lock()
+	d.rx.spare = rx[:0] // rx never shares its array with d.rx.q
+	d.rx.Unlock()
 }
 
 // sendOutbox hands the engine's frames to the link; frames for the NIC's
@@ -351,7 +364,8 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	close(d.stop)
+	d.stopping.Store(true)
+	d.wake()
 	<-d.done
 	err := d.cfg.Link.Close()
 	d.rx.Lock()

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -86,8 +87,18 @@ func (c *CQ) push(wc *WC, solicited bool) bool {
 }
 
 // Poll moves up to len(dst) completions into dst, oldest first, and
-// returns how many. It never blocks.
+// returns how many. It never blocks. When it finds nothing it yields the
+// processor (runtime.Gosched): the NIC's engines run on the same CPUs as
+// the application, and a busy-polling loop must let them make progress.
 func (c *CQ) Poll(dst []WC) int {
+	if k := c.poll(dst); k > 0 {
+		return k
+	}
+	runtime.Gosched()
+	return c.poll(dst)
+}
+
+func (c *CQ) poll(dst []WC) int {
 	c.mu.Lock()
 	k := min(uint32(len(dst)), c.n)
 	for i := uint32(0); i < k; i++ {
@@ -113,13 +124,13 @@ func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 		return 0, errors.New("rnic: Wait with an empty slice")
 	}
 	for {
-		if n := c.Poll(dst); n > 0 {
+		if n := c.poll(dst); n > 0 {
 			return n, nil
 		}
 		c.waiters.Add(1)
 		// Poll again after announcing the waiter: a completion pushed in
 		// between would otherwise find no waiter and send no wake-up.
-		if n := c.Poll(dst); n > 0 {
+		if n := c.poll(dst); n > 0 {
 			c.waiters.Add(-1)
 			return n, nil
 		}

@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/cache"
@@ -66,9 +67,10 @@ type Engine struct {
 
 	db struct {
 		sync.Mutex
-		q     []*QP
-		spare []*QP
-		rings uint64
+		q       []*QP
+		spare   []*QP
+		rings   uint64
+		pending atomic.Int32 // len(q), readable without the lock
 	}
 
 	c    Counters
@@ -131,6 +133,7 @@ func (e *Engine) ring(qp *QP) {
 	queued := qp.dbQueued.Swap(true)
 	if !queued {
 		e.db.q = append(e.db.q, qp)
+		e.db.pending.Store(int32(len(e.db.q)))
 	}
 	e.db.Unlock()
 	if !queued {
@@ -140,9 +143,13 @@ func (e *Engine) ring(qp *QP) {
 
 // drainDoorbells hands rung QPs to the arbiter.
 func (e *Engine) drainDoorbells() {
+	if e.db.pending.Load() == 0 {
+		return
+	}
 	e.db.Lock()
 	q := e.db.q
 	e.db.q = e.db.spare[:0]
+	e.db.pending.Store(0)
 	e.c[Doorbells] += e.db.rings
 	e.db.rings = 0
 	e.db.Unlock()
@@ -218,11 +225,7 @@ func (e *Engine) Run(now int64, budget int) bool {
 	return e.arb.Ready() > 0 || e.pendingDoorbells()
 }
 
-func (e *Engine) pendingDoorbells() bool {
-	e.db.Lock()
-	defer e.db.Unlock()
-	return len(e.db.q) > 0
-}
+func (e *Engine) pendingDoorbells() bool { return e.db.pending.Load() > 0 }
 
 // serve gives one QP its turn: responses first (they unblock the peer),
 // then the requester.

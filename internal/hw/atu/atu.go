@@ -311,13 +311,25 @@ func (u *ATU) AllocMW(pd uint32, kind Kind) (uint32, error) {
 	return key, nil
 }
 
+// CurrentKey returns the key of the window or region at key's index,
+// whatever its variant, for a handle that outlived a rebinding.
+func (u *ATU) CurrentKey(key uint32) (uint32, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e, ok := u.entry(key >> 8)
+	if !ok {
+		return 0, false
+	}
+	return e.Key, true
+}
+
 // DeallocMW frees a window, unbinding it first if needed.
 func (u *ATU) DeallocMW(key uint32) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	idx := key >> 8
 	e, ok := u.entry(idx)
-	if !ok || !e.Kind.isMW() || e.Key>>8 != idx {
+	if !ok || !e.Kind.isMW() || e.Key != key {
 		return fmt.Errorf("%w: %#x is not a memory window", ErrNoKey, key)
 	}
 	if e.Valid {
@@ -352,11 +364,17 @@ func (u *ATU) BindMW(b Bind) Fault {
 	if !ok || !w.Kind.isMW() || b.NewKey>>8 != idx {
 		return FaultKey
 	}
-	if w.Kind == KindMW2 {
-		// A type 2 window binds only from the free state, with its current key.
-		if w.Valid || w.Key != b.MW {
-			return FaultKey
-		}
+	if w.Key != b.MW {
+		return FaultKey // a stale key names an earlier binding
+	}
+	if w.Kind == KindMW2 && w.Valid {
+		return FaultKey // type 2 binds only from the free state
+	}
+	if w.Kind == KindMW1 && b.Access.Has(ZeroBased) {
+		return FaultAccess // o10-36.2.2: type 1 windows are not zero-based
+	}
+	if b.Length == 0 && w.Kind == KindMW2 {
+		return FaultBounds // o10-37.2.40: a type 2 bind has a length
 	}
 	if w.PD != b.PD {
 		return FaultPD
@@ -380,6 +398,18 @@ func (u *ATU) BindMW(b Bind) Fault {
 	if !inRange(mr, b.VA, b.Length) {
 		return FaultBounds
 	}
+	if b.Length == 0 {
+		// A zero-length bind of a type 1 window unbinds it
+		// (ibv_alloc_mw(3)).
+		if w.Valid {
+			u.refs[w.Parent]--
+		}
+		w.Valid = false
+		w.Key = b.NewKey
+		u.variant[idx] = uint8(b.NewKey) + 1
+		u.mptCache.Invalidate(idx)
+		return OK
+	}
 	if w.Valid {
 		u.refs[w.Parent]--
 	}
@@ -393,9 +423,9 @@ func (u *ATU) BindMW(b Bind) Fault {
 	return OK
 }
 
-// Invalidate invalidates a window by its key: a LOCAL_INV work request
-// (remote=false) or a SEND with Invalidate from the wire (remote=true, which
-// must arrive on the QP a type 2 window is bound to).
+// Invalidate invalidates a type 2 window by its key: a LOCAL_INV work
+// request (remote=false) or a SEND with Invalidate from the wire
+// (remote=true, which must arrive on the QP the window is bound to).
 func (u *ATU) Invalidate(key, pd, qpn uint32, remote bool) Fault {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -416,8 +446,10 @@ func (u *ATU) Invalidate(key, pd, qpn uint32, remote bool) Fault {
 	if w.Kind == KindMW2 && remote && w.QPN != qpn {
 		return FaultQP
 	}
-	if w.Kind == KindMW1 && remote {
-		return FaultKind // type 1 windows are never invalidated remotely
+	if w.Kind == KindMW1 {
+		// Type 1 windows are unbound by a zero-length bind, never by
+		// LOCAL_INV or SEND with Invalidate (o10-37.2.26).
+		return FaultKind
 	}
 	u.refs[w.Parent]--
 	w.Valid = false
@@ -515,6 +547,12 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 	}
 	if !inRange(&e, va, r.Len) {
 		return dst, FaultBounds
+	}
+	// Atomics need natural alignment of the address the NIC operates on
+	// (for a window, the region address it maps to), so that the 8 bytes
+	// lie in one page and one host access.
+	if r.Access.Has(RemoteAtomic) && va&7 != 0 {
+		return dst, FaultAlign
 	}
 	return u.walk(&e, va, r.Len, dst), OK
 }

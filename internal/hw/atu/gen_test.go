@@ -168,8 +168,9 @@ func randBind(rng *rand.Rand, w, mr *mobj) Bind {
 
 // contested reports whether b exercises behaviour that bugs_test.go shows
 // to be wrong today: a type 1 window named by a stale key or made
-// zero-based, a zero-length bind; or binds a window to a zero-based region
-// (Linux rxe refuses that; whether the ATU should is open). The oracle
+// zero-based, a zero-length bind, a zero-based atomic window at an
+// unaligned VA; or binds a window to a zero-based region (Linux rxe
+// refuses that; whether the ATU should is open). The oracle
 // follows the ATU there, so the randomized tests leave such binds out and
 // do not depend on it.
 func (m *model) contested(b Bind) bool {
@@ -177,6 +178,9 @@ func (m *model) contested(b Bind) bool {
 		return true
 	}
 	if mr := m.live(b.MR); mr != nil && mr.kind == KindMR && mr.access.Has(ZeroBased) {
+		return true
+	}
+	if b.Access.Has(ZeroBased|RemoteAtomic) && b.VA%8 != 0 {
 		return true
 	}
 	return b.Length == 0

@@ -154,10 +154,14 @@ func TestModelRandomOps(t *testing.T) {
 							see("bind", bind(t, u, m, b))
 						}
 					case x < 46:
-						k := pickKey(rng, m, func(o *mobj) bool { return true })
+						accept := func(o *mobj) bool { return true }
+						if rng.IntN(3) != 0 {
+							accept = func(o *mobj) bool { return o.kind != KindMR && o.bound }
+						}
+						k := pickKey(rng, m, accept)
 						pd, qpn := 1+rng.Uint32N(numPD), firstQP+rng.Uint32N(numQP)
 						if o := m.objs[k>>8]; o != nil {
-							if rng.IntN(5) != 0 {
+							if rng.IntN(4) != 0 {
 								pd = o.pd
 							}
 							if rng.IntN(3) != 0 {

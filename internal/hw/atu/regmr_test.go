@@ -3,21 +3,11 @@ package atu
 import (
 	"errors"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/rnic/rnic/internal/hw/cache"
 )
 
-// knownBug skips a test that demonstrates a bug in the non-test code,
-// naming it, unless ATU_BUGS=1 is set, in which case the test runs and
-// fails until the bug is fixed.
-func knownBug(t *testing.T, desc string) {
-	t.Helper()
-	if os.Getenv("ATU_BUGS") == "" {
-		t.Skip("BUG: " + desc + " (run with ATU_BUGS=1 to see it fail)")
-	}
-}
 
 func TestNew(t *testing.T) {
 	mpt := cache.Config{Name: "mpt", CapacityBytes: 64 * 64, EntryBytes: 64}
@@ -210,6 +200,23 @@ func TestRegMRExhaustion(t *testing.T) {
 	}
 	if _, err := u.RegMR(MRSpec{PD: 1, Buf: buf}); !errors.Is(err, ErrNoResources) {
 		t.Fatalf("RegMR with the table full again = %v, want ErrNoResources", err)
+	}
+}
+
+// TestRegMRMTTFull fills the MTT's index space (white box: the high-water
+// mark is moved near 2^32) and checks that a registration that cannot get
+// MTT entries fails with ErrNoResources and gives its MPT index back.
+func TestRegMRMTTFull(t *testing.T) {
+	u := newATU(t, 2, shapeNamed(t, "nic"))
+	u.mttAlloc.top = math.MaxUint32 - 1
+	if k, err := u.RegMR(MRSpec{PD: 1, Buf: make([]byte, 2*4096)}); !errors.Is(err, ErrNoResources) {
+		t.Fatalf("RegMR with a full MTT = %#x, %v; want ErrNoResources", k, err)
+	}
+	u.mttAlloc.top = 0
+	for i := range 2 { // both MPT entries are still free
+		if _, err := u.RegMR(MRSpec{PD: 1, Buf: make([]byte, 4096)}); err != nil {
+			t.Fatalf("RegMR %d after the MTT failure: %v", i, err)
+		}
 	}
 }
 

@@ -17,7 +17,8 @@ func populate(tb testing.TB, rng *rand.Rand, u *ATU, m *model) {
 		pd := 1 + uint32(i%numPD)
 		s := randSpec(rng, pd)
 		if i < numPD {
-			s.Access |= MWBind | LocalWrite // every PD can bind windows
+			// Every PD has a region to bind windows to.
+			s.Access = s.Access&^ZeroBased | MWBind | LocalWrite
 		}
 		if _, err := register(tb, u, m, s); err != nil {
 			tb.Fatal(err)
@@ -186,7 +187,7 @@ func TestTranslateFaults(t *testing.T) {
 	mustBind(t, u, Bind{MW: mw1old, NewKey: mw1, MR: mr, PD: 1, QPN: 7, VA: tIOVA + 10, Length: 5000, Access: RemoteRead | RemoteWrite})
 	mw2 := mustAllocMW(t, u, 1, KindMW2)
 	mw2n := nextVariant(mw2)
-	mustBind(t, u, Bind{MW: mw2, NewKey: mw2n, MR: mr, PD: 1, QPN: 7, VA: tIOVA + 4000, Length: 200, Access: RemoteAtomic | RemoteRead | ZeroBased})
+	mustBind(t, u, Bind{MW: mw2, NewKey: mw2n, MR: mr, PD: 1, QPN: 7, VA: (tIOVA + 4000) &^ 7, Length: 200, Access: RemoteAtomic | RemoteRead | ZeroBased})
 	unbound := mustAllocMW(t, u, 1, KindMW2)
 
 	tests := []struct {
@@ -227,7 +228,7 @@ func TestTranslateFaults(t *testing.T) {
 		{"window range below", Request{Key: mw1, PD: 1, VA: tIOVA + 9, Len: 2, Access: RemoteRead, Remote: true}, FaultBounds},
 		{"window range above", Request{Key: mw1, PD: 1, VA: tIOVA + 10 + 5000 - 1, Len: 2, Access: RemoteRead, Remote: true}, FaultBounds},
 		{"zero-based window past its length", Request{Key: mw2n, PD: 1, QPN: 7, VA: 193, Len: 8, Access: RemoteRead, Remote: true}, FaultBounds},
-		{"zero-based window named by its VA", Request{Key: mw2n, PD: 1, QPN: 7, VA: tIOVA + 4000, Len: 8, Access: RemoteRead, Remote: true}, FaultBounds},
+		{"zero-based window named by its VA", Request{Key: mw2n, PD: 1, QPN: 7, VA: (tIOVA + 4000) &^ 7, Len: 8, Access: RemoteRead, Remote: true}, FaultBounds},
 		{"zero-based window, length wraps", Request{Key: mw2n, PD: 1, QPN: 7, VA: 8, Len: math.MaxUint64 - 7, Access: RemoteRead, Remote: true}, FaultBounds},
 
 		{"remote write on read-only region", Request{Key: ro, PD: 1, VA: 0x1000, Len: 1, Access: RemoteWrite, Remote: true}, FaultAccess},
@@ -357,9 +358,9 @@ func TestTranslateTopOfAddressSpace(t *testing.T) {
 	}
 }
 
-// TestTranslateDstCapacity checks that Translate appends to dst without
-// reallocating when dst has room and that segments never alias dst's spare
-// capacity with stale data from a previous call.
+// TestTranslateDstCapacity checks that Translate appends into dst's backing
+// array when it has room, and that a second call into the same dst[:0]
+// returns only its own segments.
 func TestTranslateDstCapacity(t *testing.T) {
 	u := newATU(t, 4, shapeNamed(t, "nic"))
 	buf := pattern(5*4096, 5)

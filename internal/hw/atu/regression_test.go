@@ -1,7 +1,7 @@
 package atu
 
-// Tests of behaviour the ATU gets wrong today. Each is skipped with a
-// "BUG:" message naming the defect (see knownBug); ATU_BUGS=1 runs them.
+// Regression tests for defects these tests found (all fixed): each names
+// the rule it pins down.
 
 import (
 	"errors"
@@ -15,8 +15,7 @@ import (
 // second rnic.MW.Dealloc of an already freed window (MW has no "dead"
 // flag). Linux rxe looks windows up by handle, and every other ATU
 // entry point compares the whole key.
-func TestBugDeallocMWStaleKey(t *testing.T) {
-	knownBug(t, "DeallocMW ignores the key variant: a stale key frees the window that reused its index")
+func TestRegressionDeallocMWStaleKey(t *testing.T) {
 	u := newATU(t, 4, shapeNamed(t, "nic"))
 	old := mustAllocMW(t, u, 1, KindMW2)
 	if err := u.DeallocMW(old); err != nil {
@@ -38,8 +37,7 @@ func TestBugDeallocMWStaleKey(t *testing.T) {
 // with Bind.MW only for type 2 windows; a type 1 window is bound through
 // any key with the right index. Linux rxe (rxe_bind_mw) refuses a bind
 // whose mw_rkey is not the window's current rkey, whatever the type.
-func TestBugBindMWType1StaleKey(t *testing.T) {
-	knownBug(t, "BindMW does not check Bind.MW's variant for type 1 windows")
+func TestRegressionBindMWType1StaleKey(t *testing.T) {
 	f := newMWFixture(t)
 	k1 := nextVariant(f.w1)
 	mustBind(t, f.u, Bind{MW: f.w1, NewKey: k1, MR: f.mr, PD: 1, VA: fxVA, Length: 64, Access: RemoteRead})
@@ -53,8 +51,7 @@ func TestBugBindMWType1StaleKey(t *testing.T) {
 // (IBTA Vol 1 o10-36.2.2, as Linux rxe_check_bind_mw cites it: "attempt
 // to bind a zero based type 1 MW"). BindMW accepts ZeroBased for both
 // types.
-func TestBugBindMWType1ZeroBased(t *testing.T) {
-	knownBug(t, "BindMW accepts a zero-based type 1 window (o10-36.2.2)")
+func TestRegressionBindMWType1ZeroBased(t *testing.T) {
 	f := newMWFixture(t)
 	b := Bind{MW: f.w1, NewKey: nextVariant(f.w1), MR: f.mr, PD: 1, VA: fxVA, Length: 64, Access: RemoteRead | ZeroBased}
 	if got := f.u.BindMW(b); got == OK {
@@ -67,8 +64,7 @@ func TestBugBindMWType1ZeroBased(t *testing.T) {
 // MW by binding with NULL or zero length MR"); it is invalidated with
 // LOCAL_INV or SEND with Invalidate instead. BindMW accepts it and leaves
 // a valid zero-length window holding a reference on the region.
-func TestBugBindMWType2ZeroLength(t *testing.T) {
-	knownBug(t, "BindMW accepts a zero-length type 2 bind (o10-37.2.40)")
+func TestRegressionBindMWType2ZeroLength(t *testing.T) {
 	f := newMWFixture(t)
 	b := Bind{MW: f.w2, NewKey: nextVariant(f.w2), MR: f.mr, PD: 1, QPN: 3, VA: fxVA, Length: 0, Access: RemoteRead}
 	if got := f.u.BindMW(b); got == OK {
@@ -82,8 +78,7 @@ func TestBugBindMWType2ZeroLength(t *testing.T) {
 // window's region reference when length is 0). BindMW instead binds an
 // empty window that keeps a reference, so the region can never be
 // deregistered until the window is freed.
-func TestBugBindMWType1ZeroLengthUnbinds(t *testing.T) {
-	knownBug(t, "a zero-length type 1 bind does not unbind: the region stays ErrBusy")
+func TestRegressionBindMWType1ZeroLengthUnbinds(t *testing.T) {
 	f := newMWFixture(t)
 	k1 := nextVariant(f.w1)
 	mustBind(t, f.u, Bind{MW: f.w1, NewKey: k1, MR: f.mr, PD: 1, VA: fxVA, Length: 64, Access: RemoteRead})
@@ -100,12 +95,34 @@ func TestBugBindMWType1ZeroLengthUnbinds(t *testing.T) {
 // type 1 windows are invalidated by a zero-length bind (ibv_alloc_mw(3);
 // o10-37.2.26 as rxe_check_invalidate_mw cites it, for local and remote
 // invalidation alike). Invalidate refuses type 1 windows only when remote.
-func TestBugInvalidateType1Local(t *testing.T) {
-	knownBug(t, "Invalidate (LOCAL_INV) accepts a type 1 window (o10-37.2.26)")
+func TestRegressionInvalidateType1Local(t *testing.T) {
 	f := newMWFixture(t)
 	k1 := nextVariant(f.w1)
 	mustBind(t, f.u, Bind{MW: f.w1, NewKey: k1, MR: f.mr, PD: 1, VA: fxVA, Length: 64, Access: RemoteRead})
 	if got := f.u.Invalidate(k1, 1, 3, false); got != FaultKind {
 		t.Errorf("local Invalidate of a type 1 window = %v, want %v", got, FaultKind)
+	}
+}
+
+// TestBugAtomicThroughUnalignedZeroBasedWindow: the 8-byte alignment of an
+// atomic (IBTA Vol 1 §9.4, atomic operations) is checked on the request's
+// VA only. Through a zero-based window that VA is an offset, and the
+// window may start at an unaligned address of its region, so an aligned
+// offset can name 8 bytes that straddle a page boundary: Translate returns
+// OK with two 4-byte segments. The responder (recvAtomic) passes segs[0] to
+// dma.Cluster.Atomic, which panics on a segment that is not 8 bytes, so a
+// peer's well-formed atomic crashes the NIC (DESIGN.md: bad input is data,
+// not a crash). Translate should check the alignment of the region address
+// (va + window VA), or BindMW refuse atomic rights on such a window.
+func TestRegressionAtomicThroughUnalignedZeroBasedWindow(t *testing.T) {
+	u := newATU(t, 4, shapeNamed(t, "nic"))
+	mr := mustReg(t, u, MRSpec{PD: 1, Buf: make([]byte, 2*4096), IOVA: 0x1000, Access: LocalWrite | MWBind})
+	w := mustAllocMW(t, u, 1, KindMW2)
+	if f := u.BindMW(Bind{MW: w, NewKey: w, MR: mr, PD: 1, QPN: 3, VA: 0x1ffc, Length: 16, Access: RemoteAtomic | ZeroBased}); f != OK {
+		return // refusing the bind is a fix too
+	}
+	segs, f := u.Translate(&Request{Key: w, PD: 1, QPN: 3, VA: 0, Len: 8, Access: RemoteAtomic, Remote: true}, nil)
+	if f == OK && (len(segs) != 1 || len(segs[0]) != 8) {
+		t.Errorf("atomic at offset 0 of a zero-based window at region VA 0x1ffc: ok with %d segments, want one 8-byte segment or %v", len(segs), FaultAlign)
 	}
 }

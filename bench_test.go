@@ -1,0 +1,189 @@
+package rnic_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// Benchmarks over link/mem, each beside the physical reference measured in
+// the same run: copy() of the same sizes. Run with
+//
+//	go test -run '^$' -bench . -benchtime 2s .
+//
+// WriteBW keeps up to benchDepth WRITEs in flight (perftest's tx depth)
+// and reports MB/s, the copy() rate of the same message size, and their
+// ratio. WriteLat is one signaled 8-byte WRITE and its completion at a
+// time: the round trip of a WRITE and its ACK.
+
+const benchDepth = 64
+
+func BenchmarkWriteBW(b *testing.B) {
+	for _, size := range []int{64, 4 << 10, 64 << 10, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			p := newPair(b, pairOpts{cap: rnic.QPCap{MaxSendWR: benchDepth * 2, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			src := make([]byte, size)
+			dst := make([]byte, size)
+			mra := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
+			mrb := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+			wr := rnic.SendWR{Opcode: rnic.WRRDMAWrite, SGL: []rnic.SGE{mra.SGE(0, size)}, RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}
+			wcs := make([]rnic.WC, benchDepth)
+			ctx := context.Background()
+			// Every 16th WRITE is signaled (as perftest's cq_mod); a
+			// completion retires it and the unsignaled ones before it.
+			const sigEvery = 16
+			post := func(i int) {
+				wr.WRID = uint64(i)
+				wr.Flags = 0
+				if i%sigEvery == sigEvery-1 {
+					wr.Flags = rnic.SendSignaled
+				}
+				if err := p.qpa.PostSend(wr); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run := func(n int) {
+				inflight, posted := 0, 0
+				for posted < n || inflight > 0 {
+					for posted < n && inflight < benchDepth {
+						post(posted)
+						posted++
+						inflight++
+					}
+					k, err := p.cqa.Wait(ctx, wcs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, wc := range wcs[:k] {
+						if wc.Status != rnic.WCSuccess {
+							b.Fatalf("completion %+v", wc)
+						}
+					}
+					inflight -= k * sigEvery
+				}
+			}
+			run(4 * sigEvery) // warm up: caches, pools
+			n := b.N
+			n = (n + sigEvery - 1) / sigEvery * sigEvery
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			run(n)
+			el := time.Since(start)
+			b.StopTimer()
+			rate := float64(size) * float64(n) / el.Seconds() / 1e6
+			cp := copyRate(size)
+			b.ReportMetric(cp, "copy_MB/s")
+			b.ReportMetric(rate/cp, "ratio")
+		})
+	}
+}
+
+func BenchmarkWriteLat(b *testing.B) {
+	for _, mode := range []string{"poll", "wait"} {
+		b.Run(mode, func(b *testing.B) { benchWriteLat(b, mode) })
+	}
+}
+
+func benchWriteLat(b *testing.B, mode string) {
+	p := newPair(b, pairOpts{cap: rnic.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	src := make([]byte, 8)
+	dst := make([]byte, 8)
+	mra := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
+	mrb := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+	wr := rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled, SGL: []rnic.SGE{mra.SGE(0, 8)}, RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}
+	wcs := make([]rnic.WC, 1)
+	once := func() {
+		if err := p.qpa.PostSend(wr); err != nil {
+			b.Fatal(err)
+		}
+		if mode == "poll" {
+			// Busy-poll, as perftest does.
+			for p.cqa.Poll(wcs) == 0 {
+			}
+		} else if _, err := p.cqa.Wait(context.Background(), wcs); err != nil {
+			b.Fatal(err)
+		}
+		if wcs[0].Status != rnic.WCSuccess {
+			b.Fatalf("completion %+v", wcs[0])
+		}
+	}
+	for i := 0; i < 1000; i++ {
+		once()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		once()
+	}
+	b.StopTimer()
+	b.ReportMetric(copyNs(8), "copy_ns")
+}
+
+// BenchmarkIdleQPMemory reports the NIC's memory per idle QP: the heap a
+// QP with 128-entry queues and its context cost.
+func BenchmarkIdleQPMemory(b *testing.B) {
+	const n = 4096
+	for i := 0; i < b.N; i++ {
+		pa, _, err := mem.Pipe(netip.MustParseAddr("10.9.0.1"), netip.MustParseAddr("10.9.0.2"), mem.Faults{}, mem.Faults{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dev := must(rnic.Open(rnic.Options{Link: pa}))
+		pd := must(dev.AllocPD())
+		cq := must(dev.CreateCQ(16))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		qps := make([]*rnic.QP, n)
+		for j := range qps {
+			qps[j] = must(pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq,
+				Cap: rnic.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/QP")
+		runtime.KeepAlive(qps)
+		dev.Close()
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// copyRate measures copy() of size-byte messages between two buffers, in
+// MB/s: the memory system's rate for the same job without a NIC.
+func copyRate(size int) float64 {
+	src, dst := make([]byte, size), make([]byte, size)
+	n := max(1, (256<<20)/size)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		copy(dst, src)
+	}
+	return float64(size) * float64(n) / time.Since(start).Seconds() / 1e6
+}
+
+// copyNs measures one copy() of size bytes, in ns.
+func copyNs(size int) float64 {
+	src, dst := make([]byte, size), make([]byte, size)
+	const n = 1 << 22
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		copy(dst, src[:size])
+	}
+	return float64(time.Since(start).Nanoseconds()) / n
+}
