@@ -127,31 +127,37 @@ func benchWriteLat(b *testing.B, mode string) {
 	b.ReportMetric(copyNs(8), "copy_ns")
 }
 
-// BenchmarkIdleQPMemory reports the NIC's memory per idle QP: the heap a
-// QP with 128-entry queues and its context cost.
+// BenchmarkIdleQPMemory reports the memory per idle QP: with 128-entry
+// send and receive queues (the rings live in "host memory": the WQEs the
+// application posts), and with one-entry queues, which leaves the QP
+// context (QPC) the NIC itself keeps.
 func BenchmarkIdleQPMemory(b *testing.B) {
-	const n = 4096
-	for i := 0; i < b.N; i++ {
-		pa, _, err := mem.Pipe(netip.MustParseAddr("10.9.0.1"), netip.MustParseAddr("10.9.0.2"), mem.Faults{}, mem.Faults{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		dev := must(rnic.Open(rnic.Options{Link: pa}))
-		pd := must(dev.AllocPD())
-		cq := must(dev.CreateCQ(16))
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		qps := make([]*rnic.QP, n)
-		for j := range qps {
-			qps[j] = must(pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq,
-				Cap: rnic.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 1, MaxRecvSGE: 1}}))
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/QP")
-		runtime.KeepAlive(qps)
-		dev.Close()
+	for _, depth := range []uint32{128, 1} {
+		b.Run(fmt.Sprintf("queues%d", depth), func(b *testing.B) {
+			const n = 4096
+			for i := 0; i < b.N; i++ {
+				pa, _, err := mem.Pipe(netip.MustParseAddr("10.9.0.1"), netip.MustParseAddr("10.9.0.2"), mem.Faults{}, mem.Faults{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				dev := must(rnic.Open(rnic.Options{Link: pa}))
+				pd := must(dev.AllocPD())
+				cq := must(dev.CreateCQ(16))
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				qps := make([]*rnic.QP, n)
+				for j := range qps {
+					qps[j] = must(pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq,
+						Cap: rnic.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/QP")
+				runtime.KeepAlive(qps)
+				dev.Close()
+			}
+		})
 	}
 }
 

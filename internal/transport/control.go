@@ -116,6 +116,12 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 			at.AV.Src = src
 		}
 		at.AV.SrcPort = sourcePort(qp.QPN)
+		// The service level picks the arbiter's priority level, as a
+		// hardware RNIC maps SLs to traffic classes.
+		lvl := min(int(a.SL), e.cfg.Arbiter.Levels-1)
+		if err := e.arb.SetQueue(qp.index, max(lvl, 0), 1); err != nil {
+			return err
+		}
 	}
 	if mask&AttrPathMTU != 0 {
 		at.PathMTU = a.PathMTU

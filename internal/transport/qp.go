@@ -181,7 +181,11 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 		wrid: wr.WRID, op: wr.Opcode, flags: wr.Flags, inline: inline,
 		length: uint32(length), imm: wr.ImmData, invKey: wr.InvalidateRKey,
 		raddr: wr.RemoteAddr, rkey: wr.RKey, cmpAdd: wr.CompareAdd, swap: wr.Swap,
-		ah: wr.AH, rqpn: wr.RemoteQPN, rqkey: wr.RemoteQKey, bind: wr.Bind,
+		ah: wr.AH, rqpn: wr.RemoteQPN, rqkey: wr.RemoteQKey,
+	}
+	if wr.Opcode == WRBindMW {
+		b := &wr.Bind
+		w.raddr, w.cmpAdd, w.rkey, w.invKey, w.imm, w.rqkey = b.Addr, b.Length, b.MR, b.MW, b.NewKey, uint32(b.Access)
 	}
 	if inline {
 		// Inline data is copied into the WQE now by the posting CPU (that

@@ -384,8 +384,8 @@ func (e *Engine) scatter(qp *QP, pd uint32, sgl []SGE, off uint64, src []byte) a
 func (e *Engine) executeLocal(qp *QP, w *sendWQE) {
 	switch w.op {
 	case WRBindMW:
-		b := w.bind
-		f := e.cfg.ATU.BindMW(atu.Bind{MW: b.MW, NewKey: b.NewKey, MR: b.MR, PD: qp.PD, QPN: qp.QPN, VA: b.Addr, Length: b.Length, Access: b.Access})
+		f := e.cfg.ATU.BindMW(atu.Bind{MW: w.invKey, NewKey: w.imm, MR: w.rkey, PD: qp.PD, QPN: qp.QPN,
+			VA: w.raddr, Length: w.cmpAdd, Access: atu.Access(w.rqkey)})
 		if f != atu.OK {
 			e.wqeDone(qp, w, WCMWBindErr)
 			return

@@ -134,27 +134,29 @@ type RecvWR struct {
 // the ring, plus the requester's progress through it.
 type sendWQE struct {
 	wrid   uint64
-	op     WROpcode
-	flags  SendFlags
-	nsge   uint16
-	inline bool
-	length uint32
-	imm    uint32
-	invKey uint32
 	raddr  uint64
-	rkey   uint32
 	cmpAdd uint64
 	swap   uint64
 	ah     *AH
+	length uint32
+	imm    uint32
+	invKey uint32
+	rkey   uint32
 	rqpn   uint32
 	rqkey  uint32
-	bind   MWBindInfo
+	nsge   uint16
+	op     WROpcode
+	flags  SendFlags
+	inline bool
+	// A BIND_MW request keeps its MWBindInfo in the fields above (see
+	// writeSendWQE): raddr/cmpAdd = Addr/Length, rkey = MR, invKey = MW,
+	// imm = NewKey, rqkey = Access. Binds are rare; the ring stays small.
 
 	// Requester progress (engine-owned).
 	state    wqeState
+	status   WCStatus
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
-	status   WCStatus
 }
 
 type wqeState uint8
