@@ -3,7 +3,9 @@ package rnic_test
 import (
 	"context"
 	"net/netip"
+	"os"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,9 +46,31 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		t.Fatal(err)
 	}
 	p := &pair{t: t, pa: pa, pb: pb}
+	// RNIC_TRACE=1 keeps the engines' trace and prints its tail and the
+	// QPs' state when the test fails.
+	var trace func(string)
+	if os.Getenv("RNIC_TRACE") != "" {
+		var mu sync.Mutex
+		var lines []string
+		trace = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			mu.Lock()
+			for _, l := range lines[max(0, len(lines)-100):] {
+				t.Log(l)
+			}
+			mu.Unlock()
+			t.Log(rnic.DebugState(p.qpa) + rnic.DebugState(p.qpb))
+		})
+	}
 	open := func(l *mem.Port, name string) *rnic.Device {
 		opts := o.devOpts
 		opts.Link, opts.Name = l, name
+		if opts.Trace == nil && trace != nil {
+			opts.Trace = func(s string) { trace(name + ": " + s) }
+		}
 		d, err := rnic.Open(opts)
 		if err != nil {
 			t.Fatal(err)

@@ -164,6 +164,9 @@ func (mr *MR) Dereg() error {
 	}
 	var err error
 	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.d.ATU.DeregMR(mr.key) })
+	if errors.Is(err, atu.ErrBusy) {
+		return fmt.Errorf("%w: Dereg: %v", ErrBusy, err)
+	}
 	if err != nil {
 		return fmt.Errorf("rnic: Dereg: %w", err)
 	}

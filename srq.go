@@ -80,11 +80,15 @@ func (s *SRQ) Destroy() error {
 	return nil
 }
 
-// CreateAH creates an address handle for UD sends (ibv_create_ah).
+// CreateAH creates an address handle for UD sends (ibv_create_ah). It
+// holds a reference on the PD until ah.Destroy.
 func (pd *PD) CreateAH(a AHAttr) (*AH, error) {
 	r, err := pd.dev.route(&a)
 	if err != nil {
 		return nil, fmt.Errorf("rnic: CreateAH: %w", err)
 	}
-	return &AH{Route: r, PD: pd.pdn}, nil
+	if err := pd.get(); err != nil {
+		return nil, fmt.Errorf("rnic: CreateAH: %w", err)
+	}
+	return transport.NewAH(r, pd.pdn, func() error { pd.put(); return nil }), nil
 }

@@ -177,7 +177,7 @@ func New(cfg Config) (*Device, error) {
 		ATU: u, DMA: dm, QPs: d.QPs, CQs: d.CQs,
 		QPCCache: cfg.QPCCache, CQCCache: cfg.CQCCache, Arbiter: cfg.Arbiter,
 		MaxQPRdAtom: cfg.MaxQPRdAtom, MaxQPInitRdAtom: cfg.MaxQPRdAtom,
-		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU,
+		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU, GID: wire.GIDFromAddr(cfg.Addr),
 		Kick:  d.wake,
 		Event: d.event,
 		Trace: cfg.Trace,

@@ -44,6 +44,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 	qp.resp.recv.sge = make([]SGE, 0, max(recvSGE, 1))
 	qp.attr.Cap = c
 	qp.attr.Port = 1
+	qp.attr.AV.Src = e.cfg.GID
 	in.SendCQ.Refs.Add(1)
 	in.RecvCQ.Refs.Add(1)
 	if err := e.arb.SetQueue(index, 0, 1); err != nil {
@@ -324,8 +325,8 @@ func (e *Engine) flush(qp *QP) {
 		for ci, pi := rq.ci.Load(), rq.pi.Load(); ci != pi; ci++ {
 			e.count(qp, RespCQEFlushError)
 			wc := WC{WRID: rq.slot(ci).wrid, Status: WCWRFlushErr, Opcode: WCRecv, QPNum: qp.QPN}
-			e.cqe(qp, qp.recvCQN(), &wc, false)
 			rq.ci.Store(ci + 1)
+			e.cqe(qp, qp.recvCQN(), &wc, false)
 		}
 	} else if qp.srq != nil && !qp.resp.lastWQE {
 		qp.resp.lastWQE = true
@@ -341,8 +342,8 @@ func (e *Engine) flushSQ(qp *QP) {
 		w := sq.slot(ci)
 		e.count(qp, ReqCQEFlushError)
 		wc := WC{WRID: w.wrid, Status: WCWRFlushErr, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
-		e.cqe(qp, qp.sendCQN(), &wc, false)
 		sq.ci.Store(ci + 1)
+		e.cqe(qp, qp.sendCQN(), &wc, false)
 	}
 	qp.req.next, qp.req.compIdx, qp.req.off, qp.req.rdAtomic = pi, pi, 0, 0
 }

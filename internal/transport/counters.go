@@ -51,6 +51,7 @@ const (
 	RxWrongTransport // opcode of another transport than the QP's
 	RxGhostResponse  // responses for PSNs not outstanding, or malformed
 	RxBadAddress     // frames for a connected QP from another address than its peer
+	RxLateResponse   // responses already acknowledged, or past a gap being recovered
 	RxDiscards       // frames dropped because the receive queue was full
 	Doorbells
 	QPCCacheHit
@@ -101,6 +102,7 @@ var counterNames = [numCounters]string{
 	RxWrongTransport:        "rx_wrong_transport",
 	RxGhostResponse:         "rx_ghost_response",
 	RxBadAddress:            "rx_bad_address",
+	RxLateResponse:          "rx_late_response",
 	RxDiscards:              "rx_discards",
 	Doorbells:               "doorbells",
 	QPCCacheHit:             "qpc_cache_hit",

@@ -55,14 +55,19 @@ func NewCQ(cqn uint32, depth int) *CQ {
 // Depth returns the number of entries.
 func (c *CQ) Depth() int { return len(c.ring) }
 
-// push writes a completion. It returns false (and puts the CQ in error) if
-// the ring is full.
-func (c *CQ) push(wc *WC, solicited bool) bool {
+// push writes a completion. It returns false if the CQ is in error, and
+// overrun true when this completion is the one that found it full (the
+// moment the CQ enters the error state).
+func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 	c.mu.Lock()
-	if c.err || c.n == uint32(len(c.ring)) {
+	if c.err {
+		c.mu.Unlock()
+		return false, false
+	}
+	if c.n == uint32(len(c.ring)) {
 		c.err = true
 		c.mu.Unlock()
-		return false
+		return false, true
 	}
 	c.ring[(c.head+c.n)%uint32(len(c.ring))] = *wc
 	c.n++
@@ -83,7 +88,7 @@ func (c *CQ) push(wc *WC, solicited bool) bool {
 		default:
 		}
 	}
-	return true
+	return true, false
 }
 
 // Poll moves up to len(dst) completions into dst, oldest first, and

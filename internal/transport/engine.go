@@ -37,6 +37,9 @@ type Config struct {
 
 	// LocalMTU is the largest path MTU the link carries.
 	LocalMTU wire.MTU
+	// GID is the port's GID 0: the source address of UD QPs, and of
+	// connected QPs until an address vector names one.
+	GID wire.GID
 
 	// Kick is called, from any goroutine, when the engine has new work
 	// (a doorbell). The driver wakes the engine's loop. Sans-IO: the engine
@@ -321,9 +324,11 @@ func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
 	if cq == nil {
 		return
 	}
-	if !cq.push(wc, solicited) {
+	if ok, overrun := cq.push(wc, solicited); !ok {
 		e.c[CQOverruns]++
-		e.cfg.Event(Event{Type: EventCQErr, CQ: cq})
+		if overrun {
+			e.cfg.Event(Event{Type: EventCQErr, CQ: cq})
+		}
 		if qp.attr.State != QPSErr {
 			e.toError(qp)
 			e.cfg.Event(Event{Type: EventQPFatal, QP: qp})

@@ -289,6 +289,9 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 	e.send(qp, b, route)
 	if psn.Before(req.maxPSN) {
 		e.count(qp, RetransPackets)
+		if info.readAtom && e.cfg.Trace != nil {
+			e.tracef("qp %#x requester: resend %v psn %v", qp.QPN, op, psn)
+		}
 	}
 	switch {
 	case info.readAtom:
@@ -424,8 +427,10 @@ func (e *Engine) retire(qp *QP) {
 	for ci != req.compIdx {
 		w := sq.slot(ci)
 		status := w.status
-		if status != WCSuccess || qp.sigAll || w.flags&SendSignaled != 0 {
-			wc := WC{WRID: w.wrid, Status: status, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
+		var wc WC
+		signal := status != WCSuccess || qp.sigAll || w.flags&SendSignaled != 0
+		if signal {
+			wc = WC{WRID: w.wrid, Status: status, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
 			switch {
 			case status != WCSuccess:
 				e.count(qp, ReqCQEError)
@@ -434,10 +439,14 @@ func (e *Engine) retire(qp *QP) {
 			case wrInfos[w.op].atomic:
 				wc.ByteLen = 8
 			}
-			e.cqe(qp, qp.sendCQN(), &wc, false)
 		}
+		// Free the slot before the completion is visible: an
+		// application that polled a completion may post into its slot.
 		ci++
 		sq.ci.Store(ci)
+		if signal {
+			e.cqe(qp, qp.sendCQN(), &wc, false)
+		}
 		if status != WCSuccess {
 			if qp.Type == RC {
 				e.toError(qp)

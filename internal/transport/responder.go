@@ -303,6 +303,20 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			e.requestError(qp, psn, wire.NAKInvalidRequest)
 			return false
 		}
+		if !last && resp.wlen > 0 {
+			// Check the whole RETH range before placing the first byte,
+			// so a WRITE that would overrun its region changes nothing
+			// (a single-packet WRITE is checked whole just below).
+			segs, f := e.cfg.ATU.Translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+			clear(segs)
+			e.segs = segs[:0]
+			if f != atu.OK {
+				e.count(qp, RespRemoteAccessErrors)
+				e.accessError(qp, psn)
+				return false
+			}
+		}
 		resp.msg = msgWrite
 	}
 	if resp.woff+n > resp.wlen || (last && resp.woff+n != resp.wlen) {
@@ -473,6 +487,9 @@ func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 			for resp.queue.n > 0 && int(resp.queue.back()) != i && !resp.res[resp.queue.back()].first.Before(psn) {
 				resp.queue.popBack()
 			}
+			if e.cfg.Trace != nil {
+				e.tracef("qp %#x responder: duplicate %v at psn %v: answer again (resource %v..%v, was at %v, queue %d)", qp.QPN, p.Op, psn, r.first, r.last, r.cur, resp.queue.n)
+			}
 			r.cur, r.start, r.replay = psn, psn, true
 			if resp.queue.n == 0 || int(resp.queue.back()) != i {
 				resp.queue.push(uint8(i))
@@ -481,6 +498,9 @@ func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 			return
 		}
 		// Too old to answer: drop, the requester's timer will fail it.
+		if e.cfg.Trace != nil {
+			e.tracef("qp %#x responder: duplicate %v at psn %v: no resource holds it", qp.QPN, p.Op, psn)
+		}
 	default:
 		e.queueAck(qp, resp.epsn.Add(wire.PSNMask), wire.SyndromeACK(wire.CreditsInvalid))
 	}

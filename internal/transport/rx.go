@@ -27,18 +27,26 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		e.c[RxMalformed]++
 		return
 	}
-	if b.Flags&link.FlagIPRebuilt != 0 {
-		e.c[RxICRCUnverified]++
-	} else if wire.CheckICRC(f) != nil {
-		e.c[RxICRCErrors]++
-		return
+	checkICRC := func() bool {
+		if b.Flags&link.FlagIPRebuilt != 0 {
+			e.c[RxICRCUnverified]++
+			return true
+		}
+		if wire.CheckICRC(f) != nil {
+			e.c[RxICRCErrors]++
+			return false
+		}
+		return true
 	}
 	if p.Op == wire.OpCNP {
-		return // congestion control is not modelled yet: counted as received only
+		checkICRC() // congestion control is not modelled yet: counted only
+		return
 	}
 	qp := e.lookupQP(p.BTH.DestQP())
 	if qp == nil {
-		e.c[RxUnknownQP]++
+		if checkICRC() {
+			e.c[RxUnknownQP]++
+		}
 		return
 	}
 	e.count(qp, RxPackets)
@@ -65,11 +73,46 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		e.c[RxBadAddress]++
 		return
 	}
+	// Frames the engine would drop anyway are dropped before the ICRC is
+	// computed: after a loss the receive queue fills with frames that the
+	// go-back-N recovery has made useless, and draining them must be
+	// cheaper than the retransmission timeout.
+	if e.useless(qp, p, isReq) {
+		return
+	}
+	if !checkICRC() {
+		return
+	}
 	if isReq {
 		e.responderRecv(qp, p)
 	} else {
 		e.completerRecv(qp, p)
 	}
+}
+
+// useless reports (and counts) a frame that carries no news: a request
+// ahead of the expected PSN after the responder has already NAKed the gap,
+// or a response for a PSN already acknowledged, or one past a gap the
+// requester is already recovering from.
+func (e *Engine) useless(qp *QP, p *wire.Packet, isReq bool) bool {
+	if qp.Type != RC {
+		return false
+	}
+	psn := p.BTH.PSN()
+	if isReq {
+		if qp.resp.nakSent && psn.After(qp.resp.epsn) {
+			e.count(qp, OutOfSequence)
+			return true
+		}
+		return false
+	}
+	req := &qp.req
+	if psn.Before(req.una) ||
+		(req.recovering && p.Info.Flags.Has(wire.FlagReadResp) && psn != req.una) {
+		e.c[RxLateResponse]++
+		return true
+	}
+	return false
 }
 
 func transportOf(t QPType) wire.Transport {

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"errors"
+
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/wire"
 )
@@ -89,6 +91,25 @@ type SGE struct {
 type AH struct {
 	Route wire.Route
 	PD    uint32
+
+	destroy func() error
+}
+
+// NewAH returns an address handle; destroy runs when the application
+// destroys it (the device releases its reference on the PD).
+func NewAH(r wire.Route, pd uint32, destroy func() error) *AH {
+	return &AH{Route: r, PD: pd, destroy: destroy}
+}
+
+// Destroy frees the address handle (ibv_destroy_ah). Work requests posted
+// with it must have completed.
+func (a *AH) Destroy() error {
+	if a.destroy == nil {
+		return errors.New("rnic: address handle not created by CreateAH, or already destroyed")
+	}
+	err := a.destroy()
+	a.destroy = nil
+	return err
 }
 
 // MWBindInfo describes a BIND_MW work request.
