@@ -8,7 +8,6 @@ import (
 	"github.com/rnic/rnic/internal/hw/cache"
 )
 
-
 func TestNew(t *testing.T) {
 	mpt := cache.Config{Name: "mpt", CapacityBytes: 64 * 64, EntryBytes: 64}
 	mtt := cache.Config{Name: "mtt", CapacityBytes: 64 * 8, EntryBytes: 8}
