@@ -325,6 +325,11 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 	}
 	imm := p.ImmDt != nil
 	if imm && !e.takeRecvWQE(qp) {
+		if first {
+			// The requester sends this ONLY packet again after the RNR
+			// wait: it must find no message in progress.
+			resp.msg = msgNone
+		}
 		e.noRecvWQE(qp, psn)
 		return false
 	}
