@@ -114,6 +114,14 @@ func (e *Engine) afterCompletion(qp *QP, progress bool) {
 	req := &qp.req
 	if progress {
 		e.resetRetries(qp)
+		if qp.sq.after(req.compIdx, req.next) {
+			// The responder acknowledged the WQE being sent again (an
+			// ACK that was late, not lost): carry on after it.
+			req.next, req.off = req.compIdx, 0
+			if req.psn.Before(req.una) {
+				req.psn = req.una
+			}
+		}
 		if req.psn.Before(req.una) {
 			// An ACK for packets sent before a go-back overtook the
 			// resend: continue from what the responder has.

@@ -38,6 +38,10 @@ func newSendRing(depth, maxSGE, maxInline uint32) *sendRing {
 
 func (r *sendRing) slot(i uint32) *sendWQE { return &r.wqe[i%r.depth] }
 
+// after reports whether ring index a is past b (indices are free-running
+// uint32 counters; they are never more than depth apart).
+func (r *sendRing) after(a, b uint32) bool { return int32(a-b) > 0 }
+
 func (r *sendRing) sges(i uint32) []SGE {
 	s := (i % r.depth) * r.maxSGE
 	w := &r.wqe[i%r.depth]

@@ -469,6 +469,9 @@ func (e *Engine) rewind(qp *QP) {
 	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
 		end++
 	}
+	if n := end - req.compIdx; n > sq.depth {
+		panic("transport: send queue indices out of order (compIdx past next)")
+	}
 	found := false
 	for i := req.compIdx; i != end; i++ {
 		w := sq.slot(i)

@@ -235,6 +235,9 @@ func (e *Engine) noRecvWQE(qp *QP, psn wire.PSN) {
 	if qp.Type == RC {
 		e.count(qp, RNRNAKSent)
 		e.queueAck(qp, psn, wire.SyndromeRNR(qp.attr.MinRNRTimer))
+		// Packets after it are dropped silently until the requester,
+		// after its RNR wait, sends psn again (no sequence NAK on top).
+		qp.resp.nakSent = true
 		return
 	}
 	e.count(qp, OutOfBuffer)
@@ -515,6 +518,11 @@ func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 // receive batch (ACK coalescing), or after queued READ/atomic responses.
 func (e *Engine) queueAck(qp *QP, psn wire.PSN, syn wire.Syndrome) {
 	resp := &qp.resp
+	if resp.ack && resp.ackSyn.Kind() != wire.AckKindACK && !psn.After(resp.ackPSN) {
+		// A NAK pending for PSN p says more than an ACK of p-1 (a
+		// duplicate's re-ACK) or a later NAK of p: keep it.
+		return
+	}
 	resp.ack, resp.ackPSN, resp.ackSyn = true, psn, syn
 	if !resp.onAckList {
 		resp.onAckList = true
