@@ -66,7 +66,11 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 			e.afterCompletion(qp, progress)
 			return
 		}
-		if !ra && !ackThrough.Before(w.lastPSN) {
+		// A SEND or WRITE is acknowledged by an ACK of its last PSN or by
+		// any response to a later one; a READ response or atomic ACK
+		// that names its last PSN is a confused peer, not an ACK.
+		plainAck := flags.Has(wire.FlagAck) && !flags.Has(wire.FlagAtomicAckETH)
+		if !ra && (ackThrough.After(w.lastPSN) || (ackThrough == w.lastPSN && plainAck)) {
 			req.una = w.lastPSN.Next()
 			e.wqeDone(qp, w, WCSuccess)
 			req.compIdx++
