@@ -1,9 +1,6 @@
 package link
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // Headroom is the space every Buf reserves in front of its frame, so that a
 // link can push an outer header (Ethernet for pcap, or a GSO/GRO prefix)
@@ -40,7 +37,10 @@ type Buf struct {
 	// without allocating; only the current owner may use it.
 	Next *Buf
 
-	released atomic.Bool
+	// released catches a second Release by the same owner. It is a
+	// plain flag: a Buf has one owner at a time, and an atomic here would
+	// be a full fence after every packet's payload copy.
+	released bool
 }
 
 // Flags describe a frame's provenance.
@@ -79,7 +79,7 @@ func Get(n int) *Buf {
 		if n <= pools[i].size {
 			b := pools[i].pool.Get().(*Buf)
 			b.off, b.n, b.Flags, b.Next = Headroom, n, 0, nil
-			b.released.Store(false)
+			b.released = false
 			return b
 		}
 	}
@@ -136,9 +136,10 @@ func (b *Buf) Clone() *Buf {
 // owner and panics, because a buffer in two owners' hands means one of them
 // reads or writes memory that is no longer its own.
 func (b *Buf) Release() {
-	if b.released.Swap(true) {
+	if b.released {
 		panic("link: Buf released twice")
 	}
+	b.released = true
 	b.Next = nil
 	b.pool.Put(b)
 }

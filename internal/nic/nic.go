@@ -383,12 +383,13 @@ func (d *Device) Counters() (transport.Counters, Pipeline) {
 	c := d.eng.Counters()
 	qpc, cqc := d.eng.CacheStats()
 	arb := d.eng.ArbiterStats()
+	dm := d.DMA.Stats() // the engine owns the DMA counters: read under its lock
 	d.mu.Unlock()
 	d.rx.Lock()
 	c[transport.RxDiscards] += d.rx.drops
 	d.rx.Unlock()
 	a := d.ATU.Stats()
-	return c, Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: d.DMA.Stats(), Arbiter: arb, EventDrops: d.eventDrops.Load()}
+	return c, Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: dm, Arbiter: arb, EventDrops: d.eventDrops.Load()}
 }
 
 // Pipeline are the hardware blocks' own statistics.
