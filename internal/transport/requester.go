@@ -324,63 +324,58 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 // gather translates the part [off, off+len(dst)) of an SGL and has a DMA
 // engine copy it into dst.
 func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
-	segs := e.segs[:0]
-	skip, need := off, uint32(len(dst))
-	for _, s := range sgl {
-		if skip >= s.Length {
-			skip -= s.Length
-			continue
-		}
-		take := min(s.Length-skip, need)
-		var f atu.Fault
-		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: qp.PD, QPN: qp.QPN, VA: s.Addr + uint64(skip), Len: uint64(take), Access: atu.LocalRead}, segs)
-		if f != atu.OK {
-			e.segs = segs[:0]
-			return f
-		}
-		skip = 0
-		need -= take
-		if need == 0 {
-			break
-		}
+	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(off), uint64(len(dst)), atu.LocalRead)
+	if f == atu.OK {
+		e.cfg.DMA.Gather(qp.index, dst, segs)
 	}
-	e.cfg.DMA.Gather(qp.index, dst, segs)
-	clear(segs)
-	e.segs = segs[:0]
-	return atu.OK
+	e.releaseSegs(segs)
+	return f
 }
 
 // scatter translates [off, off+len(src)) of a local SGL for writing and has
 // a DMA engine copy src into it. pd is the SGL's protection domain.
 func (e *Engine) scatter(qp *QP, pd uint32, sgl []SGE, off uint64, src []byte) atu.Fault {
+	segs, f := e.translateSGL(qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
+	if f == atu.OK {
+		e.cfg.DMA.Scatter(qp.index, segs, src)
+	}
+	e.releaseSegs(segs)
+	return f
+}
+
+// translateSGL translates bytes [off, off+n) of an SGL with the given
+// rights into host segments (in the engine's scratch slice). The SGL must
+// cover the range: a shorter one is FaultBounds.
+func (e *Engine) translateSGL(qp *QP, pd uint32, sgl []SGE, off, n uint64, access atu.Access) ([]atu.Seg, atu.Fault) {
 	segs := e.segs[:0]
-	skip, need := off, uint64(len(src))
 	for _, s := range sgl {
-		if skip >= uint64(s.Length) {
-			skip -= uint64(s.Length)
-			continue
-		}
-		take := min(uint64(s.Length)-skip, need)
-		var f atu.Fault
-		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr + skip, Len: take, Access: atu.LocalWrite}, segs)
-		if f != atu.OK {
-			e.segs = segs[:0]
-			return f
-		}
-		skip = 0
-		need -= take
-		if need == 0 {
+		if n == 0 {
 			break
 		}
+		if off >= uint64(s.Length) {
+			off -= uint64(s.Length)
+			continue
+		}
+		take := min(uint64(s.Length)-off, n)
+		var f atu.Fault
+		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr + off, Len: take, Access: access}, segs)
+		if f != atu.OK {
+			return segs, f
+		}
+		off = 0
+		n -= take
 	}
-	if need != 0 {
-		e.segs = segs[:0]
-		return atu.FaultBounds
+	if n != 0 {
+		return segs, atu.FaultBounds
 	}
-	e.cfg.DMA.Scatter(qp.index, segs, src)
+	return segs, atu.OK
+}
+
+// releaseSegs hands the scratch slice back, dropping its references to
+// host memory.
+func (e *Engine) releaseSegs(segs []atu.Seg) {
 	clear(segs)
 	e.segs = segs[:0]
-	return atu.OK
 }
 
 // executeLocal runs a BIND_MW or LOCAL_INV work request.

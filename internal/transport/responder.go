@@ -312,8 +312,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			// (a single-packet WRITE is checked whole just below).
 			segs, f := e.cfg.ATU.Translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
 				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
-			clear(segs)
-			e.segs = segs[:0]
+			e.releaseSegs(segs)
 			if f != atu.OK {
 				e.count(qp, RespRemoteAccessErrors)
 				e.accessError(qp, psn)
@@ -346,8 +345,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			return false
 		}
 		e.cfg.DMA.Scatter(qp.index, segs, p.Payload)
-		clear(segs)
-		e.segs = segs[:0]
+		e.releaseSegs(segs)
 	}
 	resp.woff += n
 	if !last {
@@ -397,8 +395,7 @@ func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 		// before any response (the MR is checked again per packet).
 		segs, f := e.cfg.ATU.Translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
 			Access: atu.RemoteRead, Remote: true}, e.segs[:0])
-		clear(segs)
-		e.segs = segs[:0]
+		e.releaseSegs(segs)
 		if f != atu.OK {
 			e.count(qp, RespRemoteAccessErrors)
 			e.accessError(qp, psn)
@@ -431,8 +428,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 	segs, f := e.cfg.ATU.Translate(&atu.Request{Key: a.RKey(), PD: qp.PD, QPN: qp.QPN, VA: va, Len: 8,
 		Access: atu.RemoteAtomic, Remote: true}, e.segs[:0])
 	if f != atu.OK {
-		clear(segs)
-		e.segs = segs[:0]
+		e.releaseSegs(segs)
 		e.count(qp, RespRemoteAccessErrors)
 		if f == atu.FaultAlign {
 			e.requestError(qp, psn, wire.NAKInvalidRequest)
@@ -443,8 +439,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 	}
 	r, i, ok := e.allocRes(qp)
 	if !ok {
-		clear(segs)
-		e.segs = segs[:0]
+		e.releaseSegs(segs)
 		e.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
@@ -453,8 +448,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		op = dma.CompareSwap
 	}
 	orig := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
-	clear(segs)
-	e.segs = segs[:0]
+	e.releaseSegs(segs)
 	*r = respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true}
 	resp.queue.push(i)
 	resp.epsn = psn.Next()
@@ -602,16 +596,14 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
 			if fault != atu.OK {
 				// The region went away under the READ.
-				clear(segs)
-				e.segs = segs[:0]
+				e.releaseSegs(segs)
 				b.Release()
 				e.count(qp, RespRemoteAccessErrors)
 				e.accessError(qp, r.cur)
 				return pkts, bytes
 			}
 			e.cfg.DMA.Gather(qp.index, payload, segs)
-			clear(segs)
-			e.segs = segs[:0]
+			e.releaseSegs(segs)
 			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
 		}
 		e.send(qp, b, route)
