@@ -138,7 +138,7 @@ func Open(o Options) (*Device, error) {
 	}
 	addr := o.Addr
 	if !addr.IsValid() {
-		if a, ok := o.Link.(interface{ Addr() netip.Addr }); ok {
+		if a, ok := o.Link.(link.Addresser); ok {
 			addr = a.Addr()
 		}
 	}

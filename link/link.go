@@ -11,6 +11,8 @@
 // fits at compile time with `var _ link.Link = (*X)(nil)`.
 package link
 
+import "net/netip"
+
 // Link is a NIC's port onto a network.
 type Link interface {
 	// Send transmits frames and takes ownership of every buffer: the link
@@ -38,4 +40,18 @@ type Dispatcher interface {
 	// buffer. The slice itself is only valid during the call. Deliver must
 	// not block on the sender (it queues and returns).
 	Deliver(bufs []*Buf)
+}
+
+// SourcePorter is implemented by links whose transport writes the UDP
+// source port itself (a kernel socket bound to one port). The ICRC covers
+// the source port, so the NIC must build every frame with this port
+// instead of spreading QPs over ports.
+type SourcePorter interface {
+	SourcePort() uint16
+}
+
+// Addresser is implemented by links that know the IP address they carry
+// frames for; a NIC opened on one takes it as its GID 0 by default.
+type Addresser interface {
+	Addr() netip.Addr
 }

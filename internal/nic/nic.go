@@ -117,9 +117,6 @@ func (c *Config) Defaults() {
 	if c.PageShift == 0 {
 		c.PageShift = 12
 	}
-	if c.MTU == 0 {
-		c.MTU = wire.MTU4096
-	}
 	if c.MaxQPRdAtom == 0 {
 		c.MaxQPRdAtom = 16
 	}
@@ -149,8 +146,25 @@ func New(cfg Config) (*Device, error) {
 	if !cfg.Addr.IsValid() {
 		return nil, errors.New("nic: no IP address for GID 0")
 	}
+	if cfg.MTU == 0 {
+		// The largest RoCE MTU whose frames fit the link, as rxe derives
+		// its active MTU from the netdev's (1500 gives 1024).
+		for m := wire.MTU4096; m >= wire.MTU256; m-- {
+			if frameFor(m) <= cfg.Link.MTU() {
+				cfg.MTU = m
+				break
+			}
+		}
+		if cfg.MTU == 0 {
+			return nil, fmt.Errorf("nic: link MTU %d is too small for any RoCE MTU", cfg.Link.MTU())
+		}
+	}
 	if m := cfg.Link.MTU(); m < frameFor(cfg.MTU) {
 		return nil, fmt.Errorf("nic: link MTU %d is too small for RoCE MTU %d", m, cfg.MTU.Bytes())
+	}
+	var srcPort uint16
+	if sp, ok := cfg.Link.(link.SourcePorter); ok {
+		srcPort = sp.SourcePort()
 	}
 	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache})
 	if err != nil {
@@ -178,9 +192,10 @@ func New(cfg Config) (*Device, error) {
 		QPCCache: cfg.QPCCache, CQCCache: cfg.CQCCache, Arbiter: cfg.Arbiter,
 		MaxQPRdAtom: cfg.MaxQPRdAtom, MaxQPInitRdAtom: cfg.MaxQPRdAtom,
 		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU, GID: wire.GIDFromAddr(cfg.Addr),
-		Kick:  d.wake,
-		Event: d.event,
-		Trace: cfg.Trace,
+		SrcPort: srcPort,
+		Kick:    d.wake,
+		Event:   d.event,
+		Trace:   cfg.Trace,
 	})
 	if err != nil {
 		return nil, err
@@ -190,9 +205,12 @@ func New(cfg Config) (*Device, error) {
 	return d, nil
 }
 
-// frameFor returns the largest frame a RoCE MTU needs (IPv6, the largest
-// headers, pad and ICRC).
-func frameFor(m wire.MTU) int { return m.Bytes() + wire.IPv6HeaderSize + wire.UDPHeaderSize + 64 }
+// frameFor returns the largest frame a RoCE MTU needs: IPv4 (the version
+// of all but IPv6 links) or IPv6 header, UDP, BTH, the largest extension
+// headers (RETH + ImmDt or AtomicETH: 28), pad and ICRC.
+func frameFor(m wire.MTU) int {
+	return m.Bytes() + wire.IPv4HeaderSize + wire.UDPHeaderSize + wire.BTHSize + 28 + 3 + wire.ICRCSize
+}
 
 // Config returns the device's configuration (with defaults filled in).
 func (d *Device) Config() Config { return d.cfg }

@@ -45,6 +45,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 	qp.attr.Cap = c
 	qp.attr.Port = 1
 	qp.attr.AV.Src = e.cfg.GID
+	qp.attr.AV.SrcPort = e.sourcePort(qpn)
 	in.SendCQ.Refs.Add(1)
 	in.RecvCQ.Refs.Add(1)
 	if err := e.arb.SetQueue(index, 0, 1); err != nil {
@@ -116,7 +117,7 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 		if a.AV.Src == (wire.GID{}) {
 			at.AV.Src = src
 		}
-		at.AV.SrcPort = sourcePort(qp.QPN)
+		at.AV.SrcPort = e.sourcePort(qp.QPN)
 		// The service level picks the arbiter's priority level, as a
 		// hardware RNIC maps SLs to traffic classes.
 		lvl := min(int(a.SL), e.cfg.Arbiter.Levels-1)
@@ -178,8 +179,11 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 }
 
 // sourcePort spreads QPs over UDP source ports for ECMP, as rxe does
-// (0xC000 | hash of the QPN).
-func sourcePort(qpn uint32) uint16 {
+// (0xC000 | hash of the QPN), unless the link fixes the port.
+func (e *Engine) sourcePort(qpn uint32) uint16 {
+	if e.cfg.SrcPort != 0 {
+		return e.cfg.SrcPort
+	}
 	h := qpn * 0x9E3779B1
 	return 0xC000 | uint16(h>>18)&0x3FFF
 }
@@ -279,7 +283,7 @@ func (e *Engine) reset(qp *QP) {
 	qp.req = reqState{}
 	qp.resp = respState{res: res, queue: q, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	qp.timer.retransAt, qp.timer.rnrAt = 0, 0
-	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src}}
+	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0
 }
 

@@ -40,6 +40,9 @@ type Config struct {
 	// GID is the port's GID 0: the source address of UD QPs, and of
 	// connected QPs until an address vector names one.
 	GID wire.GID
+	// SrcPort, if not 0, is the UDP source port of every frame (a link
+	// whose kernel socket writes it); 0 spreads QPs over ports.
+	SrcPort uint16
 
 	// Kick is called, from any goroutine, when the engine has new work
 	// (a doorbell). The driver wakes the engine's loop. Sans-IO: the engine
