@@ -3,6 +3,7 @@ package rnic
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"unsafe"
 
@@ -147,6 +148,34 @@ func (mr *MR) Access() Access { return mr.acc }
 
 // PD returns the region's protection domain.
 func (mr *MR) PD() *PD { return mr.pd }
+
+// ReadAt copies bytes of the region at offset off into p (io.ReaderAt),
+// ordered with the NIC's DMA: it takes the engine's lock, so it sees every
+// byte the NIC has placed so far and never a torn packet. A program that
+// polls memory a peer writes with RDMA WRITE (perftest's write_lat does)
+// reads through ReadAt; reading Bytes() directly while the NIC writes is a
+// data race in Go's memory model.
+func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(mr.buf)) {
+		return 0, fmt.Errorf("rnic: ReadAt offset %d outside the %d-byte region", off, len(mr.buf))
+	}
+	var n int
+	mr.pd.dev.d.Engine(func(*engine) { n = copy(p, mr.buf[off:]) })
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// WriteAt copies p into the region at offset off (io.WriterAt), ordered
+// with the NIC's DMA like ReadAt.
+func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(mr.buf)) {
+		return 0, fmt.Errorf("rnic: WriteAt of %d bytes at %d outside the %d-byte region", len(p), off, len(mr.buf))
+	}
+	mr.pd.dev.d.Engine(func(*engine) { copy(mr.buf[off:], p) })
+	return len(p), nil
+}
 
 // SGE returns an SGE for length bytes at offset off of the region.
 func (mr *MR) SGE(off, length int) SGE {
