@@ -160,7 +160,7 @@ func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("rnic: ReadAt offset %d outside the %d-byte region", off, len(mr.buf))
 	}
 	var n int
-	mr.pd.dev.d.Engine(func(*engine) { n = copy(p, mr.buf[off:]) })
+	mr.pd.dev.d.Sync(func() { n = copy(p, mr.buf[off:]) })
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -173,7 +173,7 @@ func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 || off+int64(len(p)) > int64(len(mr.buf)) {
 		return 0, fmt.Errorf("rnic: WriteAt of %d bytes at %d outside the %d-byte region", len(p), off, len(mr.buf))
 	}
-	mr.pd.dev.d.Engine(func(*engine) { copy(mr.buf[off:], p) })
+	mr.pd.dev.d.Sync(func() { copy(mr.buf[off:], p) })
 	return len(p), nil
 }
 

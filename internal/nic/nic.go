@@ -226,6 +226,14 @@ func (d *Device) Engine(f func(e *transport.Engine)) {
 	d.wake()
 }
 
+// Sync runs f with the engine lock held, without waking the engine: for
+// host accesses to registered memory that must be ordered with DMA.
+func (d *Device) Sync(f func()) {
+	d.mu.Lock()
+	f()
+	d.mu.Unlock()
+}
+
 // Deliver is the link's way in (link.Dispatcher). Frames addressed to
 // this NIC land in the bounded receive queue.
 func (d *Device) Deliver(bufs []*link.Buf) {
