@@ -80,6 +80,7 @@ type Engine struct {
 	}
 
 	c    Counters
+	bill Bill
 	segs []atu.Seg // translation scratch
 	pkt  wire.Packet
 
@@ -177,6 +178,7 @@ func (e *Engine) lookupQP(qpn uint32) *QP {
 		e.c[QPCCacheHit]++
 	} else {
 		e.c[QPCCacheMiss]++
+		e.bill.QPCMisses++
 	}
 	if !ok || qp.destroyed {
 		return nil
@@ -192,6 +194,7 @@ func (e *Engine) lookupCQ(cqn uint32) *CQ {
 		e.c[CQCCacheHit]++
 	} else {
 		e.c[CQCCacheMiss]++
+		e.bill.CQCMisses++
 	}
 	if !ok {
 		return nil
@@ -318,6 +321,8 @@ func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	e.out = append(e.out, b)
 	e.count(qp, TxPackets)
 	e.countN(qp, TxBytes, uint64(len(f)))
+	e.bill.TxPackets++
+	e.bill.TxBytes += len(f)
 }
 
 // cqe writes a completion into the CQ with number cqn; on overrun the CQ
@@ -327,6 +332,7 @@ func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
 	if cq == nil {
 		return
 	}
+	e.bill.CQEWrites++
 	if ok, overrun := cq.push(wc, solicited); !ok {
 		e.c[CQOverruns]++
 		if overrun {

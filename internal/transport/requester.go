@@ -163,6 +163,8 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				break
 			}
 			if info.local {
+				e.bill.WQEFetches++
+				e.bill.WQEBytes += sendWQEBytes(qp.Type, w)
 				e.executeLocal(qp, w)
 				req.next++
 				e.retire(qp)
@@ -181,6 +183,10 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				return pkts, bytes
 			}
 			if req.off == 0 {
+				// Starting a WQE: the NIC reads it from the send queue
+				// (a resend reads it again, as on hardware).
+				e.bill.WQEFetches++
+				e.bill.WQEBytes += sendWQEBytes(qp.Type, w)
 				w.firstPSN = req.psn
 				w.lastPSN = req.psn.Add(packets(w.length, qp.mtu) - 1)
 				if info.atomic {
@@ -278,7 +284,7 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 	if n > 0 {
 		payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
 		if w.inline {
-			e.cfg.DMA.Gather(qp.index, payload, []atu.Seg{qp.sq.inlineData(req.next)[off : off+n]})
+			e.dmaGather(qp, payload, []atu.Seg{qp.sq.inlineData(req.next)[off : off+n]})
 		} else if fault := e.gather(qp, qp.sq.sges(req.next), off, payload); fault != atu.OK {
 			b.Release()
 			e.wqeDone(qp, w, WCLocProtErr)
@@ -326,7 +332,7 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
 	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(off), uint64(len(dst)), atu.LocalRead)
 	if f == atu.OK {
-		e.cfg.DMA.Gather(qp.index, dst, segs)
+		e.dmaGather(qp, dst, segs)
 	}
 	e.releaseSegs(segs)
 	return f
@@ -337,7 +343,7 @@ func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
 func (e *Engine) scatter(qp *QP, pd uint32, sgl []SGE, off uint64, src []byte) atu.Fault {
 	segs, f := e.translateSGL(qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
 	if f == atu.OK {
-		e.cfg.DMA.Scatter(qp.index, segs, src)
+		e.dmaScatter(qp, segs, src)
 	}
 	e.releaseSegs(segs)
 	return f
@@ -358,7 +364,7 @@ func (e *Engine) translateSGL(qp *QP, pd uint32, sgl []SGE, off, n uint64, acces
 		}
 		take := min(uint64(s.Length)-off, n)
 		var f atu.Fault
-		segs, f = e.cfg.ATU.Translate(&atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr + off, Len: take, Access: access}, segs)
+		segs, f = e.translate(&atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr + off, Len: take, Access: access}, segs)
 		if f != atu.OK {
 			return segs, f
 		}

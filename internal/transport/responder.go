@@ -226,6 +226,8 @@ func (e *Engine) takeRecvWQE(qp *QP) bool {
 	}
 	resp.haveRecv = true
 	resp.recvOff = 0
+	e.bill.RecvWQEFetches++
+	e.bill.RecvWQEBytes += recvWQEBytes(len(resp.recv.sge))
 	return true
 }
 
@@ -310,7 +312,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			// Check the whole RETH range before placing the first byte,
 			// so a WRITE that would overrun its region changes nothing
 			// (a single-packet WRITE is checked whole just below).
-			segs, f := e.cfg.ATU.Translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+			segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
 				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
 			e.releaseSegs(segs)
 			if f != atu.OK {
@@ -336,7 +338,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 		return false
 	}
 	if n > 0 {
-		segs, f := e.cfg.ATU.Translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+		segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
 			VA: resp.wva + uint64(resp.woff), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
 		if f != atu.OK {
 			e.segs = segs[:0]
@@ -344,7 +346,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			e.accessError(qp, psn)
 			return false
 		}
-		e.cfg.DMA.Scatter(qp.index, segs, p.Payload)
+		e.dmaScatter(qp, segs, p.Payload)
 		e.releaseSegs(segs)
 	}
 	resp.woff += n
@@ -393,7 +395,7 @@ func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 	if length > 0 {
 		// Check the whole range now so that an access error is a NAK
 		// before any response (the MR is checked again per packet).
-		segs, f := e.cfg.ATU.Translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
+		segs, f := e.translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
 			Access: atu.RemoteRead, Remote: true}, e.segs[:0])
 		e.releaseSegs(segs)
 		if f != atu.OK {
@@ -425,7 +427,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		e.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
-	segs, f := e.cfg.ATU.Translate(&atu.Request{Key: a.RKey(), PD: qp.PD, QPN: qp.QPN, VA: va, Len: 8,
+	segs, f := e.translate(&atu.Request{Key: a.RKey(), PD: qp.PD, QPN: qp.QPN, VA: va, Len: 8,
 		Access: atu.RemoteAtomic, Remote: true}, e.segs[:0])
 	if f != atu.OK {
 		e.releaseSegs(segs)
@@ -448,6 +450,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		op = dma.CompareSwap
 	}
 	orig := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
+	e.bill.Atomics++
 	e.releaseSegs(segs)
 	*r = respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true}
 	resp.queue.push(i)
@@ -592,7 +595,7 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 		}
 		if n > 0 {
 			payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
-			segs, fault := e.cfg.ATU.Translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
+			segs, fault := e.translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
 				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
 			if fault != atu.OK {
 				// The region went away under the READ.
@@ -602,7 +605,7 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				e.accessError(qp, r.cur)
 				return pkts, bytes
 			}
-			e.cfg.DMA.Gather(qp.index, payload, segs)
+			e.dmaGather(qp, payload, segs)
 			e.releaseSegs(segs)
 			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
 		}

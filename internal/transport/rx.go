@@ -22,6 +22,8 @@ func (e *Engine) Receive(now int64, bufs []*link.Buf) {
 
 func (e *Engine) receiveOne(b *link.Buf) {
 	f := b.Bytes()
+	e.bill.RxPackets++
+	e.bill.RxBytes += len(f)
 	p := &e.pkt
 	if err := p.Parse(f); err != nil {
 		e.c[RxMalformed]++

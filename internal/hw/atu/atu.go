@@ -474,6 +474,11 @@ type Request struct {
 	Len    uint64
 	Access Access // LocalRead (0), LocalWrite, RemoteRead, RemoteWrite or RemoteAtomic
 	Remote bool   // Key is an rkey from the wire: windows are allowed
+
+	// Set by Translate: how many MPT and MTT entries had to be read from
+	// host memory (cache misses). The timing model charges each one as a
+	// PCIe read.
+	MPTMisses, MTTMisses uint16
 }
 
 // loadMPT reads an entry from the host table on a cache miss. Free entries
@@ -505,11 +510,15 @@ func (u *ATU) Translate(r *Request, dst []Seg) ([]Seg, Fault) {
 }
 
 func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
+	r.MPTMisses, r.MTTMisses = 0, 0
 	idx := r.Key >> 8
 	if idx == 0 || idx > uint32(u.cfg.MaxMR) {
 		return dst, FaultKey
 	}
-	e, ok, _ := u.mptCache.Get(idx, u.loadMPTFn)
+	e, ok, hit := u.mptCache.Get(idx, u.loadMPTFn)
+	if !hit {
+		r.MPTMisses++
+	}
 	if !ok || e.Kind == KindFree || !e.Valid || e.Key != r.Key {
 		return dst, FaultKey
 	}
@@ -539,7 +548,10 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 		} else if !inRange(&e, va, r.Len) {
 			return dst, FaultBounds
 		}
-		p, ok, _ := u.mptCache.Get(e.Parent, u.loadMPTFn)
+		p, ok, hit := u.mptCache.Get(e.Parent, u.loadMPTFn)
+		if !hit {
+			r.MPTMisses++
+		}
 		if !ok || p.Kind != KindMR || !p.Valid {
 			return dst, FaultKey
 		}
@@ -554,16 +566,19 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 	if r.Access.Has(RemoteAtomic) && va&7 != 0 {
 		return dst, FaultAlign
 	}
-	return u.walk(&e, va, r.Len, dst), OK
+	return u.walk(&e, va, r.Len, dst, &r.MTTMisses), OK
 }
 
 // walk reads the MTT entries covering [va, va+n) of region e.
-func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg) []Seg {
+func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
 	shift := e.PageShift
 	mask := uint64(1)<<shift - 1
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
 	for n > 0 {
-		pe, ok, _ := u.mttCache.Get(i, u.loadMTTFn)
+		pe, ok, hit := u.mttCache.Get(i, u.loadMTTFn)
+		if !hit {
+			*misses++
+		}
 		if !ok {
 			panic("atu: MTT entry missing inside a valid region")
 		}

@@ -1,0 +1,89 @@
+package transport
+
+import "github.com/rnic/rnic/internal/hw/atu"
+
+// Bill is the host-side work the engine did since the last TakeBill:
+// the PCIe transactions and SRAM cache fills a hardware RNIC would spend
+// time on. The real-time driver ignores it; the simulator (package sim)
+// turns it into time, step by step, as the engine runs under it.
+type Bill struct {
+	WQEFetches     int // send WQEs read from a send queue
+	WQEBytes       int
+	RecvWQEFetches int // receive WQEs read from a receive queue or SRQ
+	RecvWQEBytes   int
+	CQEWrites      int
+
+	QPCMisses, CQCMisses, MPTMisses, MTTMisses int
+	Translations                               int
+
+	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
+	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
+	Atomics                  int
+
+	TxPackets, TxBytes int
+	RxPackets, RxBytes int
+}
+
+// TakeBill returns the work done since the last call and starts a new
+// bill.
+func (e *Engine) TakeBill() Bill {
+	b := e.bill
+	e.bill = Bill{}
+	return b
+}
+
+// Sizes of the host-memory structures the NIC reads and writes, as an
+// mlx5-class RNIC lays them out: a send WQE is a control segment, an
+// address segment for RDMA and atomics, an atomic segment, a datagram
+// segment for UD, then 16-byte data segments or the inline data, in
+// 64-byte basic blocks; a receive WQE is its data segments; a CQE is 64
+// bytes.
+const (
+	wqeBasicBlock = 64
+	cqeBytes      = 64
+)
+
+func sendWQEBytes(qpType QPType, w *sendWQE) int {
+	n := 16 // control segment
+	info := &wrInfos[w.op]
+	if info.needsRKey {
+		n += 16
+	}
+	if info.atomic {
+		n += 16
+	}
+	if qpType == UD {
+		n += 48
+	}
+	if w.inline {
+		n += (4 + int(w.length) + 15) &^ 15
+	} else {
+		n += 16 * int(w.nsge)
+	}
+	return (n + wqeBasicBlock - 1) &^ (wqeBasicBlock - 1)
+}
+
+func recvWQEBytes(nsge int) int { return 16 * max(nsge, 1) }
+
+// translate is ATU.Translate, billed.
+func (e *Engine) translate(r *atu.Request, dst []atu.Seg) ([]atu.Seg, atu.Fault) {
+	dst, f := e.cfg.ATU.Translate(r, dst)
+	e.bill.Translations++
+	e.bill.MPTMisses += int(r.MPTMisses)
+	e.bill.MTTMisses += int(r.MTTMisses)
+	return dst, f
+}
+
+// dmaGather is DMA.Gather, billed as a read of host memory.
+func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) {
+	n := e.cfg.DMA.Gather(qp.index, dst, segs)
+	e.bill.DMAReads++
+	e.bill.DMAReadBytes += n
+}
+
+// dmaScatter is DMA.Scatter, billed as a write of host memory.
+func (e *Engine) dmaScatter(qp *QP, segs []atu.Seg, src []byte) {
+	n := e.cfg.DMA.Scatter(qp.index, segs, src)
+	e.bill.DMAWrites++
+	e.bill.DMAWriteBytes += n
+}
