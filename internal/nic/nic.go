@@ -73,7 +73,7 @@ type Device struct {
 	QPs *transport.Table[transport.QP]
 	CQs *transport.Table[transport.CQ]
 
-	mu  sync.Mutex // the engine lock
+	mu  sync.RWMutex // the engine lock (Sync takes it shared)
 	eng *transport.Engine
 
 	rx struct {
@@ -226,12 +226,14 @@ func (d *Device) Engine(f func(e *transport.Engine)) {
 	d.wake()
 }
 
-// Sync runs f with the engine lock held, without waking the engine: for
-// host accesses to registered memory that must be ordered with DMA.
+// Sync runs f with the engine lock held shared, without waking the
+// engine: for host accesses to registered memory that must be ordered with
+// DMA. Shared, so that a program polling memory in a loop never keeps the
+// engine waiting (a waiting writer blocks new readers).
 func (d *Device) Sync(f func()) {
-	d.mu.Lock()
+	d.mu.RLock()
 	f()
-	d.mu.Unlock()
+	d.mu.RUnlock()
 }
 
 // Deliver is the link's way in (link.Dispatcher). Frames addressed to
