@@ -1,0 +1,52 @@
+// Package fabric is the network of the simulator: hosts, each with one
+// link to an output-queued switch, moving frames in virtual time driven by
+// a sim.Sim.
+//
+// # Topology and the path of a frame
+//
+//	NIC ──Send──▶ host egress queue ─serialize─▶ cable ─propagate─▶ switch
+//	switch ─forward (latency)─▶ output queue of the destination's port
+//	       ─serialize─▶ cable ─propagate─▶ destination NIC (Receive/Deliver)
+//
+// Each of the two queues on the way is an egress port: a FIFO with a byte
+// limit (tail drop beyond it) in front of a transmitter that serializes
+// frames at line rate with the Ethernet per-frame overheads
+// (timing.WireBytes). The switch's output queues also mark ECN-capable
+// frames by queue depth (RED-style, the random draws from Sim.Rand). The
+// switch is store-and-forward: a frame is forwarded once its last bit has
+// arrived.
+//
+// The transmitter and the queue occupancy are analytic (timing.Wire):
+// enqueueing a frame computes when its last bit leaves and when it reaches
+// the far end, and a frame leaves the buffer when its last bit is sent.
+// The only events are arrivals, one per frame per hop, and each egress
+// keeps at most one arrival event scheduled (for its oldest frame in
+// flight), so the event queue holds at most two events per host whatever
+// the load.
+//
+// # The frame carrier
+//
+// Frames move as Frame values in ring buffers, never as pointers to
+// per-frame allocations. A Frame carries either
+//
+//   - a real frame: Buf is a *link.Buf holding a whole RoCEv2 packet from
+//     the IP header through the ICRC (see package link); Len is its
+//     length, the destination comes from its IP header, and ECN marking
+//     rewrites its IP header (IPv4 TOS with the header checksum fixed, or
+//     IPv6 traffic class; the ICRC masks both, so it stays valid); or
+//   - a metadata-only frame: Buf is nil, Len is the length the frame would
+//     have (it alone sets serialization time and buffer occupancy), and a
+//     small fixed record (Meta) stands in for the headers a model needs;
+//     ECN marking sets the ECN field.
+//
+// Both kinds share every queue, so a simulation can mix real NICs with
+// synthetic traffic.
+//
+// # Ownership
+//
+// As with link.Link, sending hands the frame (and its Buf) to the fabric,
+// and delivery hands it to the receiver. A frame the fabric drops is
+// released and counted on the port that dropped it: tail drops on the
+// egress port (PortStats.Drops), frames too long, without a route or
+// without a receiver on the host (HostStats).
+package fabric

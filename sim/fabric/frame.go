@@ -1,0 +1,89 @@
+package fabric
+
+import (
+	"net/netip"
+
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/wire"
+)
+
+// HostID numbers the hosts of a fabric in the order they were added,
+// from 0.
+type HostID int32
+
+// Frame is one packet in the fabric: a real frame (Buf set) or a
+// metadata-only frame (Buf nil). See the package documentation.
+type Frame struct {
+	// Buf is the real frame, or nil for a metadata-only frame.
+	Buf *link.Buf
+	// Len is the frame's length in bytes from the IP header through the
+	// ICRC. For a real frame it is Buf.Len().
+	Len int
+	// Src and Dst are the sending and receiving hosts.
+	Src, Dst HostID
+	// ECN is the IP ECN codepoint (wire.ECNNotECT, ECNECT0, ECNECT1,
+	// ECNCE). Switches mark ECT frames CE when congested.
+	ECN uint8
+	// SentAt is when the frame was handed to the fabric, for latency.
+	SentAt sim.Time
+	// Meta stands in for the headers of a metadata-only frame; the fabric
+	// does not interpret it.
+	Meta Meta
+}
+
+// Meta is the header record of a metadata-only frame: what a NIC model
+// needs from a packet without its bytes. The fabric carries it unchanged.
+type Meta struct {
+	Opcode uint8  // BTH opcode
+	Flags  uint8  // model-defined (e.g. AckReq, solicited)
+	QPN    uint32 // destination QP
+	PSN    uint32
+	Aux    uint64 // model-defined: message id, MSN, byte offset
+}
+
+// ecnCapable reports whether the frame may be marked instead of dropped.
+func (f *Frame) ecnCapable() bool { return f.ECN == wire.ECNECT0 || f.ECN == wire.ECNECT1 }
+
+// markCE sets Congestion Experienced on the frame, in its IP header if it
+// is real.
+func (f *Frame) markCE() {
+	f.ECN = wire.ECNCE
+	if f.Buf == nil {
+		return
+	}
+	b := f.Buf.Bytes()
+	switch b[0] >> 4 {
+	case 4:
+		ip := wire.IPv4(b)
+		ip.SetTOS(ip.TOS() | wire.ECNCE)
+		ip.SetChecksum(ip.ComputeChecksum())
+	case 6:
+		// The traffic class straddles bytes 0 and 1; its ECN bits are
+		// bits 5..4 of byte 1.
+		b[1] |= wire.ECNCE << 4
+	}
+}
+
+// parseIP returns the destination address and ECN codepoint of a real
+// frame, or ok false if it has no complete IPv4 or IPv6 header.
+func parseIP(b []byte) (dst netip.Addr, ecn uint8, ok bool) {
+	if len(b) == 0 {
+		return netip.Addr{}, 0, false
+	}
+	switch b[0] >> 4 {
+	case 4:
+		if len(b) < wire.IPv4HeaderSize {
+			return netip.Addr{}, 0, false
+		}
+		ip := wire.IPv4(b)
+		return netip.AddrFrom4(ip.Dst()), ip.TOS() & wire.ECNMask, true
+	case 6:
+		if len(b) < wire.IPv6HeaderSize {
+			return netip.Addr{}, 0, false
+		}
+		ip := wire.IPv6(b)
+		return netip.AddrFrom16(ip.Dst()).Unmap(), ip.TrafficClass() & wire.ECNMask, true
+	}
+	return netip.Addr{}, 0, false
+}

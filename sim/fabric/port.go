@@ -1,0 +1,173 @@
+package fabric
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/sim"
+)
+
+// Receiver takes delivery of frames at their arrival time, real or
+// metadata-only. It owns each frame (and its Buf) from then on.
+type Receiver interface {
+	Receive(s *sim.Sim, f Frame)
+}
+
+// HostStats count the frames a host's port refused or could not deliver.
+type HostStats struct {
+	Oversize   uint64 // sent frames longer than the MTU
+	NoRoute    uint64 // sent frames to an address or host the fabric lacks
+	Closed     uint64 // frames sent on, or arriving at, a closed port
+	NoReceiver uint64 // arrived frames with nowhere to go (see Port.Attach)
+	Delivered  uint64 // frames handed to the receiver or dispatcher
+}
+
+// Port is a host's attachment to the fabric: the virtual-time equivalent
+// of a NIC's link.Link. Send puts frames on the host's egress queue at the
+// simulator's current time; arriving frames are handed, at their arrival
+// time, to the Receiver if one is set, else real frames to the attached
+// link.Dispatcher.
+type Port struct {
+	f    *Fabric
+	id   HostID
+	addr netip.Addr
+	up   *egress // host → switch
+	down *egress // switch output port → host
+
+	recv    Receiver
+	disp    link.Dispatcher
+	scratch [1]*link.Buf // Deliver's batch, reused
+	closed  bool
+	st      HostStats
+}
+
+var _ link.Link = (*Port)(nil)
+
+// ID returns the host's number.
+func (p *Port) ID() HostID { return p.id }
+
+// Addr returns the host's IP address.
+func (p *Port) Addr() netip.Addr { return p.addr }
+
+// Send implements link.Link: each real frame is routed by its IP
+// destination and queued on the host's egress port now. Frames that are
+// too long, unroutable or over the egress buffer are released and counted.
+func (p *Port) Send(bufs []*link.Buf) {
+	for _, b := range bufs {
+		if p.closed {
+			p.st.Closed++
+			b.Release()
+			continue
+		}
+		if b.Len() > p.f.cfg.MTU {
+			p.st.Oversize++
+			b.Release()
+			continue
+		}
+		addr, ecn, ok := parseIP(b.Bytes())
+		var dst HostID
+		if ok {
+			dst, ok = p.f.addrs[addr]
+		}
+		if !ok {
+			p.st.NoRoute++
+			b.Release()
+			continue
+		}
+		fr := Frame{Buf: b, Len: b.Len(), Src: p.id, Dst: dst, ECN: ecn, SentAt: p.f.s.Now()}
+		if !p.f.send(p, fr) {
+			b.Release()
+		}
+	}
+}
+
+// SendFrame queues a frame on the host's egress port now and reports
+// whether it was accepted. Src and SentAt are set here; for a real frame
+// (Buf set) Len is taken from Buf, and Dst must still be set by the
+// caller (Send routes by the IP header instead). A refused frame's Buf is
+// released.
+func (p *Port) SendFrame(fr Frame) bool {
+	fr.Src, fr.SentAt = p.id, p.f.s.Now()
+	if fr.Buf != nil {
+		fr.Len = fr.Buf.Len()
+	}
+	var refused *uint64
+	switch {
+	case p.closed:
+		refused = &p.st.Closed
+	case fr.Len <= 0 || fr.Len > p.f.cfg.MTU:
+		refused = &p.st.Oversize
+	case fr.Dst < 0 || int(fr.Dst) >= len(p.f.hosts):
+		refused = &p.st.NoRoute
+	}
+	if refused == nil && p.f.send(p, fr) {
+		return true
+	}
+	if refused != nil {
+		*refused++
+	}
+	if fr.Buf != nil {
+		fr.Buf.Release()
+	}
+	return false
+}
+
+// SetReceiver sets where arriving frames go; it takes precedence over an
+// attached dispatcher. Metadata-only frames can only go to a Receiver.
+func (p *Port) SetReceiver(r Receiver) { p.recv = r }
+
+// Attach implements link.Link: real frames arriving while no Receiver is
+// set are delivered to d, one per Deliver call, at their arrival time.
+func (p *Port) Attach(d link.Dispatcher) { p.disp = d }
+
+// MTU implements link.Link.
+func (p *Port) MTU() int { return p.f.cfg.MTU }
+
+// ErrClosed is returned by Close on a port already closed.
+var ErrClosed = errors.New("fabric: port already closed")
+
+// Close implements link.Link: later sends are refused, and frames that
+// arrive for this host are released. Frames already sent keep going:
+// they have left the NIC.
+func (p *Port) Close() error {
+	if p.closed {
+		return ErrClosed
+	}
+	p.closed = true
+	return nil
+}
+
+// deliver hands an arrived frame to the host.
+func (p *Port) deliver(fr Frame) {
+	switch {
+	case p.closed:
+		p.st.Closed++
+	case p.recv != nil:
+		p.st.Delivered++
+		p.recv.Receive(p.f.s, fr)
+		return
+	case p.disp != nil && fr.Buf != nil:
+		p.st.Delivered++
+		p.scratch[0] = fr.Buf
+		p.disp.Deliver(p.scratch[:])
+		p.scratch[0] = nil
+		return
+	default:
+		p.st.NoReceiver++
+	}
+	if fr.Buf != nil {
+		fr.Buf.Release()
+	}
+}
+
+// Stats returns the host's delivery counters.
+func (p *Port) Stats() HostStats { return p.st }
+
+// UplinkStats returns the counters of the host's egress port (NIC to
+// switch).
+func (p *Port) UplinkStats() PortStats { return p.up.stats() }
+
+// SwitchPortStats returns the counters of the switch's output port
+// towards this host: where incast queues build, drop and mark.
+func (p *Port) SwitchPortStats() PortStats { return p.down.stats() }

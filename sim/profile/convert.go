@@ -1,0 +1,77 @@
+package profile
+
+import (
+	"math"
+
+	"github.com/rnic/rnic/internal/hw/cache"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
+	"github.com/rnic/rnic/sim/timing"
+)
+
+// PCIeBytesPerSec returns the PCIe bandwidth per direction: the explicit
+// bandwidth_gbytes_per_s, or the one derived from gen and lanes.
+func (p *HardwareProfile) PCIeBytesPerSec() int64 {
+	if p.PCIe.BandwidthGBytesPerS > 0 {
+		return int64(math.Round(p.PCIe.BandwidthGBytesPerS * 1e9))
+	}
+	return timing.GenBytesPerSec(p.PCIe.Gen, p.PCIe.Lanes)
+}
+
+// PCIeConfig returns the configuration of the PCIe timing model.
+func (p *HardwareProfile) PCIeConfig() timing.PCIeConfig {
+	c := &p.PCIe
+	return timing.PCIeConfig{
+		BytesPerSec:          p.PCIeBytesPerSec(),
+		MaxPayloadBytes:      c.MaxPayloadBytes,
+		MaxReadReqBytes:      c.MaxReadRequestBytes,
+		ReadReqOverheadBytes: c.ReadRequestOverheadBytes,
+		CplOverheadBytes:     c.CompletionOverheadBytes,
+		WriteOverheadBytes:   c.WriteOverheadBytes,
+		ReadLatency:          append([]timing.Point(nil), c.ReadLatency...),
+		WriteVisibility:      sim.Time(c.WriteVisibilityNs),
+		MMIOLatency:          sim.Time(c.MMIOWriteNs),
+		MaxReadTags:          c.MaxOutstandingReads,
+	}
+}
+
+// WireConfig returns the configuration of the NIC's port.
+func (p *HardwareProfile) WireConfig() timing.WireConfig {
+	return timing.WireConfig{
+		RateGbps:    p.Link.RateGbps,
+		Propagation: sim.Time(p.Link.PropagationNs),
+		VLAN:        p.Link.VLAN,
+	}
+}
+
+// CacheConfig returns the configuration of the functional cache model
+// (internal/hw/cache) for this cache, under the given table name ("qpc").
+func (c Cache) CacheConfig(name string) cache.Config {
+	return cache.Config{
+		Name:          name,
+		CapacityBytes: c.Entries * c.EntryBytes,
+		EntryBytes:    c.EntryBytes,
+		Ways:          c.Ways,
+	}
+}
+
+// FabricConfig returns the configuration of a fabric whose hosts all have
+// this profile's link and whose switch is this profile's. The fabric's
+// frame limit is left at link.MaxFrame (jumbo frames): the NIC enforces
+// its path MTU itself.
+func (p *HardwareProfile) FabricConfig() fabric.Config {
+	s := &p.Switch
+	return fabric.Config{
+		Link: p.WireConfig(),
+		Switch: fabric.SwitchConfig{
+			BufferBytes: s.BufferBytes,
+			Latency:     sim.Time(s.LatencyNs),
+			ECN: fabric.ECNConfig{
+				Enabled:        s.ECN,
+				MinBytes:       s.ECNMinBytes,
+				MaxBytes:       s.ECNMaxBytes,
+				MaxProbability: s.ECNMaxProbability,
+			},
+		},
+	}
+}

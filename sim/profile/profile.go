@@ -1,0 +1,136 @@
+package profile
+
+import "github.com/rnic/rnic/sim/timing"
+
+// HardwareProfile names every parameter of the timing model.
+type HardwareProfile struct {
+	// Name identifies the profile ("cx6"); Description says what it
+	// models, in one line.
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+
+	Link   Link   `toml:"link"`
+	PCIe   PCIe   `toml:"pcie"`
+	Caches Caches `toml:"caches"`
+	DMA    DMA    `toml:"dma"`
+	Engine Engine `toml:"engine"`
+	Host   Host   `toml:"host"`
+	Switch Switch `toml:"switch"`
+}
+
+// Link is the NIC's Ethernet port and the cable to the switch.
+type Link struct {
+	// RateGbps is the line rate (1e9 bit/s).
+	RateGbps float64 `toml:"rate_gbps"`
+	// PropagationNs is the one-way cable delay (about 5 ns per metre).
+	PropagationNs int64 `toml:"propagation_ns"`
+	// MTUBytes is the RoCE path MTU (payload bytes per packet): 256, 512,
+	// 1024, 2048 or 4096.
+	MTUBytes int `toml:"mtu_bytes"`
+	// VLAN adds a 4-byte 802.1Q tag to every frame (PFC priorities).
+	VLAN bool `toml:"vlan"`
+}
+
+// PCIe is the NIC's host interface and the host's memory behind it.
+type PCIe struct {
+	// Gen and Lanes give the link; its bandwidth per direction is derived
+	// from them unless BandwidthGBytesPerS is set.
+	Gen   int `toml:"gen"`
+	Lanes int `toml:"lanes"`
+	// BandwidthGBytesPerS overrides the derived TLP-layer bandwidth per
+	// direction, in GB/s (1e9 bytes); 0 derives it from Gen and Lanes.
+	BandwidthGBytesPerS float64 `toml:"bandwidth_gbytes_per_s"`
+	// MaxPayloadBytes (MPS) and MaxReadRequestBytes (MRRS).
+	MaxPayloadBytes     int `toml:"max_payload_bytes"`
+	MaxReadRequestBytes int `toml:"max_read_request_bytes"`
+	// TLP framing per TLP: memory read request, completion with data,
+	// memory write (24, 20, 24 with 64-bit addresses, per pcie-bench).
+	ReadRequestOverheadBytes int `toml:"read_request_overhead_bytes"`
+	CompletionOverheadBytes  int `toml:"completion_overhead_bytes"`
+	WriteOverheadBytes       int `toml:"write_overhead_bytes"`
+	// ReadLatency is the unloaded DMA read latency by size, measured;
+	// linear in between, flat below the first point, extrapolated past
+	// the last.
+	ReadLatency []timing.Point `toml:"read_latency"`
+	// WriteVisibilityNs is the time from a posted write's last byte
+	// leaving the NIC until the host CPU can see it (a CQE).
+	WriteVisibilityNs int64 `toml:"write_visibility_ns"`
+	// MMIOWriteNs is the unloaded time from a CPU store to a NIC register
+	// (doorbell) until the NIC sees it.
+	MMIOWriteNs int64 `toml:"mmio_write_ns"`
+	// MaxOutstandingReads bounds read requests in flight (PCIe tags);
+	// 0 is unlimited.
+	MaxOutstandingReads int `toml:"max_outstanding_reads"`
+}
+
+// Cache is one on-chip SRAM cache of a host-memory table. A miss costs a
+// PCIe read of EntryBytes.
+type Cache struct {
+	Entries    int `toml:"entries"`
+	EntryBytes int `toml:"entry_bytes"`
+	// Ways is the associativity; 0 means fully associative.
+	Ways int `toml:"ways"`
+}
+
+// Caches are the NIC's context caches.
+type Caches struct {
+	QPC Cache `toml:"qpc"` // queue pair contexts
+	MPT Cache `toml:"mpt"` // memory protection table (MR/MW keys)
+	MTT Cache `toml:"mtt"` // memory translation table (page addresses)
+	CQC Cache `toml:"cqc"` // completion queue contexts
+}
+
+// DMA is the cluster of DMA engines that move payload.
+type DMA struct {
+	Engines int `toml:"engines"`
+	// DescriptorOverheadNs is an engine's fixed cost per descriptor,
+	// besides the PCIe transfer.
+	DescriptorOverheadNs int64 `toml:"descriptor_overhead_ns"`
+}
+
+// Engine is the protocol engine (requester, responder, completer) and the
+// work queue formats it reads and writes.
+type Engine struct {
+	// Units is the number of parallel processing units; a QP is served by
+	// one unit at a time.
+	Units int `toml:"units"`
+	// TxPacketNs and RxPacketNs are one unit's processing time per packet
+	// sent and received.
+	TxPacketNs int64 `toml:"tx_packet_ns"`
+	RxPacketNs int64 `toml:"rx_packet_ns"`
+	// Sizes of what crosses PCIe per work request: a send WQE read by
+	// DMA, a CQE written by DMA, a doorbell written by MMIO.
+	WQEBytes      int `toml:"wqe_bytes"`
+	CQEBytes      int `toml:"cqe_bytes"`
+	DoorbellBytes int `toml:"doorbell_bytes"`
+	// WQEByMMIO: the host writes small WQEs together with the doorbell
+	// (Mellanox "BlueFlame"), saving the WQE fetch, for WQEs of at most
+	// WQEByMMIOMaxBytes.
+	WQEByMMIO         bool `toml:"wqe_by_mmio"`
+	WQEByMMIOMaxBytes int  `toml:"wqe_by_mmio_max_bytes"`
+}
+
+// Host is the CPU side of the verbs data path.
+type Host struct {
+	// PostSendNs is the CPU time to build a WQE and ring the doorbell;
+	// PollCQNs to poll one CQE.
+	PostSendNs int64 `toml:"post_send_ns"`
+	PollCQNs   int64 `toml:"poll_cq_ns"`
+}
+
+// Switch is the output-queued switch of the simulated fabric.
+type Switch struct {
+	// BufferBytes is each output port's queue limit; frames beyond it are
+	// dropped (tail drop). 0 is unlimited.
+	BufferBytes int `toml:"buffer_bytes"`
+	// LatencyNs is the forwarding delay from a frame's arrival to its
+	// enqueue at the output port.
+	LatencyNs int64 `toml:"latency_ns"`
+	// ECN marking of ECN-capable frames by queue depth at enqueue, as RED
+	// does: never below ECNMinBytes, with a probability rising linearly to
+	// ECNMaxProbability at ECNMaxBytes, always above.
+	ECN               bool    `toml:"ecn"`
+	ECNMinBytes       int     `toml:"ecn_min_bytes"`
+	ECNMaxBytes       int     `toml:"ecn_max_bytes"`
+	ECNMaxProbability float64 `toml:"ecn_max_probability"`
+}

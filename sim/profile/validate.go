@@ -1,0 +1,133 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/rnic/rnic/sim/timing"
+)
+
+// FieldError is a problem with one parameter, named by its TOML key path
+// ("pcie.max_payload_bytes") so that the user knows which line to fix.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// validator collects every problem rather than stopping at the first, so
+// that one run tells the user all they have to fix.
+type validator struct{ errs []error }
+
+func (v *validator) fail(field, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) atLeast(field string, got, min int64) {
+	if got < min {
+		v.fail(field, "%d is below the minimum %d", got, min)
+	}
+}
+
+func (v *validator) pow2(field string, got, lo, hi int) {
+	if got < lo || got > hi || got&(got-1) != 0 {
+		v.fail(field, "%d is not a power of two in [%d, %d]", got, lo, hi)
+	}
+}
+
+func (v *validator) oneOf(field string, got int, allowed ...int) {
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	v.fail(field, "%d is not one of %v", got, allowed)
+}
+
+func finitePositive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+// Validate checks every parameter and returns all problems found, joined;
+// each is a *FieldError naming its field.
+func (p *HardwareProfile) Validate() error {
+	var v validator
+	if p.Name == "" {
+		v.fail("name", "is empty")
+	}
+
+	if !finitePositive(p.Link.RateGbps) {
+		v.fail("link.rate_gbps", "%v is not a positive rate", p.Link.RateGbps)
+	}
+	v.atLeast("link.propagation_ns", p.Link.PropagationNs, 0)
+	v.oneOf("link.mtu_bytes", p.Link.MTUBytes, 256, 512, 1024, 2048, 4096)
+
+	c := &p.PCIe
+	if c.Gen < 1 || c.Gen > 6 {
+		v.fail("pcie.gen", "%d is not a PCIe generation (1 to 6)", c.Gen)
+	}
+	v.oneOf("pcie.lanes", c.Lanes, 1, 2, 4, 8, 16, 32)
+	if c.BandwidthGBytesPerS < 0 || math.IsInf(c.BandwidthGBytesPerS, 0) || math.IsNaN(c.BandwidthGBytesPerS) {
+		v.fail("pcie.bandwidth_gbytes_per_s", "%v is not 0 (derived) or a positive bandwidth", c.BandwidthGBytesPerS)
+	}
+	v.pow2("pcie.max_payload_bytes", c.MaxPayloadBytes, 128, 4096)
+	v.pow2("pcie.max_read_request_bytes", c.MaxReadRequestBytes, 128, 4096)
+	v.atLeast("pcie.read_request_overhead_bytes", int64(c.ReadRequestOverheadBytes), 0)
+	v.atLeast("pcie.completion_overhead_bytes", int64(c.CompletionOverheadBytes), 0)
+	v.atLeast("pcie.write_overhead_bytes", int64(c.WriteOverheadBytes), 0)
+	if _, err := timing.NewCurve(c.ReadLatency); err != nil {
+		v.fail("pcie.read_latency", "%v", err)
+	}
+	v.atLeast("pcie.write_visibility_ns", c.WriteVisibilityNs, 0)
+	v.atLeast("pcie.mmio_write_ns", c.MMIOWriteNs, 0)
+	v.atLeast("pcie.max_outstanding_reads", int64(c.MaxOutstandingReads), 0)
+
+	for _, cc := range []struct {
+		name string
+		c    Cache
+	}{{"qpc", p.Caches.QPC}, {"mpt", p.Caches.MPT}, {"mtt", p.Caches.MTT}, {"cqc", p.Caches.CQC}} {
+		f := "caches." + cc.name + "."
+		v.atLeast(f+"entries", int64(cc.c.Entries), 0)
+		v.atLeast(f+"ways", int64(cc.c.Ways), 0)
+		if cc.c.Entries > 0 {
+			v.atLeast(f+"entry_bytes", int64(cc.c.EntryBytes), 1)
+		}
+	}
+
+	v.atLeast("dma.engines", int64(p.DMA.Engines), 1)
+	v.atLeast("dma.descriptor_overhead_ns", p.DMA.DescriptorOverheadNs, 0)
+
+	e := &p.Engine
+	v.atLeast("engine.units", int64(e.Units), 1)
+	v.atLeast("engine.tx_packet_ns", e.TxPacketNs, 0)
+	v.atLeast("engine.rx_packet_ns", e.RxPacketNs, 0)
+	v.atLeast("engine.wqe_bytes", int64(e.WQEBytes), 1)
+	v.atLeast("engine.cqe_bytes", int64(e.CQEBytes), 1)
+	v.atLeast("engine.doorbell_bytes", int64(e.DoorbellBytes), 1)
+	if e.WQEByMMIO {
+		v.atLeast("engine.wqe_by_mmio_max_bytes", int64(e.WQEByMMIOMaxBytes), 1)
+	} else {
+		v.atLeast("engine.wqe_by_mmio_max_bytes", int64(e.WQEByMMIOMaxBytes), 0)
+	}
+
+	v.atLeast("host.post_send_ns", p.Host.PostSendNs, 0)
+	v.atLeast("host.poll_cq_ns", p.Host.PollCQNs, 0)
+
+	s := &p.Switch
+	v.atLeast("switch.buffer_bytes", int64(s.BufferBytes), 0)
+	v.atLeast("switch.latency_ns", s.LatencyNs, 0)
+	if s.ECN {
+		v.atLeast("switch.ecn_min_bytes", int64(s.ECNMinBytes), 0)
+		if s.ECNMaxBytes < s.ECNMinBytes {
+			v.fail("switch.ecn_max_bytes", "%d is below ecn_min_bytes %d", s.ECNMaxBytes, s.ECNMinBytes)
+		}
+		if !(s.ECNMaxProbability > 0 && s.ECNMaxProbability <= 1) {
+			v.fail("switch.ecn_max_probability", "%v is not in (0, 1]", s.ECNMaxProbability)
+		}
+	}
+
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("profile %q: %w", p.Name, errors.Join(v.errs...))
+}

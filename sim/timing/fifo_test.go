@@ -1,0 +1,93 @@
+package timing
+
+import (
+	"testing"
+
+	"github.com/rnic/rnic/sim"
+)
+
+func TestFIFO(t *testing.T) {
+	var f FIFO
+	for _, tc := range []struct{ arrival, service, start, finish sim.Time }{
+		{0, 10, 0, 10},
+		{5, 10, 10, 20}, // waits 5
+		{30, 5, 30, 35}, // idle gap
+		{30, 0, 35, 35},
+	} {
+		start, finish := f.Serve(tc.arrival, tc.service)
+		if start != tc.start || finish != tc.finish {
+			t.Fatalf("Serve(%v, %v) = %v, %v; want %v, %v", tc.arrival, tc.service, start, finish, tc.start, tc.finish)
+		}
+	}
+	st := f.Stats()
+	if st.Jobs != 4 || st.Busy != 25 || st.Wait != 10 || st.MaxWait != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+	if u := st.Utilization(50); u != 0.5 {
+		t.Fatalf("utilization over 50ns = %v, want 0.5", u)
+	}
+	if f.Backlog(31) != 4 || f.Backlog(100) != 0 {
+		t.Fatalf("backlog %v %v", f.Backlog(31), f.Backlog(100))
+	}
+	if f.Waits().Count() != 4 || f.Waits().Max() != 5 {
+		t.Fatal("wait histogram does not match")
+	}
+	// An arrival before one already queued waits behind it, and is
+	// counted.
+	if start, _ := f.Serve(29, 1); start != 35 || f.Stats().OutOfOrder != 1 {
+		t.Fatalf("out-of-order arrival started at %v (OutOfOrder %d), want 35ns, 1", start, f.Stats().OutOfOrder)
+	}
+}
+
+func TestPool(t *testing.T) {
+	p := NewPool(2)
+	for _, tc := range []struct {
+		arrival, service sim.Time
+		server           int
+		start, finish    sim.Time
+	}{
+		{0, 10, 0, 0, 10},
+		{0, 10, 1, 0, 10},
+		{5, 10, 0, 10, 20}, // both busy: lowest index wins the tie at 10
+		{12, 1, 1, 12, 13},
+	} {
+		s, start, finish := p.Serve(tc.arrival, tc.service)
+		if s != tc.server || start != tc.start || finish != tc.finish {
+			t.Fatalf("Serve(%v, %v) = %d %v %v; want %d %v %v", tc.arrival, tc.service, s, start, finish, tc.server, tc.start, tc.finish)
+		}
+	}
+	if st := p.Stats(); st.Jobs != 4 || st.Busy != 31 || st.Wait != 5 {
+		t.Fatalf("pool stats %+v", st)
+	}
+	if st := p.Server(1); st.Jobs != 2 || st.Busy != 11 {
+		t.Fatalf("server 1 stats %+v", st)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h Histogram
+	for v := range int64(1000) {
+		h.Add(v)
+	}
+	if h.Count() != 1000 || h.Max() != 999 || h.Mean() != 499.5 {
+		t.Fatalf("count %d max %d mean %v", h.Count(), h.Max(), h.Mean())
+	}
+	for _, tc := range []struct {
+		q      float64
+		lo, hi int64 // the bound must be >= the true quantile and within 12.5%
+	}{
+		{0, 0, 0},
+		{0.5, 500, 563},
+		{0.99, 990, 1114},
+		{1, 999, 999},
+	} {
+		if got := h.Quantile(tc.q); got < tc.lo || got > tc.hi {
+			t.Errorf("Quantile(%v) = %d, want in [%d, %d]", tc.q, got, tc.lo, tc.hi)
+		}
+	}
+	for b := range histBuckets - 1 {
+		if histBucket(histUpper(b)) != b || histBucket(histUpper(b)+1) != b+1 {
+			t.Fatalf("bucket %d: upper bound %d maps to %d", b, histUpper(b), histBucket(histUpper(b)))
+		}
+	}
+}

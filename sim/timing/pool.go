@@ -1,0 +1,73 @@
+package timing
+
+import (
+	"fmt"
+
+	"github.com/rnic/rnic/sim"
+)
+
+// Pool is a set of identical FIFO servers fed from one queue, such as the
+// RNIC's DMA engines: each request goes to the server that can start it
+// earliest, the lowest-numbered one on a tie, so assignment is
+// deterministic.
+type Pool struct {
+	servers []FIFO
+}
+
+// NewPool returns a pool of n idle servers; n must be at least 1.
+func NewPool(n int) *Pool {
+	if n < 1 {
+		panic(fmt.Sprintf("timing: pool of %d servers", n))
+	}
+	return &Pool{servers: make([]FIFO, n)}
+}
+
+// Len returns the number of servers.
+func (p *Pool) Len() int { return len(p.servers) }
+
+// Earliest returns the server that can start a request arriving at
+// arrival soonest, and when. A caller whose service time depends on the
+// start (a DMA descriptor that waits on PCIe) computes it and then calls
+// ServeOn with the same server.
+func (p *Pool) Earliest(arrival sim.Time) (server int, start sim.Time) {
+	start = sim.Never
+	for i := range p.servers {
+		s := max(arrival, p.servers[i].free)
+		if s < start {
+			server, start = i, s
+			if s == arrival {
+				break // cannot start earlier than it arrives
+			}
+		}
+	}
+	return server, start
+}
+
+// ServeOn serves a request on the given server (see FIFO.Serve).
+func (p *Pool) ServeOn(server int, arrival, service sim.Time) (start, finish sim.Time) {
+	return p.servers[server].Serve(arrival, service)
+}
+
+// Serve serves a request on the earliest-free server.
+func (p *Pool) Serve(arrival, service sim.Time) (server int, start, finish sim.Time) {
+	server, _ = p.Earliest(arrival)
+	start, finish = p.servers[server].Serve(arrival, service)
+	return server, start, finish
+}
+
+// Server returns the statistics of one server.
+func (p *Pool) Server(i int) Stats { return p.servers[i].Stats() }
+
+// Stats returns the servers' statistics summed (MaxWait is the maximum).
+func (p *Pool) Stats() Stats {
+	var t Stats
+	for i := range p.servers {
+		s := p.servers[i].st
+		t.Jobs += s.Jobs
+		t.Busy += s.Busy
+		t.Wait += s.Wait
+		t.MaxWait = max(t.MaxWait, s.MaxWait)
+		t.OutOfOrder += s.OutOfOrder
+	}
+	return t
+}
