@@ -22,6 +22,9 @@ type Bill struct {
 
 	TxPackets, TxBytes int
 	RxPackets, RxBytes int
+
+	// QP is the number of the (last) local QP the work was for.
+	QP uint32
 }
 
 // TakeBill returns the work done since the last call and starts a new
@@ -76,14 +79,20 @@ func (e *Engine) translate(r *atu.Request, dst []atu.Seg) ([]atu.Seg, atu.Fault)
 
 // dmaGather is DMA.Gather, billed as a read of host memory.
 func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) {
-	n := e.cfg.DMA.Gather(qp.index, dst, segs)
+	n := len(dst)
+	if !e.cfg.Metadata {
+		n = e.cfg.DMA.Gather(qp.index, dst, segs)
+	}
 	e.bill.DMAReads++
 	e.bill.DMAReadBytes += n
 }
 
 // dmaScatter is DMA.Scatter, billed as a write of host memory.
 func (e *Engine) dmaScatter(qp *QP, segs []atu.Seg, src []byte) {
-	n := e.cfg.DMA.Scatter(qp.index, segs, src)
+	n := len(src)
+	if !e.cfg.Metadata {
+		n = e.cfg.DMA.Scatter(qp.index, segs, src)
+	}
 	e.bill.DMAWrites++
 	e.bill.DMAWriteBytes += n
 }

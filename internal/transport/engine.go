@@ -53,6 +53,17 @@ type Config struct {
 	// Trace, if set, receives a line for every protocol event worth a
 	// look when debugging (NAKs, retries, drops): the engine's log.
 	Trace func(string)
+
+	// Doorbell, if set, receives doorbells instead of the engine's queue:
+	// the simulator delays them by the MMIO write's latency and then calls
+	// Ring. Real time leaves it nil.
+	Doorbell func(qp *QP)
+	// Metadata runs the engine on lengths alone (the simulator's
+	// metadata-only mode): translations, protection checks and the bill
+	// happen as always, but no payload byte is copied and no ICRC is
+	// computed or checked. Frames carry their headers and an undefined
+	// payload.
+	Metadata bool
 }
 
 // Engine is one protocol engine: the requester, responder and completer of
@@ -134,7 +145,21 @@ func NewEngine(cfg Config) (*Engine, error) {
 
 // ring is the doorbell: the posting path calls it after writing WQEs.
 // One queued doorbell per QP is enough; later rings coalesce into it.
+// With Config.Doorbell set (virtual time), the doorbell write travels to
+// the NIC first: the hook schedules its arrival, which calls Ring.
 func (e *Engine) ring(qp *QP) {
+	if e.cfg.Doorbell != nil {
+		e.db.Lock()
+		e.db.rings++
+		e.db.Unlock()
+		e.cfg.Doorbell(qp)
+		return
+	}
+	e.Ring(qp)
+}
+
+// Ring is the doorbell arriving at the NIC for qp.
+func (e *Engine) Ring(qp *QP) {
 	e.db.Lock()
 	e.db.rings++
 	queued := qp.dbQueued.Swap(true)
@@ -227,6 +252,7 @@ func (e *Engine) Run(now int64, budget int) bool {
 		if g.Packets > budget {
 			g.Packets = budget
 		}
+		e.bill.QP = qp.QPN
 		pk, by, more := e.serve(qp, g)
 		e.arb.Done(q, pk, by, more)
 		budget -= pk
@@ -317,7 +343,11 @@ func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.
 // send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
 func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	f := b.Bytes()
-	r.Finish(f)
+	if e.cfg.Metadata {
+		r.WriteHeaders(f)
+	} else {
+		r.Finish(f)
+	}
 	e.out = append(e.out, b)
 	e.count(qp, TxPackets)
 	e.countN(qp, TxBytes, uint64(len(f)))

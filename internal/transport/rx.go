@@ -30,6 +30,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		return
 	}
 	checkICRC := func() bool {
+		if e.cfg.Metadata {
+			return true
+		}
 		if b.Flags&link.FlagIPRebuilt != 0 {
 			e.c[RxICRCUnverified]++
 			return true
@@ -53,6 +56,7 @@ func (e *Engine) receiveOne(b *link.Buf) {
 	}
 	e.count(qp, RxPackets)
 	e.countN(qp, RxBytes, uint64(len(f)))
+	e.bill.QP = qp.QPN
 	if p.Info.Transport != transportOf(qp.Type) {
 		e.c[RxWrongTransport]++
 		return
