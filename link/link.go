@@ -45,7 +45,8 @@ type Dispatcher interface {
 // SourcePorter is implemented by links whose transport writes the UDP
 // source port itself (a kernel socket bound to one port). The ICRC covers
 // the source port, so the NIC must build every frame with this port
-// instead of spreading QPs over ports.
+// instead of spreading QPs over ports. 0 means the port is not fixed (a
+// wrapper around a link that does not fix it).
 type SourcePorter interface {
 	SourcePort() uint16
 }

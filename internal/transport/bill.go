@@ -18,6 +18,7 @@ type Bill struct {
 
 	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
 	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
+	RxWriteBytes             int // of which RDMA WRITE payload placed by the responder
 	Atomics                  int
 
 	TxPackets, TxBytes int
@@ -25,6 +26,28 @@ type Bill struct {
 
 	// QP is the number of the (last) local QP the work was for.
 	QP uint32
+	// CQs says which CQs the CQEWrites went to (a step writes to at most
+	// a QP's send and receive CQs).
+	CQs [maxBillCQs]CQECount
+}
+
+// CQECount is a number of completions written to one CQ.
+type CQECount struct {
+	CQ *CQ
+	N  int
+}
+
+const maxBillCQs = 4
+
+func (b *Bill) addCQE(cq *CQ) {
+	for i := range b.CQs {
+		if b.CQs[i].CQ == cq || b.CQs[i].CQ == nil {
+			b.CQs[i].CQ = cq
+			b.CQs[i].N++
+			return
+		}
+	}
+	panic("transport: one step wrote completions to more than 4 CQs")
 }
 
 // TakeBill returns the work done since the last call and starts a new

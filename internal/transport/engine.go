@@ -56,8 +56,10 @@ type Config struct {
 
 	// Doorbell, if set, receives doorbells instead of the engine's queue:
 	// the simulator delays them by the MMIO write's latency and then calls
-	// Ring. Real time leaves it nil.
-	Doorbell func(qp *QP)
+	// Ring. wqes is how many WQEs the post wrote, lastWQEBytes the size of
+	// the last (a NIC may take a lone small WQE with the doorbell write).
+	// Real time leaves it nil.
+	Doorbell func(qp *QP, wqes, lastWQEBytes int)
 	// Metadata runs the engine on lengths alone (the simulator's
 	// metadata-only mode): translations, protection checks and the bill
 	// happen as always, but no payload byte is copied and no ICRC is
@@ -147,12 +149,16 @@ func NewEngine(cfg Config) (*Engine, error) {
 // One queued doorbell per QP is enough; later rings coalesce into it.
 // With Config.Doorbell set (virtual time), the doorbell write travels to
 // the NIC first: the hook schedules its arrival, which calls Ring.
-func (e *Engine) ring(qp *QP) {
+func (e *Engine) ring(qp *QP, wqes int) {
 	if e.cfg.Doorbell != nil {
 		e.db.Lock()
 		e.db.rings++
 		e.db.Unlock()
-		e.cfg.Doorbell(qp)
+		last := 0
+		if wqes > 0 {
+			last = sendWQEBytes(qp.Type, qp.sq.slot(qp.sq.pi.Load()-1))
+		}
+		e.cfg.Doorbell(qp, wqes, last)
 		return
 	}
 	e.Ring(qp)
@@ -363,6 +369,7 @@ func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
 		return
 	}
 	e.bill.CQEWrites++
+	e.bill.addCQE(cq)
 	if ok, overrun := cq.push(wc, solicited); !ok {
 		e.c[CQOverruns]++
 		if overrun {

@@ -121,10 +121,10 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 		}
 		n++
 	}
-	sq.post.Unlock()
 	if n > 0 {
-		qp.engine.ring(qp)
+		qp.engine.ring(qp, n)
 	}
+	sq.post.Unlock()
 	return n, err
 }
 
@@ -217,7 +217,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	}
 	n, err := postRecvs(qp.rq, wrs)
 	if n > 0 && qp.State() == QPSErr {
-		qp.engine.ring(qp) // flush them
+		qp.engine.ring(qp, 0) // flush them
 	}
 	return n, err
 }

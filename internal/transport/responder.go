@@ -347,6 +347,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			return false
 		}
 		e.dmaScatter(qp, segs, p.Payload)
+		e.bill.RxWriteBytes += int(n)
 		e.releaseSegs(segs)
 	}
 	resp.woff += n

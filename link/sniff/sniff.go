@@ -119,6 +119,16 @@ func (l *Link) Addr() netip.Addr {
 	return netip.Addr{}
 }
 
+// SourcePort implements link.SourcePorter for an inner link that fixes
+// the UDP source port (a kernel socket), so that the NIC builds its ICRCs
+// over the port the socket writes; 0 when the inner link does not fix it.
+func (l *Link) SourcePort() uint16 {
+	if sp, ok := l.inner.(link.SourcePorter); ok {
+		return sp.SourcePort()
+	}
+	return 0
+}
+
 // Unwrap returns the inner link.
 func (l *Link) Unwrap() link.Link { return l.inner }
 

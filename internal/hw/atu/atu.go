@@ -167,6 +167,11 @@ type MRSpec struct {
 	IOVA      uint64 // virtual address of Buf[0] as peers will name it
 	Access    Access
 	PageShift uint8 // 0: the ATU's default
+
+	// Length, with Buf nil, registers a region without host memory behind
+	// it, for the simulator's metadata-only mode (which never copies
+	// payload): its pages are windows onto one shared scratch page.
+	Length uint64
 }
 
 // RegMR registers Buf and returns its key (lkey == rkey, as on mlx5; the
@@ -179,6 +184,11 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 		return 0, fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
 	}
 	n := uint64(len(s.Buf))
+	if s.Buf == nil {
+		n = s.Length
+	} else if s.Length != 0 && s.Length != n {
+		return 0, fmt.Errorf("%w: Length %d with a %d-byte buffer", ErrInvalid, s.Length, n)
+	}
 	if n == 0 {
 		return 0, fmt.Errorf("%w: zero-length region", ErrInvalid)
 	}
@@ -198,7 +208,12 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 	if shift < 12 || shift > 30 {
 		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
 	}
-	pages := buildPages(s.Buf, s.IOVA, shift)
+	var pages []MTTEntry
+	if s.Buf == nil {
+		pages = buildScratchPages(n, s.IOVA, shift)
+	} else {
+		pages = buildPages(s.Buf, s.IOVA, shift)
+	}
 
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -240,6 +255,29 @@ func buildPages(buf []byte, iova uint64, shift uint8) []MTTEntry {
 		n := min(size-uint64(start), uint64(len(buf))-off)
 		pages[i] = MTTEntry{Page: buf[off : off+n : off+n], Start: start}
 		off += n
+	}
+	return pages
+}
+
+// scratchPage backs every page of the regions registered without memory.
+var scratchPage = make([]byte, 1<<30)
+
+// buildScratchPages cuts an n-byte region at iova into pages backed by the
+// scratch page (metadata-only simulation: nothing is ever copied).
+func buildScratchPages(n, iova uint64, shift uint8) []MTTEntry {
+	size := uint64(1) << shift
+	first := iova >> shift
+	last := (iova + n - 1) >> shift
+	pages := make([]MTTEntry, last-first+1)
+	off := uint64(0)
+	for i := range pages {
+		start := uint32(0)
+		if i == 0 {
+			start = uint32(iova & (size - 1))
+		}
+		k := min(size-uint64(start), n-off)
+		pages[i] = MTTEntry{Page: scratchPage[:k:k], Start: start}
+		off += k
 	}
 	return pages
 }

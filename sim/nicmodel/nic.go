@@ -1,0 +1,438 @@
+// Package nicmodel runs rnic's NIC — the same protocol engine, SRAM
+// caches, ATU, arbiter and DMA cluster as in real time — as a timing model
+// of a hardware RNIC in virtual time.
+//
+// The engine does the work functionally (packets are built, translated,
+// checked and placed exactly as in real time); after every step — one
+// packet sent, or one frame received — it hands the model its bill (the
+// WQE fetches, cache misses, DMA descriptors and CQE writes the step
+// needed), and the model turns the bill into time on the hardware's
+// servers:
+//
+//	doorbell ─MMIO─▶ unit: [QPC miss]─[WQE fetch]─[MPT/MTT misses]─process ─▶ DMA read ─▶ port
+//	port ─▶ unit: [QPC miss]─[MPT/MTT misses]─[receive WQE]─process ─▶ DMA write ─▶ CQE write ─▶ host sees it
+//
+// A processing unit stalls on its dependent PCIe reads (a cache miss must
+// come back before the next step of the packet can start); payload DMA
+// runs on the DMA engines, overlapped with the units; everything crosses
+// one PCIe link model (sim/timing) with TLP framing and a measured read
+// latency curve. A QP's packets are processed in order by one unit at a
+// time, so they leave in PSN order.
+package nicmodel
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/dma"
+	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
+	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/sim/timing"
+	"github.com/rnic/rnic/wire"
+)
+
+// Config describes one simulated NIC.
+type Config struct {
+	Profile *profile.HardwareProfile
+	Port    *fabric.Port
+	// Metadata moves lengths only (no payload bytes, no ICRC): fast, for
+	// thousands of QPs and tens of hosts. The default moves real bytes.
+	Metadata bool
+	MaxQP    int // default 16384
+	MaxCQ    int // default 16384
+	MaxMR    int // default 65536
+	// PageShift is the default MTT page size (12: 4 KiB).
+	PageShift uint8
+	// RxBufferFrames bounds the frames waiting for a processing unit
+	// (the NIC's receive buffer); beyond it frames are dropped.
+	RxBufferFrames int
+}
+
+// Event kinds of the NIC's handler.
+const (
+	evProgress int32 = iota // a unit may be free: serve what is waiting
+	evDoorbell              // a doorbell write reaches the NIC (Ptr: *transport.QP)
+	evSend                  // a packet leaves the NIC (Ptr: *link.Buf)
+	evTimer                 // the engine's retransmission/RNR deadline
+	evCQE                   // completions become visible to the host (Ptr: *transport.CQ, Arg: count)
+	evWrite                 // written data becomes visible (Arg: qpn<<32 | bytes)
+)
+
+// CQEHandler is told when completions become visible to the host.
+type CQEHandler interface {
+	CQEVisible(cq *transport.CQ, n int)
+}
+
+// WriteHandler is told when data an RDMA WRITE placed becomes visible to
+// the host (programs such as perftest's write_lat poll memory for it).
+type WriteHandler interface {
+	WriteVisible(qpn uint32, bytes int)
+}
+
+// NIC is one simulated RNIC.
+type NIC struct {
+	s    *sim.Sim
+	prof *profile.HardwareProfile
+	port *fabric.Port
+	gid  wire.GID
+
+	// The NIC itself, as in real time.
+	Engine *transport.Engine
+	ATU    *atu.ATU
+	QPs    *transport.Table[transport.QP]
+	CQs    *transport.Table[transport.CQ]
+	dmac   *dma.Cluster
+
+	// The timing model.
+	pcie   *timing.PCIe
+	units  *timing.Pool
+	dmaq   *timing.Pool
+	wqeMM  []int32    // per QP slot: WQEs delivered with their doorbell (BlueFlame)
+	qpAt   []sim.Time // per QP slot: when its last step finished (order)
+	lastTx sim.Time   // packets enter the port in order
+
+	rxq      []*link.Buf
+	rxMax    int
+	progAt   sim.Time // a progress event is scheduled for this time (0: none)
+	timer    *sim.Timer
+	cqe      CQEHandler
+	wr       WriteHandler
+	one      [1]*link.Buf
+	costs    Costs
+	metadata bool
+}
+
+// Costs accumulates where the NIC's time went, for the latency breakdown
+// and the pipeline's utilisation.
+type Costs struct {
+	Steps        int
+	UnitBusy     sim.Time // processing units, summed
+	MissStall    sim.Time // of which waiting for cache misses and WQE fetches
+	DMAReadTime  sim.Time
+	DMAWriteTime sim.Time
+	RxDrops      int
+	WQEByMMIO    int
+	WQEFetched   int
+}
+
+// New builds a NIC attached to a fabric port.
+func New(s *sim.Sim, cfg Config) (*NIC, error) {
+	p := cfg.Profile
+	if p == nil || cfg.Port == nil {
+		return nil, errors.New("nicmodel: a profile and a fabric port are required")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxQP == 0 {
+		cfg.MaxQP = 16384
+	}
+	if cfg.MaxCQ == 0 {
+		cfg.MaxCQ = 16384
+	}
+	if cfg.MaxMR == 0 {
+		cfg.MaxMR = 65536
+	}
+	if cfg.PageShift == 0 {
+		cfg.PageShift = 12
+	}
+	if cfg.RxBufferFrames == 0 {
+		cfg.RxBufferFrames = 1024
+	}
+	pcie, err := timing.NewPCIe(p.PCIeConfig())
+	if err != nil {
+		return nil, err
+	}
+	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift,
+		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt")})
+	if err != nil {
+		return nil, err
+	}
+	dm, err := dma.New(max(p.DMA.Engines, 1))
+	if err != nil {
+		return nil, err
+	}
+	mtu, ok := wire.MTUFromBytes(p.Link.MTUBytes)
+	if !ok {
+		return nil, fmt.Errorf("nicmodel: link MTU %d is not a RoCE MTU", p.Link.MTUBytes)
+	}
+	n := &NIC{
+		s: s, prof: p, port: cfg.Port, gid: wire.GIDFromAddr(cfg.Port.Addr()),
+		ATU: u, dmac: dm,
+		QPs:      transport.NewTable[transport.QP](0x11, cfg.MaxQP),
+		CQs:      transport.NewTable[transport.CQ](1, cfg.MaxCQ),
+		pcie:     pcie,
+		units:    timing.NewPool(max(p.Engine.Units, 1)),
+		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
+		wqeMM:    make([]int32, cfg.MaxQP),
+		qpAt:     make([]sim.Time, cfg.MaxQP),
+		rxMax:    cfg.RxBufferFrames,
+		metadata: cfg.Metadata,
+	}
+	n.Engine, err = transport.NewEngine(transport.Config{
+		ATU: u, DMA: dm, QPs: n.QPs, CQs: n.CQs,
+		QPCCache: p.Caches.QPC.CacheConfig("qpc"), CQCCache: p.Caches.CQC.CacheConfig("cqc"),
+		Arbiter:  sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: min(cfg.MaxQP, 1024)},
+		LocalMTU: mtu, GID: n.gid,
+		Doorbell: n.doorbell,
+		Metadata: cfg.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.timer = s.NewTimer(n, evTimer, 0)
+	cfg.Port.Attach(n)
+	return n, nil
+}
+
+// SetCQEHandler sets who hears of visible completions (the workload).
+func (n *NIC) SetCQEHandler(h CQEHandler) { n.cqe = h }
+
+// SetWriteHandler sets who hears of visible RDMA WRITE data.
+func (n *NIC) SetWriteHandler(h WriteHandler) { n.wr = h }
+
+// GID returns the NIC's GID 0.
+func (n *NIC) GID() wire.GID { return n.gid }
+
+// Addr returns the NIC's IP address.
+func (n *NIC) Addr() netip.Addr { return n.port.Addr() }
+
+// PCIe returns the NIC's PCIe link model.
+func (n *NIC) PCIe() *timing.PCIe { return n.pcie }
+
+// Costs returns where the NIC's time went.
+func (n *NIC) Costs() Costs { return n.costs }
+
+// Units returns the processing units' pool (utilisation statistics).
+func (n *NIC) Units() *timing.Pool { return n.units }
+
+// DMAEngines returns the DMA engines' pool.
+func (n *NIC) DMAEngines() *timing.Pool { return n.dmaq }
+
+// Handle is the NIC's event handler.
+func (n *NIC) Handle(s *sim.Sim, ev sim.Event) {
+	switch ev.Kind {
+	case evProgress:
+		if n.progAt == ev.At {
+			n.progAt = 0
+		}
+	case evDoorbell:
+		qp := ev.Ptr.(*transport.QP)
+		n.Engine.Ring(qp)
+	case evSend:
+		b := ev.Ptr.(*link.Buf)
+		n.one[0] = b
+		n.port.Send(n.one[:])
+		n.one[0] = nil
+		return
+	case evTimer:
+		n.Engine.Tick(int64(s.Now()))
+	case evCQE:
+		if n.cqe != nil {
+			n.cqe.CQEVisible(ev.Ptr.(*transport.CQ), int(ev.Arg))
+		}
+		return
+	case evWrite:
+		if n.wr != nil {
+			n.wr.WriteVisible(uint32(ev.Arg>>32), int(uint32(ev.Arg)))
+		}
+		return
+	}
+	n.progress()
+}
+
+// KindName names the NIC's events in traces.
+func (n *NIC) KindName(k int32) string {
+	return [...]string{"progress", "doorbell", "send", "timer", "cqe", "write"}[k]
+}
+
+// Deliver is the fabric's way in: frames wait for a processing unit in the
+// NIC's receive buffer.
+func (n *NIC) Deliver(bufs []*link.Buf) {
+	for _, b := range bufs {
+		if len(n.rxq) >= n.rxMax {
+			n.costs.RxDrops++
+			b.Release()
+			continue
+		}
+		n.rxq = append(n.rxq, b)
+	}
+	n.progress()
+}
+
+// doorbell is the engine's doorbell hook: the host's MMIO write reaches
+// the NIC after the PCIe posted-write latency. A lone WQE small enough
+// travels with the doorbell (BlueFlame) and needs no fetch.
+func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
+	e := &n.prof.Engine
+	size := e.DoorbellBytes
+	if wqes == 1 && e.WQEByMMIO && lastWQEBytes <= e.WQEByMMIOMaxBytes {
+		size = lastWQEBytes
+		n.wqeMM[qp.QPN-0x11]++
+	}
+	at := n.pcie.MMIO(n.s.Now(), size)
+	n.s.Schedule(sim.Event{At: at, Kind: evDoorbell, Ptr: qp, H: n})
+}
+
+// progress serves waiting work while a processing unit is free now:
+// received frames first (they carry ACKs and free the peer's window), then
+// the arbiter's next packet.
+func (n *NIC) progress() {
+	now := n.s.Now()
+	for {
+		unit, start := n.units.Earliest(now)
+		if start > now {
+			n.scheduleProgress(start)
+			break
+		}
+		if len(n.rxq) > 0 {
+			b := n.rxq[0]
+			copy(n.rxq, n.rxq[1:])
+			n.rxq[len(n.rxq)-1] = nil
+			n.rxq = n.rxq[:len(n.rxq)-1]
+			n.one[0] = b
+			n.Engine.Receive(int64(now), n.one[:])
+			n.one[0] = nil
+			n.charge(unit, now)
+			continue
+		}
+		more := n.Engine.Run(int64(now), 1)
+		bill := n.Engine.TakeBill()
+		if bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
+			n.Engine.ClearOutbox()
+			if more {
+				// A turn that sent nothing (window or fence): the engine
+				// is waiting for the peer; an arrival will wake it.
+				continue
+			}
+			break
+		}
+		n.chargeBill(unit, now, &bill)
+		if !more {
+			break
+		}
+	}
+	if d, ok := n.Engine.NextDeadline(); ok {
+		at := max(sim.Time(d), now)
+		if cur, armed := n.timer.Deadline(); !armed || cur != at {
+			n.timer.Reset(at)
+		}
+	}
+}
+
+func (n *NIC) scheduleProgress(at sim.Time) {
+	if n.progAt != 0 && n.progAt <= at {
+		return
+	}
+	n.progAt = at
+	n.s.Schedule(sim.Event{At: at, Kind: evProgress, H: n})
+}
+
+func (n *NIC) charge(unit int, now sim.Time) {
+	bill := n.Engine.TakeBill()
+	n.chargeBill(unit, now, &bill)
+}
+
+// chargeBill turns one step's bill into time: the processing unit stalls
+// on its dependent reads and then processes the packet; payload DMA runs
+// on a DMA engine; the step's packets leave when their payload is in, in
+// order; its completions are written after its payload writes and become
+// visible to the host a PCIe write later.
+func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
+	p := n.prof
+	slot := 0
+	if b.QP >= 0x11 {
+		slot = int(b.QP - 0x11)
+	}
+	start := max(now, n.qpAt[slot])
+	t := start
+	read := func(bytes int) { t = n.pcie.Read(t, bytes) }
+	for range b.QPCMisses {
+		read(p.Caches.QPC.EntryBytes)
+	}
+	for range b.CQCMisses {
+		read(p.Caches.CQC.EntryBytes)
+	}
+	for range b.WQEFetches {
+		if n.wqeMM[slot] > 0 {
+			n.wqeMM[slot]--
+			n.costs.WQEByMMIO++
+			continue
+		}
+		n.costs.WQEFetched++
+		read(max(p.Engine.WQEBytes, b.WQEBytes/max(b.WQEFetches, 1)))
+	}
+	if b.RecvWQEFetches > 0 {
+		read(b.RecvWQEBytes)
+	}
+	for range b.MPTMisses {
+		read(p.Caches.MPT.EntryBytes)
+	}
+	for range b.MTTMisses {
+		read(p.Caches.MTT.EntryBytes)
+	}
+	stall := t - start
+	proc := sim.Time(int64(b.TxPackets)*p.Engine.TxPacketNs + int64(b.RxPackets)*p.Engine.RxPacketNs)
+	if proc == 0 {
+		proc = sim.Time(p.Engine.TxPacketNs) // a local operation, a completion
+	}
+	_, done := n.units.ServeOn(unit, start, stall+proc)
+	n.qpAt[slot] = done
+	n.costs.Steps++
+	n.costs.UnitBusy += stall + proc
+	n.costs.MissStall += stall
+
+	ready := done
+	ov := sim.Time(p.DMA.DescriptorOverheadNs)
+	if b.DMAReadBytes > 0 {
+		eng, ds := n.dmaq.Earliest(done)
+		fin := n.pcie.Read(ds+ov, b.DMAReadBytes)
+		n.dmaq.ServeOn(eng, done, fin-ds)
+		n.costs.DMAReadTime += fin - ds
+		ready = max(ready, fin)
+	}
+	writesDone := done
+	if b.DMAWriteBytes > 0 {
+		eng, ds := n.dmaq.Earliest(done)
+		sent, visible := n.pcie.Write(ds+ov, b.DMAWriteBytes)
+		n.dmaq.ServeOn(eng, done, sent-ds)
+		n.costs.DMAWriteTime += sent - ds
+		writesDone = sent
+		if n.wr != nil && b.RxWriteBytes > 0 {
+			n.s.Schedule(sim.Event{At: visible, Kind: evWrite, Arg: uint64(b.QP)<<32 | uint64(uint32(b.RxWriteBytes)), H: n})
+		}
+	}
+	if b.Atomics > 0 {
+		// A read-modify-write of host memory: a read and a posted write.
+		r := n.pcie.Read(done, 8*b.Atomics)
+		sent, _ := n.pcie.Write(r, 8*b.Atomics)
+		ready = max(ready, r)
+		writesDone = max(writesDone, sent)
+	}
+	out := n.Engine.Outbox()
+	depart := max(ready, n.lastTx)
+	for _, f := range out {
+		n.s.Schedule(sim.Event{At: depart, Kind: evSend, Ptr: f, H: n})
+	}
+	if len(out) > 0 {
+		n.lastTx = depart
+	}
+	n.Engine.ClearOutbox()
+	if b.CQEWrites > 0 {
+		_, visible := n.pcie.Write(max(writesDone, done), b.CQEWrites*p.Engine.CQEBytes)
+		for _, c := range b.CQs {
+			if c.CQ == nil {
+				break
+			}
+			n.s.Schedule(sim.Event{At: visible, Kind: evCQE, Ptr: c.CQ, Arg: uint64(c.N), H: n})
+		}
+	}
+}
+
+var _ link.Dispatcher = (*NIC)(nil)
