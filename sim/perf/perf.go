@@ -1,0 +1,507 @@
+// Package perf runs perftest-like workloads on simulated NICs in virtual
+// time: RDMA WRITE, READ, SEND and atomic bandwidth, and WRITE, READ and
+// SEND latency, between pairs of hosts on one switch, with any number of
+// QPs, message size, memory footprint and page size.
+//
+// The host side is modelled as perftest's single thread: posting a work
+// request costs the profile's post time and a doorbell MMIO write, seeing
+// a completion costs its poll time; a host reacts to a completion when the
+// NIC's CQE write becomes visible, and to a peer's RDMA WRITE (the latency
+// tests' memory polling) when the written data does.
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
+	"github.com/rnic/rnic/sim/nicmodel"
+	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/sim/timing"
+	"github.com/rnic/rnic/wire"
+)
+
+// Test names the workload, as perftest names its programs.
+type Test string
+
+const (
+	WriteBW  Test = "write_bw"
+	ReadBW   Test = "read_bw"
+	SendBW   Test = "send_bw"
+	AtomicBW Test = "atomic_bw"
+	WriteLat Test = "write_lat"
+	ReadLat  Test = "read_lat"
+	SendLat  Test = "send_lat"
+)
+
+// Tests lists the workloads.
+var Tests = []Test{WriteBW, ReadBW, SendBW, AtomicBW, WriteLat, ReadLat, SendLat}
+
+func (t Test) latency() bool { return strings.HasSuffix(string(t), "_lat") }
+
+// Spec describes one simulated run.
+type Spec struct {
+	Test Test
+	// Size is the message size in bytes (atomics: 8).
+	Size int
+	// QPs is the number of QPs each client uses towards its server.
+	QPs int
+	// Pairs is the number of client/server host pairs; Incast instead
+	// sends from Pairs clients to one server.
+	Pairs  int
+	Incast bool
+	// Iters is the number of operations per QP (bandwidth: posted,
+	// latency: round trips); Warmup of them are not measured.
+	Iters  int
+	Warmup int
+	// TxDepth is the number of operations a QP keeps outstanding
+	// (bandwidth tests; perftest's -t, default 128).
+	TxDepth int
+	// Footprint is the registered memory per QP, in bytes: successive
+	// operations move through it (default: one message), so a large
+	// footprint spreads accesses over many pages and MTT entries.
+	Footprint int
+	// PageSize is the MTT page size (4 KiB default, 2 MiB for huge pages).
+	PageSize int
+	// Inline sends payloads of up to this many bytes inline (perftest's
+	// -I; latency tests default to 220 as on mlx5).
+	Inline int
+	// Metadata moves lengths only (fast; no byte is checked).
+	Metadata bool
+	// MRChurn deregisters and re-registers one other memory region on each
+	// server every MRChurn nanoseconds (0: none), as a noisy neighbour that
+	// invalidates translation-cache entries.
+	MRChurn sim.Time
+	Seed    uint64
+	// Limit bounds the virtual time of the run (default 10 s).
+	Limit sim.Time
+}
+
+// Result is what a run measured.
+type Result struct {
+	Spec     Spec
+	Elapsed  sim.Time // measured window, virtual time
+	Ops      int      // operations completed in the window
+	Bytes    int64
+	Gbps     float64
+	Mops     float64
+	Lat      *timing.Histogram // latency tests: one-way (write/send) or round trip (read), ns
+	LatMin   sim.Time
+	LatAvg   float64
+	Errors   int
+	Client   NICStats // the first client's NIC
+	Server   NICStats // the first server's NIC
+	Events   uint64
+	WireDrop uint64
+}
+
+// NICStats are one simulated NIC's pipeline statistics.
+type NICStats struct {
+	QPCHit, QPCMiss, MPTHit, MPTMiss, MTTHit, MTTMiss float64 // counts
+	PCIeToHostBytes, PCIeToDeviceBytes                uint64
+	PCIeUtilToHost, PCIeUtilToDevice                  float64
+	NetBytesTx, NetBytesRx                            int64
+	UnitUtil                                          float64
+	DMAUtil                                           float64
+	MissStallNs                                       sim.Time
+	WQEFetched, WQEByMMIO                             int
+	RxDrops                                           int
+	Counters                                          transport.Counters
+}
+
+func (s *Spec) defaults() error {
+	if s.Test == "" {
+		s.Test = WriteBW
+	}
+	valid := false
+	for _, t := range Tests {
+		valid = valid || t == s.Test
+	}
+	if !valid {
+		return fmt.Errorf("perf: unknown test %q", s.Test)
+	}
+	if s.Test == AtomicBW {
+		s.Size = 8
+	}
+	if s.Size <= 0 {
+		s.Size = 8
+		if !s.Test.latency() {
+			s.Size = 65536
+		}
+	}
+	if s.QPs <= 0 {
+		s.QPs = 1
+	}
+	if s.Pairs <= 0 {
+		s.Pairs = 1
+	}
+	if s.Iters <= 0 {
+		s.Iters = 1000
+	}
+	if s.Warmup < 0 || s.Warmup >= s.Iters {
+		return fmt.Errorf("perf: warmup %d must be in [0, iters %d)", s.Warmup, s.Iters)
+	}
+	if s.TxDepth <= 0 {
+		s.TxDepth = 128
+		if s.Test.latency() {
+			s.TxDepth = 1
+		}
+	}
+	if s.Footprint < s.Size {
+		s.Footprint = max(s.Size, 64)
+	}
+	if s.PageSize == 0 {
+		s.PageSize = 4096
+	}
+	if s.Inline == 0 && (s.Test == WriteLat || s.Test == SendLat) {
+		s.Inline = 220
+	}
+	if s.Limit == 0 {
+		s.Limit = 10 * sim.Second
+	}
+	return nil
+}
+
+// host is one simulated machine: a NIC and perftest's thread.
+type host struct {
+	nic  *nicmodel.NIC
+	cpu  timing.FIFO // the application thread
+	pd   uint32
+	mrs  []uint32 // per QP
+	base []uint64 // per QP: region's address
+	buf  [][]byte
+	cq   *transport.CQ
+	qps  []*qpRun
+	byQP map[uint32]*qpRun
+	run  *runner
+	wcs  []transport.WC
+}
+
+// qpRun is one QP of a test and its progress.
+type qpRun struct {
+	h        *host
+	qp       *transport.QP
+	idx      int
+	peer     *qpRun
+	client   bool
+	raddr    uint64
+	rkey     uint32
+	posted   int
+	done     int
+	off      int
+	started  []sim.Time // latency: when each round trip started
+	recvs    int
+	pingSeen int
+}
+
+// Run runs one workload.
+func Run(p *profile.HardwareProfile, spec Spec) (*Result, error) {
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	r := &runner{spec: spec, prof: p, s: sim.New(spec.Seed)}
+	if err := r.build(); err != nil {
+		return nil, err
+	}
+	return r.run()
+}
+
+type runner struct {
+	spec    Spec
+	prof    *profile.HardwareProfile
+	s       *sim.Sim
+	fab     *fabric.Fabric
+	clients []*host
+	servers []*host
+	hosts   []*host
+
+	measuring  bool
+	winStart   sim.Time
+	winEnd     sim.Time
+	ops        int
+	bytes      int64
+	lat        timing.Histogram
+	latMin     sim.Time
+	latSum     float64
+	latN       int
+	errors     int
+	finished   int // QPs done
+	totalQPs   int
+	churnTimer *sim.Timer
+}
+
+// Event kinds of the runner.
+const (
+	evStart int32 = iota
+	evPost        // the host thread posts for a QP (Ptr: *qpRun)
+	evChurn
+)
+
+func (r *runner) build() error {
+	sp := &r.spec
+	fab, err := fabric.New(r.s, r.prof.FabricConfig())
+	if err != nil {
+		return err
+	}
+	r.fab = fab
+	nClients := sp.Pairs
+	nServers := sp.Pairs
+	if sp.Incast {
+		nServers = 1
+	}
+	addrs := fabric.HostAddrs(nClients + nServers)
+	for i, a := range addrs {
+		h, err := r.newHost(a)
+		if err != nil {
+			return err
+		}
+		if i < nClients {
+			r.clients = append(r.clients, h)
+		} else {
+			r.servers = append(r.servers, h)
+		}
+		r.hosts = append(r.hosts, h)
+	}
+	for ci, c := range r.clients {
+		srv := r.servers[ci%len(r.servers)]
+		for q := 0; q < sp.QPs; q++ {
+			a, err := c.newQP(true)
+			if err != nil {
+				return err
+			}
+			b, err := srv.newQP(false)
+			if err != nil {
+				return err
+			}
+			a.peer, b.peer = b, a
+			if err := connect(a, b, sp); err != nil {
+				return err
+			}
+			r.totalQPs++
+		}
+	}
+	if sp.MRChurn > 0 {
+		r.churnTimer = r.s.NewTimer(r, evChurn, 0)
+		r.churnTimer.Reset(sp.MRChurn)
+	}
+	return nil
+}
+
+func (r *runner) newHost(a netip.Addr) (*host, error) {
+	port, err := r.fab.AddHost(a)
+	if err != nil {
+		return nil, err
+	}
+	qps := r.spec.QPs * r.spec.Pairs
+	nic, err := nicmodel.New(r.s, nicmodel.Config{Profile: r.prof, Port: port, Metadata: r.spec.Metadata,
+		MaxQP: qps + 16, MaxCQ: 16, MaxMR: qps + 16, PageShift: pageShift(r.spec.PageSize)})
+	if err != nil {
+		return nil, err
+	}
+	h := &host{nic: nic, pd: 1, run: r, byQP: map[uint32]*qpRun{}, wcs: make([]transport.WC, 64)}
+	cqn, idx, _ := nic.CQs.Alloc()
+	h.cq = transport.NewCQ(cqn, 1<<16)
+	nic.CQs.Set(idx, h.cq)
+	nic.SetCQEHandler(h)
+	nic.SetWriteHandler(h)
+	return h, nil
+}
+
+func pageShift(n int) uint8 {
+	s := uint8(0)
+	for 1<<s < n {
+		s++
+	}
+	return s
+}
+
+// newQP creates a QP with its own registered region.
+func (h *host) newQP(client bool) (*qpRun, error) {
+	sp := &h.run.spec
+	qpn, slot, ok := h.nic.QPs.Alloc()
+	if !ok {
+		return nil, errors.New("perf: out of QPs")
+	}
+	var qp *transport.QP
+	var err error
+	depth := uint32(max(sp.TxDepth*2, 16))
+	qp, err = h.nic.Engine.CreateQP(&transport.QPInit{Type: transport.RC, PD: h.pd, SendCQ: h.cq, RecvCQ: h.cq,
+		Cap: transport.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(max(sp.Inline, 0))}}, qpn, slot)
+	if err != nil {
+		return nil, err
+	}
+	spec := atu.MRSpec{PD: h.pd, IOVA: uint64(len(h.mrs)+1) << 40, PageShift: pageShift(sp.PageSize),
+		Access: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic}
+	if sp.Metadata {
+		spec.Length = uint64(sp.Footprint)
+	} else {
+		spec.Buf = make([]byte, sp.Footprint)
+	}
+	key, err := h.nic.ATU.RegMR(spec)
+	if err != nil {
+		return nil, err
+	}
+	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
+	h.mrs = append(h.mrs, key)
+	h.base = append(h.base, spec.IOVA)
+	h.buf = append(h.buf, spec.Buf)
+	h.qps = append(h.qps, q)
+	h.byQP[qp.QPN] = q
+	return q, nil
+}
+
+// connect moves both QPs to RTS, connected to each other.
+func connect(a, b *qpRun, sp *Spec) error {
+	mtu, _ := wire.MTUFromBytes(a.h.run.prof.Link.MTUBytes)
+	for _, x := range []*qpRun{a, b} {
+		y := x.peer
+		e := x.h.nic.Engine
+		steps := []struct {
+			a    transport.QPAttr
+			mask transport.AttrMask
+		}{
+			{transport.QPAttr{State: transport.QPSInit, Port: 1, AccessFlags: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic},
+				transport.AttrState | transport.AttrPKeyIndex | transport.AttrPort | transport.AttrAccessFlags},
+			{transport.QPAttr{State: transport.QPSRTR, AV: wire.Route{Dst: y.h.nic.GID()}, PathMTU: mtu, DestQPN: y.qp.QPN,
+				RQPSN: 0, MaxDestRdAtomic: 16, MinRNRTimer: 12},
+				transport.AttrState | transport.AttrAV | transport.AttrPathMTU | transport.AttrDestQPN | transport.AttrRQPSN |
+					transport.AttrMaxDestRdAtomic | transport.AttrMinRNRTimer},
+			{transport.QPAttr{State: transport.QPSRTS, SQPSN: 0, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16},
+				transport.AttrState | transport.AttrSQPSN | transport.AttrTimeout | transport.AttrRetryCnt |
+					transport.AttrRNRRetry | transport.AttrMaxQPRdAtomic},
+		}
+		for _, s := range steps {
+			if err := e.Modify(x.qp, &s.a, s.mask); err != nil {
+				return err
+			}
+		}
+		x.raddr = y.h.base[y.idx]
+		x.rkey = y.h.mrs[y.idx]
+	}
+	return nil
+}
+
+func (r *runner) run() (*Result, error) {
+	r.latMin = sim.Never
+	for _, c := range r.clients {
+		for _, q := range c.qps {
+			r.s.Schedule(sim.Event{At: 0, Kind: evStart, Ptr: q, H: r})
+		}
+	}
+	for _, s := range r.servers {
+		for _, q := range s.qps {
+			r.s.Schedule(sim.Event{At: 0, Kind: evStart, Ptr: q, H: r})
+		}
+	}
+	r.s.RunUntil(r.spec.Limit)
+	if r.finished < r.totalQPs {
+		return nil, fmt.Errorf("perf: %s did not finish in %v of virtual time (%d of %d QPs done, %d errors)",
+			r.spec.Test, r.spec.Limit, r.finished, r.totalQPs, r.errors)
+	}
+	res := &Result{Spec: r.spec, Elapsed: r.winEnd - r.winStart, Ops: r.ops, Bytes: r.bytes, Errors: r.errors,
+		Events: r.s.Events(), Lat: &r.lat}
+	if res.Elapsed > 0 {
+		sec := float64(res.Elapsed) / 1e9
+		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
+		res.Mops = float64(res.Ops) / sec / 1e6
+	}
+	if r.latN > 0 {
+		res.LatMin = r.latMin
+		res.LatAvg = r.latSum / float64(r.latN)
+	}
+	res.Client = stats(r.clients[0].nic, r.winEnd)
+	res.Server = stats(r.servers[0].nic, r.winEnd)
+	return res, nil
+}
+
+func stats(n *nicmodel.NIC, end sim.Time) NICStats {
+	qpc, _ := n.Engine.CacheStats()
+	a := n.ATU.Stats()
+	ps := n.PCIe().Stats()
+	c := n.Costs()
+	var st NICStats
+	st.QPCHit, st.QPCMiss = float64(qpc.Hits), float64(qpc.Misses)
+	st.MPTHit, st.MPTMiss = float64(a.MPT.Hits), float64(a.MPT.Misses)
+	st.MTTHit, st.MTTMiss = float64(a.MTT.Hits), float64(a.MTT.Misses)
+	st.PCIeToHostBytes, st.PCIeToDeviceBytes = ps.ToHost.Bytes, ps.ToDevice.Bytes
+	if end > 0 {
+		st.PCIeUtilToHost = ps.ToHost.Utilization(int64(end) * 1000)
+		st.PCIeUtilToDevice = ps.ToDevice.Utilization(int64(end) * 1000)
+		u := n.Units()
+		st.UnitUtil = float64(u.Stats().Busy) / float64(int64(end)*int64(u.Len()))
+		d := n.DMAEngines()
+		st.DMAUtil = float64(d.Stats().Busy) / float64(int64(end)*int64(d.Len()))
+	}
+	cnt := n.Engine.Counters()
+	st.Counters = cnt
+	st.NetBytesTx, st.NetBytesRx = int64(cnt[transport.TxBytes]), int64(cnt[transport.RxBytes])
+	st.MissStallNs = c.MissStall
+	st.WQEFetched, st.WQEByMMIO = c.WQEFetched, c.WQEByMMIO
+	st.RxDrops = c.RxDrops
+	return st
+}
+
+// Handle is the runner's event handler: starting a QP, posting, churn.
+func (r *runner) Handle(s *sim.Sim, ev sim.Event) {
+	switch ev.Kind {
+	case evStart:
+		q := ev.Ptr.(*qpRun)
+		q.start()
+	case evPost:
+		q := ev.Ptr.(*qpRun)
+		q.post()
+	case evChurn:
+		r.churn()
+		r.churnTimer.Reset(s.Now() + r.spec.MRChurn)
+	}
+}
+
+// churn registers and deregisters a region on each server: the host
+// table changes invalidate the NIC's MPT and MTT cache entries of that
+// region, and the registration's pages evict others.
+func (r *runner) churn() {
+	for _, h := range r.servers {
+		spec := atu.MRSpec{PD: h.pd, IOVA: 1 << 50, Length: 1 << 20, Access: atu.LocalWrite}
+		key, err := h.nic.ATU.RegMR(spec)
+		if err != nil {
+			r.errors++
+			continue
+		}
+		// Touch it as an application would (its translations enter the
+		// caches), then deregister.
+		h.nic.ATU.Translate(&atu.Request{Key: key, PD: h.pd, VA: 1 << 50, Len: 1 << 20, Access: atu.LocalRead}, nil)
+		if err := h.nic.ATU.DeregMR(key); err != nil {
+			r.errors++
+		}
+	}
+}
+
+// measure records a completed operation.
+func (r *runner) measure(q *qpRun, bytes int) {
+	now := r.s.Now()
+	if q.done == r.spec.Warmup && !r.measuring {
+		r.measuring = true
+		r.winStart = now
+	}
+	if q.done > r.spec.Warmup {
+		r.ops++
+		r.bytes += int64(bytes)
+	}
+	r.winEnd = max(r.winEnd, now)
+}
+
+// sortedQPNs returns a host's QP numbers in order (determinism).
+func (h *host) sortedQPNs() []uint32 {
+	out := make([]uint32, 0, len(h.byQP))
+	for k := range h.byQP {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
