@@ -104,6 +104,7 @@ type NIC struct {
 	cqe      CQEHandler
 	wr       WriteHandler
 	one      [1]*link.Buf
+	batch    []*link.Buf
 	costs    Costs
 	metadata bool
 }
@@ -292,13 +293,20 @@ func (n *NIC) progress() {
 			break
 		}
 		if len(n.rxq) > 0 {
-			b := n.rxq[0]
-			copy(n.rxq, n.rxq[1:])
-			n.rxq[len(n.rxq)-1] = nil
-			n.rxq = n.rxq[:len(n.rxq)-1]
-			n.one[0] = b
-			n.Engine.Receive(int64(now), n.one[:])
-			n.one[0] = nil
+			// A unit takes the waiting frames of one QP together (up to
+			// rxBurst): the responder then answers them with one
+			// coalesced ACK, as hardware does when requests queue up.
+			k := 1
+			qpn := destQP(n.rxq[0].Bytes())
+			for k < len(n.rxq) && k < rxBurst && destQP(n.rxq[k].Bytes()) == qpn {
+				k++
+			}
+			n.batch = append(n.batch[:0], n.rxq[:k]...)
+			m := copy(n.rxq, n.rxq[k:])
+			clear(n.rxq[m:])
+			n.rxq = n.rxq[:m]
+			n.Engine.Receive(int64(now), n.batch)
+			clear(n.batch)
 			n.charge(unit, now)
 			continue
 		}
@@ -388,20 +396,24 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	n.costs.UnitBusy += stall + proc
 	n.costs.MissStall += stall
 
+	// A DMA engine is occupied while it issues a descriptor's requests and
+	// moves its data (its overhead plus the data's time at PCIe speed);
+	// it does not wait out a read's round trip: reads are split
+	// transactions, bounded by the PCIe model's read tags.
 	ready := done
 	ov := sim.Time(p.DMA.DescriptorOverheadNs)
 	if b.DMAReadBytes > 0 {
 		eng, ds := n.dmaq.Earliest(done)
+		n.dmaq.ServeOn(eng, done, ov+n.pcieTime(b.DMAReadBytes))
 		fin := n.pcie.Read(ds+ov, b.DMAReadBytes)
-		n.dmaq.ServeOn(eng, done, fin-ds)
 		n.costs.DMAReadTime += fin - ds
 		ready = max(ready, fin)
 	}
 	writesDone := done
 	if b.DMAWriteBytes > 0 {
 		eng, ds := n.dmaq.Earliest(done)
+		n.dmaq.ServeOn(eng, done, ov+n.pcieTime(b.DMAWriteBytes))
 		sent, visible := n.pcie.Write(ds+ov, b.DMAWriteBytes)
-		n.dmaq.ServeOn(eng, done, sent-ds)
 		n.costs.DMAWriteTime += sent - ds
 		writesDone = sent
 		if n.wr != nil && b.RxWriteBytes > 0 {
@@ -433,6 +445,29 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 			n.s.Schedule(sim.Event{At: visible, Kind: evCQE, Ptr: c.CQ, Arg: uint64(c.N), H: n})
 		}
 	}
+}
+
+// rxBurst bounds the frames of one QP a unit takes in one step.
+const rxBurst = 16
+
+// destQP reads a frame's BTH destination QP (0 if the frame is too short
+// to have one; the engine drops such frames anyway).
+func destQP(f []byte) uint32 {
+	h := wire.IPv4HeaderSize
+	if len(f) > 0 && f[0]>>4 == 6 {
+		h = wire.IPv6HeaderSize
+	}
+	h += wire.UDPHeaderSize
+	if len(f) < h+wire.BTHSize {
+		return 0
+	}
+	return wire.BTH(f[h:]).DestQP()
+}
+
+// pcieTime is the time n bytes take at the PCIe link's bandwidth.
+func (n *NIC) pcieTime(bytes int) sim.Time {
+	bps := n.prof.PCIeBytesPerSec()
+	return sim.Time((int64(bytes)*1_000_000_000 + bps - 1) / bps)
 }
 
 var _ link.Dispatcher = (*NIC)(nil)

@@ -9,10 +9,10 @@ import (
 // and reacts to completions (and, in write_lat, to data written into its
 // memory) in the order they become visible, one at a time.
 
-// hostPost schedules a post for q after the thread is free and has spent
+// hostPost schedules a post for q after its thread is free and has spent
 // the profile's post time.
 func (h *host) hostPost(q *qpRun, now sim.Time) {
-	_, done := h.cpu.Serve(now, sim.Time(h.run.prof.Host.PostSendNs))
+	_, done := q.cpu.Serve(now, sim.Time(h.run.prof.Host.PostSendNs))
 	h.run.s.Schedule(sim.Event{At: done, Kind: evPost, Ptr: q, H: h.run})
 }
 
@@ -33,6 +33,7 @@ func (q *qpRun) start() {
 		q.h.hostPost(q, now)
 	default:
 		for range min(sp.TxDepth, sp.Iters) {
+			q.queued++
 			q.h.hostPost(q, now)
 		}
 	}
@@ -45,7 +46,13 @@ func (q *qpRun) post() {
 	if q.client && q.posted >= sp.Iters {
 		return
 	}
-	wr := transport.SendWR{WRID: uint64(q.posted), Flags: transport.SendSignaled}
+	if q.queued > 0 {
+		q.queued--
+	}
+	wr := transport.SendWR{WRID: uint64(q.posted)}
+	if !q.client || (q.posted+1)%sp.CQMod == 0 || q.posted+1 == sp.Iters {
+		wr.Flags = transport.SendSignaled
+	}
 	off := q.off
 	q.off += sp.Size
 	if q.off+sp.Size > sp.Footprint {
@@ -106,11 +113,11 @@ func (h *host) CQEVisible(cq *transport.CQ, n int) {
 		}
 		n -= k
 		for _, wc := range h.wcs[:k] {
-			_, seen := h.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
 			q := h.byQP[wc.QPNum]
 			if q == nil {
 				continue
 			}
+			_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
 			if wc.Status != transport.WCSuccess {
 				r.errors++
 				continue
@@ -145,14 +152,22 @@ func (q *qpRun) completion(wc *transport.WC, seen sim.Time) {
 		// write_lat and send_lat measure on the peer's data, not on the
 		// local completion.
 	default:
-		q.done++
-		r.measure(q, sp.Size)
+		// A signaled completion retires the unsignaled work requests
+		// posted before it (completions come in order).
+		n := int(wc.WRID) + 1 - q.done
+		for range n {
+			q.done++
+			r.measure(q, sp.Size)
+		}
 		if q.done == sp.Iters {
 			r.finished++
 			return
 		}
-		if q.posted < sp.Iters {
-			q.h.hostPost(q, seen)
+		for range n {
+			if q.posted+q.queued < sp.Iters {
+				q.queued++
+				q.h.hostPost(q, seen)
+			}
 		}
 	}
 }
@@ -198,7 +213,7 @@ func (h *host) WriteVisible(qpn uint32, bytes int) {
 		return // not the whole message yet
 	}
 	q.pingSeen -= r.spec.Size
-	_, seen := h.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
+	_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
 	if q.client {
 		q.roundTrip(seen)
 	} else {

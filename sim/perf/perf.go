@@ -72,6 +72,13 @@ type Spec struct {
 	// Inline sends payloads of up to this many bytes inline (perftest's
 	// -I; latency tests default to 220 as on mlx5).
 	Inline int
+	// Threads is the number of application threads per host (default 1,
+	// as perftest); QPs are spread over them round-robin.
+	Threads int
+	// CQMod signals every CQMod-th work request of a bandwidth test
+	// (perftest's --cq-mod; default 1: every one); one completion retires
+	// the unsignaled ones before it.
+	CQMod int
 	// Metadata moves lengths only (fast; no byte is checked).
 	Metadata bool
 	// MRChurn deregisters and re-registers one other memory region on each
@@ -165,13 +172,22 @@ func (s *Spec) defaults() error {
 	if s.Limit == 0 {
 		s.Limit = 10 * sim.Second
 	}
+	if s.Threads <= 0 {
+		s.Threads = 1
+	}
+	if s.CQMod <= 0 || s.Test.latency() {
+		s.CQMod = 1
+	}
+	if s.TxDepth < s.CQMod {
+		return fmt.Errorf("perf: tx depth %d below the completion moderation %d", s.TxDepth, s.CQMod)
+	}
 	return nil
 }
 
-// host is one simulated machine: a NIC and perftest's thread.
+// host is one simulated machine: a NIC and the application's threads.
 type host struct {
 	nic  *nicmodel.NIC
-	cpu  timing.FIFO // the application thread
+	cpus []timing.FIFO // the application threads
 	pd   uint32
 	mrs  []uint32 // per QP
 	base []uint64 // per QP: region's address
@@ -198,6 +214,8 @@ type qpRun struct {
 	started  []sim.Time // latency: when each round trip started
 	recvs    int
 	pingSeen int
+	cpu      *timing.FIFO // the thread that drives this QP
+	queued   int          // posts scheduled on the thread, not yet made
 }
 
 // Run runs one workload.
@@ -304,7 +322,8 @@ func (r *runner) newHost(a netip.Addr) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &host{nic: nic, pd: 1, run: r, byQP: map[uint32]*qpRun{}, wcs: make([]transport.WC, 64)}
+	h := &host{nic: nic, pd: 1, run: r, byQP: map[uint32]*qpRun{}, wcs: make([]transport.WC, 64),
+		cpus: make([]timing.FIFO, r.spec.Threads)}
 	cqn, idx, _ := nic.CQs.Alloc()
 	h.cq = transport.NewCQ(cqn, 1<<16)
 	nic.CQs.Set(idx, h.cq)
@@ -348,6 +367,7 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 		return nil, err
 	}
 	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
+	q.cpu = &h.cpus[q.idx%len(h.cpus)]
 	h.mrs = append(h.mrs, key)
 	h.base = append(h.base, spec.IOVA)
 	h.buf = append(h.buf, spec.Buf)

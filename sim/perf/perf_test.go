@@ -26,6 +26,8 @@ func TestSmoke(t *testing.T) {
 		{Test: SendBW, Size: 65536, Iters: 2000, Warmup: 200},
 		{Test: AtomicBW, Iters: 2000, Warmup: 200},
 		{Test: WriteBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 8},
+		{Test: WriteBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 32, Threads: 8, CQMod: 16},
+		{Test: ReadBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 32, Threads: 8, CQMod: 16},
 	} {
 		res, err := Run(p, tc)
 		if err != nil {
