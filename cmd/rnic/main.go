@@ -1,6 +1,8 @@
 // Command rnic is the command line of rnic, a software RDMA NIC (RoCEv2)
-// in pure Go. Its first subcommand, demo, runs two NICs in one process
-// and walks through every RDMA operation, showing the packets.
+// in pure Go. Its subcommands: demo runs two NICs in one process and
+// walks through every RDMA operation, showing the packets; perf runs
+// perftest's benchmarks against another rnic or a real perftest; stat shows
+// the counters of running devices.
 package main
 
 import (
@@ -24,9 +26,11 @@ func newRootCmd() *cobra.Command {
 doorbells and an arbiter, SRAM caches for QP contexts and translation
 entries, an address translation unit, DMA engines and a protocol engine.
 
-Start with "rnic demo": two NICs in one process doing every RDMA operation.`,
+Start with "rnic demo": two NICs in one process doing every RDMA operation.
+"rnic perf" runs perftest's benchmarks over UDP; "rnic stat" shows the
+counters of the devices that run.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newDemoCmd())
+	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd())
 	return root
 }

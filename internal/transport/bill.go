@@ -20,6 +20,7 @@ type Bill struct {
 	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
 	RxWriteBytes             int // of which RDMA WRITE payload placed by the responder
 	Atomics                  int
+	InlineBytes              int // payload copied from WQEs (it came with the WQE, not by DMA)
 
 	TxPackets, TxBytes int
 	RxPackets, RxBytes int
@@ -108,6 +109,13 @@ func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) {
 	}
 	e.bill.DMAReads++
 	e.bill.DMAReadBytes += n
+}
+
+// copyInline copies inline data from a WQE into a packet: the bytes came
+// with the WQE (its fetch, or the doorbell write), so no host read.
+func (e *Engine) copyInline(qp *QP, dst []byte, src []byte) {
+	e.cfg.DMA.Gather(qp.index, dst, [][]byte{src})
+	e.bill.InlineBytes += len(dst)
 }
 
 // dmaScatter is DMA.Scatter, billed as a write of host memory.

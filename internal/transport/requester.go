@@ -284,7 +284,7 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 	if n > 0 {
 		payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
 		if w.inline {
-			e.dmaGather(qp, payload, []atu.Seg{qp.sq.inlineData(req.next)[off : off+n]})
+			e.copyInline(qp, payload, qp.sq.inlineData(req.next)[off:off+n])
 		} else if fault := e.gather(qp, qp.sq.sges(req.next), off, payload); fault != atu.OK {
 			b.Release()
 			e.wqeDone(qp, w, WCLocProtErr)

@@ -75,6 +75,10 @@ type WriteHandler interface {
 	WriteVisible(qpn uint32, bytes int)
 }
 
+// Tracer receives the stages of the NIC's work as they are scheduled, for
+// the latency breakdown: what happened, when, for which QP.
+type Tracer func(at sim.Time, nic *NIC, stage string, qpn uint32)
+
 // NIC is one simulated RNIC.
 type NIC struct {
 	s    *sim.Sim
@@ -106,6 +110,7 @@ type NIC struct {
 	one      [1]*link.Buf
 	batch    []*link.Buf
 	costs    Costs
+	trace    Tracer
 	metadata bool
 }
 
@@ -195,6 +200,15 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 // SetCQEHandler sets who hears of visible completions (the workload).
 func (n *NIC) SetCQEHandler(h CQEHandler) { n.cqe = h }
 
+// SetTracer sets the stage tracer (nil: off).
+func (n *NIC) SetTracer(t Tracer) { n.trace = t }
+
+func (n *NIC) tracef(at sim.Time, stage string, qpn uint32) {
+	if n.trace != nil {
+		n.trace(at, n, stage, qpn)
+	}
+}
+
 // SetWriteHandler sets who hears of visible RDMA WRITE data.
 func (n *NIC) SetWriteHandler(h WriteHandler) { n.wr = h }
 
@@ -257,6 +271,7 @@ func (n *NIC) KindName(k int32) string {
 // NIC's receive buffer.
 func (n *NIC) Deliver(bufs []*link.Buf) {
 	for _, b := range bufs {
+		n.tracef(n.s.Now(), "frame arrives", destQP(b.Bytes()))
 		if len(n.rxq) >= n.rxMax {
 			n.costs.RxDrops++
 			b.Release()
@@ -278,6 +293,7 @@ func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 		n.wqeMM[qp.QPN-0x11]++
 	}
 	at := n.pcie.MMIO(n.s.Now(), size)
+	n.tracef(at, "doorbell arrives (MMIO)", qp.QPN)
 	n.s.Schedule(sim.Event{At: at, Kind: evDoorbell, Ptr: qp, H: n})
 }
 
@@ -360,6 +376,12 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	start := max(now, n.qpAt[slot])
 	t := start
+	qpn := b.QP
+	kind := "TX"
+	if b.RxPackets > 0 {
+		kind = "RX"
+	}
+	n.tracef(start, kind+" unit starts", qpn)
 	read := func(bytes int) { t = n.pcie.Read(t, bytes) }
 	for range b.QPCMisses {
 		read(p.Caches.QPC.EntryBytes)
@@ -386,14 +408,26 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		read(p.Caches.MTT.EntryBytes)
 	}
 	stall := t - start
-	proc := sim.Time(int64(b.TxPackets)*p.Engine.TxPacketNs + int64(b.RxPackets)*p.Engine.RxPacketNs)
-	if proc == 0 {
-		proc = sim.Time(p.Engine.TxPacketNs) // a local operation, a completion
+	if stall > 0 {
+		n.tracef(t, kind+" context/WQE/translation reads done", qpn)
 	}
-	_, done := n.units.ServeOn(unit, start, stall+proc)
+	// A receive step places data once its received packets are
+	// processed; the packets it sends (ACKs, an atomic's response) are
+	// built after, while the placement proceeds.
+	rxProc := sim.Time(int64(b.RxPackets) * p.Engine.RxPacketNs)
+	txProc := sim.Time(int64(b.TxPackets) * p.Engine.TxPacketNs)
+	if rxProc+txProc == 0 {
+		txProc = sim.Time(p.Engine.TxPacketNs) // a local operation, a completion
+	}
+	_, done := n.units.ServeOn(unit, start, stall+rxProc+txProc)
+	placed := t + rxProc
+	if rxProc > 0 {
+		n.tracef(placed, kind+" unit processed the received packets", qpn)
+	}
+	n.tracef(done, kind+" unit done (processing)", qpn)
 	n.qpAt[slot] = done
 	n.costs.Steps++
-	n.costs.UnitBusy += stall + proc
+	n.costs.UnitBusy += stall + rxProc + txProc
 	n.costs.MissStall += stall
 
 	// A DMA engine is occupied while it issues a descriptor's requests and
@@ -408,14 +442,16 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		fin := n.pcie.Read(ds+ov, b.DMAReadBytes)
 		n.costs.DMAReadTime += fin - ds
 		ready = max(ready, fin)
+		n.tracef(fin, "payload DMA read done", qpn)
 	}
-	writesDone := done
+	writesDone := placed
 	if b.DMAWriteBytes > 0 {
-		eng, ds := n.dmaq.Earliest(done)
-		n.dmaq.ServeOn(eng, done, ov+n.pcieTime(b.DMAWriteBytes))
+		eng, ds := n.dmaq.Earliest(placed)
+		n.dmaq.ServeOn(eng, placed, ov+n.pcieTime(b.DMAWriteBytes))
 		sent, visible := n.pcie.Write(ds+ov, b.DMAWriteBytes)
 		n.costs.DMAWriteTime += sent - ds
 		writesDone = sent
+		n.tracef(visible, "payload DMA write visible to host", qpn)
 		if n.wr != nil && b.RxWriteBytes > 0 {
 			n.s.Schedule(sim.Event{At: visible, Kind: evWrite, Arg: uint64(b.QP)<<32 | uint64(uint32(b.RxWriteBytes)), H: n})
 		}
@@ -434,10 +470,12 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	if len(out) > 0 {
 		n.lastTx = depart
+		n.tracef(depart, "packet leaves NIC", qpn)
 	}
 	n.Engine.ClearOutbox()
 	if b.CQEWrites > 0 {
-		_, visible := n.pcie.Write(max(writesDone, done), b.CQEWrites*p.Engine.CQEBytes)
+		_, visible := n.pcie.Write(max(writesDone, placed), b.CQEWrites*p.Engine.CQEBytes)
+		n.tracef(visible, "CQE visible to host", qpn)
 		for _, c := range b.CQs {
 			if c.CQ == nil {
 				break

@@ -12,6 +12,7 @@ import (
 // hostPost schedules a post for q after its thread is free and has spent
 // the profile's post time.
 func (h *host) hostPost(q *qpRun, now sim.Time) {
+	q.postReq = now
 	_, done := q.cpu.Serve(now, sim.Time(h.run.prof.Host.PostSendNs))
 	h.run.s.Schedule(sim.Event{At: done, Kind: evPost, Ptr: q, H: h.run})
 }
@@ -80,8 +81,13 @@ func (q *qpRun) post() {
 	if q.client {
 		q.posted++
 		if sp.Test.latency() {
-			q.started = append(q.started, r.s.Now())
+			// perftest takes its timestamp before ibv_post_send.
+			q.started = append(q.started, q.postReq)
 		}
+	}
+	if r.trace != nil && wr.Opcode == transport.WRRDMAWrite {
+		r.trace(q.postReq, q.h, "host starts posting the WRITE")
+		r.trace(r.s.Now(), q.h, "WQE built, doorbell written")
 	}
 	if _, err := q.qp.PostSend([]transport.SendWR{wr}); err != nil {
 		r.errors++
@@ -214,6 +220,9 @@ func (h *host) WriteVisible(qpn uint32, bytes int) {
 	}
 	q.pingSeen -= r.spec.Size
 	_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
+	if r.trace != nil {
+		r.trace(seen, h, "host sees the data")
+	}
 	if q.client {
 		q.roundTrip(seen)
 	} else {

@@ -216,6 +216,7 @@ type qpRun struct {
 	pingSeen int
 	cpu      *timing.FIFO // the thread that drives this QP
 	queued   int          // posts scheduled on the thread, not yet made
+	postReq  sim.Time     // when the thread last started a post
 }
 
 // Run runs one workload.
@@ -252,6 +253,7 @@ type runner struct {
 	finished   int // QPs done
 	totalQPs   int
 	churnTimer *sim.Timer
+	trace      func(at sim.Time, h *host, what string) // host-side stages (breakdown)
 }
 
 // Event kinds of the runner.

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rnic/rnic/sim/profile"
@@ -37,4 +38,14 @@ func TestSmoke(t *testing.T) {
 			tc.Test, res.Spec.Size, res.Spec.QPs, res.Gbps, res.Mops, res.LatMin, res.LatAvg, res.Lat.Quantile(0.5), res.Errors, res.Events,
 			res.Client.QPCHit, res.Client.QPCMiss, res.Client.MTTMiss, res.Client.PCIeUtilToHost, res.Client.PCIeUtilToDevice, res.Client.UnitUtil)
 	}
+}
+
+func TestBreakdownCX6(t *testing.T) {
+	st, err := Breakdown(mustProfile(t, "cx6"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteBreakdown(&b, st)
+	t.Log("\n" + b.String())
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/rnic/rnic/perftest"
+	"github.com/spf13/cobra"
+)
+
+// perfFlags are the perf command's flags: perftest's, with its names and
+// defaults, plus --pcap and --timeout.
+type perfFlags struct {
+	dev, size, conn, atomic, pcap string
+
+	all, cpuFreq, gbits, noPeak bool
+
+	iters, duration, margin, qps, mtu, gid, port, tx, rx, cqMod, inline int
+
+	timeout time.Duration
+	loss    float64 // seeded loss injected in the NIC's own link, on send
+}
+
+// newPerfCmd returns "rnic perf <test> [flags] [server]".
+func newPerfCmd() *cobra.Command {
+	var f perfFlags
+	tests := make([]string, 0, 7)
+	for _, t := range perftest.Tests() {
+		tests = append(tests, t.String())
+	}
+	cmd := &cobra.Command{
+		Use:   "perf <test> [flags] [server]",
+		Short: "perftest's benchmarks (ib_write_bw and friends) on an rnic device",
+		Long: `perf runs one of perftest's benchmarks on an rnic device that speaks RoCEv2
+over UDP port 4791, compatible with the real perftest programs (same TCP
+exchange, same flags, same output): an rnic server can be driven by
+ib_write_bw on a host with an RDMA NIC, and the reverse.
+
+Tests: ` + strings.Join(tests, ", ") + ` (also with an "ib_" prefix).
+
+Without a server address, perf is the server: it waits for a client on TCP
+port 18515. With one, it is the client. -d selects the NIC's address (an IP
+address or an interface name; by default the address of the TCP
+connection; two NICs on one host need two addresses, as each binds UDP
+port 4791 on its own). While it runs, "rnic stat" shows the device's
+counters.
+
+Examples:
+  rnic perf write_bw -d 127.0.0.1                       # server
+  rnic perf write_bw -d 127.0.0.2 -s 4096 127.0.0.1     # client
+  rnic perf send_lat -d 127.0.0.2 -a -n 100 --pcap lat.pcap 127.0.0.1`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPerf(cmd, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVarP(&f.dev, "ib-dev", "d", "", "the NIC's IP address, or an interface whose address to use")
+	fl.StringVarP(&f.size, "size", "s", "", "message size (default 65536 for bw, 2 for latency tests; K and M suffixes)")
+	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 B to 8 MiB")
+	fl.IntVarP(&f.iters, "iters", "n", 0, "iterations (default 5000 for write_bw, 1000 for the others)")
+	fl.IntVarP(&f.duration, "duration", "D", 0, "run for this many seconds instead of -n iterations")
+	fl.IntVarP(&f.margin, "margin", "f", -1, "with -D: seconds at each end left out of the measurement (-1: D/4)")
+	fl.IntVarP(&f.qps, "qp", "q", 1, "number of QPs (bw tests)")
+	fl.IntVarP(&f.mtu, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)")
+	fl.IntVarP(&f.gid, "gid-index", "x", -1, "GID index (-1: automatic; rnic has one GID, index 0)")
+	fl.IntVarP(&f.port, "port", "p", perftest.DefaultPort, "TCP port of the exchange")
+	fl.BoolVarP(&f.cpuFreq, "CPU-freq", "F", false, "accepted for compatibility; rnic measures with the monotonic clock")
+	fl.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s")
+	fl.IntVarP(&f.tx, "tx-depth", "t", 0, "send queue depth (default 128 for bw, 1 for latency)")
+	fl.IntVarP(&f.rx, "rx-depth", "r", 0, "receive queue depth of send tests (default 512)")
+	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "one signaled completion every this many messages (default 100)")
+	fl.IntVarP(&f.inline, "inline_size", "I", -1, "max inline data size (-1: 220 for write_lat, 236 for send_lat, 0 otherwise)")
+	fl.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, UC or UD")
+	fl.StringVarP(&f.atomic, "atomic_type", "A", "FETCH_AND_ADD", "atomic_bw's operation: FETCH_AND_ADD or CMP_AND_SWAP")
+	fl.BoolVarP(&f.noPeak, "noPeak", "N", false, "do not compute the peak bandwidth")
+	fl.StringVar(&f.pcap, "pcap", "", "write every frame the NIC sends and receives to this pcap file")
+	fl.DurationVar(&f.timeout, "timeout", perftest.DefaultTimeout, "give up when the peer is silent this long")
+	fl.Float64Var(&f.loss, "loss", 0, "drop this fraction of the frames the NIC sends (seeded), to exercise loss recovery against a real peer")
+	return cmd
+}
+
+// config turns the command line into a perftest configuration.
+func (f *perfFlags) config(args []string) (perftest.Config, error) {
+	test, err := perftest.ParseTest(args[0])
+	if err != nil {
+		return perftest.Config{}, err
+	}
+	c := perftest.NewConfig(test)
+	if len(args) == 2 {
+		c.Peer = args[1]
+	}
+	if c.Local, err = resolveDevice(f.dev); err != nil {
+		return c, err
+	}
+	if f.size != "" {
+		if c.Size, err = perftest.ParseSize(f.size); err != nil {
+			return c, err
+		}
+	}
+	if c.Conn, err = perftest.ParseConn(f.conn); err != nil {
+		return c, err
+	}
+	if c.Atomic, err = perftest.ParseAtomicType(f.atomic); err != nil {
+		return c, err
+	}
+	c.All, c.Iters, c.Duration, c.Margin, c.QPs = f.all, f.iters, f.duration, f.margin, f.qps
+	c.MTU, c.GIDIndex, c.Port, c.TxDepth, c.RxDepth = f.mtu, f.gid, f.port, f.tx, f.rx
+	c.CQMod, c.Inline, c.ReportGbits, c.NoPeak, c.Timeout = f.cqMod, f.inline, f.gbits, f.noPeak, f.timeout
+	return c, nil
+}
+
+// runPerf runs the benchmark until it ends or the user interrupts it.
+func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
+	cfg, err := f.config(args)
+	if err != nil {
+		return err
+	}
+	if f.loss < 0 || f.loss >= 1 {
+		return fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
+	}
+	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss}
+	if f.pcap != "" {
+		if devs.capture, err = newCapture(f.pcap); err != nil {
+			return err
+		}
+	}
+	defer func() { err = errors.Join(err, devs.close()) }()
+	cfg.Open, cfg.Out, cfg.Err = devs.open, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	if _, err := perftest.Run(ctx, cfg); err != nil {
+		return fmt.Errorf("perf %s: %w", cfg.Test, err)
+	}
+	return nil
+}

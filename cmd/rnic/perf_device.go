@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/link/udp"
+)
+
+// perfLink opens the network port of the device with address addr: a
+// link/udp socket on UDP port 4791, so that rnic talks RoCEv2 with any
+// other RNIC. It is the only place that chooses the link; tests replace
+// it with link/mem.
+var perfLink = func(addr netip.Addr, loss float64) (link.Link, error) {
+	return udp.Open(udp.Options{Addr: addr, Faults: udp.Faults{Seed: 1, Loss: loss}})
+}
+
+// perfDevices opens the devices of a perf run (perftest.Config.Open) and
+// owns what comes with each: the capture and the control socket for
+// "rnic stat".
+type perfDevices struct {
+	capture *capture // nil without --pcap
+	errw    io.Writer
+	loss    float64
+	stats   []*statServer
+}
+
+// open opens the device for addr, named rnic_<addr>.
+func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
+	inner, err := perfLink(addr, p.loss)
+	if err != nil {
+		return nil, err
+	}
+	l := inner
+	if p.capture != nil {
+		l = p.capture.wrap(inner)
+	}
+	dev, err := rnic.Open(rnic.Options{Link: l, Name: "rnic_" + addr.String()})
+	if err != nil {
+		inner.Close()
+		return nil, err
+	}
+	st, err := serveStats(dev)
+	if err != nil {
+		fmt.Fprintf(p.errw, " rnic stat will not see %s: %v\n", dev.Name(), err)
+		return dev, nil
+	}
+	p.stats = append(p.stats, st)
+	return dev, nil
+}
+
+// close closes the control sockets and the capture; the devices are
+// closed already (perftest.Run closes its device).
+func (p *perfDevices) close() error {
+	var errs []error
+	for _, s := range p.stats {
+		errs = append(errs, s.Close())
+	}
+	if p.capture != nil {
+		errs = append(errs, p.capture.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// resolveDevice turns -d's argument into the NIC's IP address: an IP
+// address, or the name of a network interface whose first IPv4 address
+// (else first IPv6 address) is used.
+func resolveDevice(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), nil
+	}
+	ifi, err := net.InterfaceByName(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("-d %q is neither an IP address nor a network interface", s)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("-d %q: %w", s, err)
+	}
+	var v6 netip.Addr
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ipn.IP)
+		if !ok {
+			continue
+		}
+		if ip = ip.Unmap(); ip.Is4() {
+			return ip, nil
+		}
+		if !v6.IsValid() && !ip.IsLinkLocalUnicast() {
+			v6 = ip
+		}
+	}
+	if v6.IsValid() {
+		return v6, nil
+	}
+	return netip.Addr{}, fmt.Errorf("-d %q: interface has no usable IP address", s)
+}

@@ -1,0 +1,278 @@
+package udp
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/rnic/rnic/link"
+	"golang.org/x/sys/unix"
+)
+
+// rxCtrlSize is the control buffer of one received datagram: SO_RXQ_OVFL
+// (u32), IP_TOS (u8) or IPV6_TCLASS (int), and UDP_GRO (int).
+var rxCtrlSize = 3 * unix.CmsgSpace(4)
+
+// groSlot is the size of a receive slot with GRO: the largest UDP payload.
+const groSlot = 1 << 16
+
+// maxGROSegments is the most datagrams the kernel merges into one GRO
+// super-datagram (UDP_GRO_CNT_MAX).
+const maxGROSegments = 64
+
+// maxGROSlots bounds the slots of a GRO ring: each may hold dozens of
+// frames, so fewer are needed, and each costs 64 KiB.
+const maxGROSlots = 16
+
+// ring is the receive goroutine's state: one recvmmsg vector whose slots
+// are link.Bufs (handed to the NIC as they are, with the IP and UDP
+// headers written in front of the payload) or, with GRO, fixed 64 KiB
+// buffers whose frames are copied out.
+type ring struct {
+	l   *Link
+	raw bool // reading the raw socket: datagrams start at the IP header
+	gro bool
+	off int // where a datagram lands in its slot's frame: 0 raw, the header length otherwise
+
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	ctrl  []byte
+	slots []*link.Buf // without GRO
+	big   [][]byte    // with GRO
+
+	out  []*link.Buf // frames of the current batch, for Deliver
+	keep []bool      // RxLoss decisions
+
+	n     int        // datagrams the last recvmmsg returned
+	errno unix.Errno // its error, if any
+	read  func(fd uintptr) bool
+	ovfl  uint32 // last SO_RXQ_OVFL value seen
+}
+
+func newRing(l *Link, raw, gro bool) *ring {
+	r := &ring{l: l, raw: raw, gro: gro && !raw}
+	if !raw {
+		r.off = l.hl
+	}
+	n := l.o.Batch
+	if r.gro {
+		n = min(n, maxGROSlots)
+		r.big = make([][]byte, n)
+		for i := range r.big {
+			r.big[i] = make([]byte, groSlot)
+		}
+	} else {
+		r.slots = make([]*link.Buf, n)
+	}
+	r.hdrs = make([]unix.Mmsghdr, n)
+	r.iovs = make([]unix.Iovec, n)
+	r.names = make([]unix.RawSockaddrInet6, n)
+	r.ctrl = make([]byte, n*rxCtrlSize)
+	outCap := n
+	if r.gro {
+		outCap = n * maxGROSegments
+	}
+	r.out = make([]*link.Buf, 0, outCap)
+	r.keep = make([]bool, outCap)
+	for i := range n {
+		h := &r.hdrs[i].Hdr
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+		if !raw {
+			h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		}
+		h.Control = &r.ctrl[i*rxCtrlSize]
+		if r.gro {
+			r.iovs[i].Base = &r.big[i][0]
+			r.iovs[i].SetLen(groSlot)
+		} else {
+			r.refill(i)
+		}
+	}
+	r.read = r.recvmmsg
+	return r
+}
+
+// refill puts a fresh buffer in slot i.
+func (r *ring) refill(i int) {
+	b := link.Get(link.MaxFrame)
+	r.slots[i] = b
+	p := b.Bytes()[r.off:]
+	r.iovs[i].Base = &p[0]
+	r.iovs[i].SetLen(len(p))
+}
+
+// free releases the slots' buffers.
+func (r *ring) free() {
+	for i, b := range r.slots {
+		if b != nil {
+			b.Release()
+			r.slots[i] = nil
+		}
+	}
+}
+
+// recvmmsg is the RawConn.Read callback: false means "nothing yet, wait
+// until readable".
+func (r *ring) recvmmsg(fd uintptr) bool {
+	for i := range r.hdrs {
+		h := &r.hdrs[i].Hdr
+		if !r.raw {
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
+		h.SetControllen(rxCtrlSize)
+		h.Flags = 0
+	}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd,
+			uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR:
+			continue
+		}
+		r.n, r.errno = int(n), e
+		return true
+	}
+}
+
+// routineReceive reads datagrams until Close, turns them into frames and
+// hands each batch to the dispatcher in one Deliver call.
+func (l *Link) routineReceive() {
+	defer close(l.done)
+	rc, raw := l.sys.udpRC, l.sys.raw != nil
+	if raw {
+		rc = l.sys.rawRC
+	}
+	r := newRing(l, raw, l.sys.gro)
+	defer r.free()
+	for {
+		if err := rc.Read(r.read); err != nil {
+			return // closed
+		}
+		var t rxTally
+		if r.errno != 0 {
+			t.errs++
+			t.addTo(&l.c)
+			continue
+		}
+		t.batch = 1
+		for i := range r.n {
+			r.take(i, &t)
+		}
+		l.deliver(r.out, r.keep, &t)
+		t.addTo(&l.c)
+		clear(r.out)
+		r.out = r.out[:0]
+	}
+}
+
+// take turns datagram i into frames on r.out.
+func (r *ring) take(i int, t *rxTally) {
+	l := r.l
+	mh := &r.hdrs[i]
+	n := int(mh.Len)
+	src, srcPort, tos, gso := r.parseMeta(i)
+	if r.raw {
+		t.raw++
+	} else {
+		t.socket++
+	}
+	if mh.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		t.oversize++
+		return
+	}
+	if r.raw {
+		b := r.slots[i]
+		b.SetLen(n)
+		if l.checkRaw(b.Bytes()) != ok {
+			t.malformed++
+			return
+		}
+		r.out = append(r.out, b)
+		r.refill(i)
+		return
+	}
+	if !r.gro {
+		if n < minPayload {
+			t.malformed++
+			return
+		}
+		b := r.slots[i]
+		b.SetLen(r.off + n)
+		l.rebuild(b, &src, srcPort, tos)
+		r.out = append(r.out, b)
+		r.refill(i)
+		return
+	}
+	// GRO: the datagram may hold several frames of gso bytes each (the
+	// last may be shorter); each is copied into its own buffer, since a
+	// link.Buf cannot share memory.
+	p := r.big[i][:n]
+	if gso <= 0 || gso >= n {
+		gso = n
+	} else {
+		segs := uint64((n + gso - 1) / gso)
+		t.gro += segs
+		t.socket += segs - 1
+	}
+	for len(p) > 0 {
+		seg := p[:min(gso, len(p))]
+		p = p[len(seg):]
+		switch {
+		case r.off+len(seg) > link.MaxFrame: // as MSG_TRUNC without GRO
+			t.oversize++
+			continue
+		case len(seg) < minPayload:
+			t.malformed++
+			continue
+		}
+		b := link.Get(r.off + len(seg))
+		copy(b.Bytes()[r.off:], seg)
+		l.rebuild(b, &src, srcPort, tos)
+		r.out = append(r.out, b)
+	}
+}
+
+// parseMeta returns datagram i's source (socket path) and what its control
+// messages say, and records the kernel's drop count.
+func (r *ring) parseMeta(i int) (src [16]byte, port uint16, tos uint8, gso int) {
+	h := &r.hdrs[i].Hdr
+	if !r.raw {
+		sa := &r.names[i]
+		if r.l.o.v6 {
+			src = sa.Addr
+		} else {
+			copy(src[:4], (*unix.RawSockaddrInet4)(unsafe.Pointer(sa)).Addr[:])
+		}
+		port = binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+	}
+	b := r.ctrl[i*rxCtrlSize : i*rxCtrlSize+int(h.Controllen)]
+	for len(b) >= unix.SizeofCmsghdr {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		if c.Len < unix.SizeofCmsghdr || int(c.Len) > len(b) {
+			break
+		}
+		data := b[unix.SizeofCmsghdr:c.Len]
+		switch {
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			if v := binary.NativeEndian.Uint32(data); v != r.ovfl {
+				r.l.c.kernelDrops.Add(uint64(v - r.ovfl)) // a wrapping counter: the difference is right
+				r.ovfl = v
+			}
+		case c.Level == unix.IPPROTO_IP && c.Type == unix.IP_TOS && len(data) >= 1:
+			tos = data[0]
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
+			tos = uint8(binary.NativeEndian.Uint32(data))
+		case c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO && len(data) >= 4:
+			gso = int(binary.NativeEndian.Uint32(data))
+		}
+		adv := unix.CmsgSpace(int(c.Len) - unix.SizeofCmsghdr)
+		if adv > len(b) {
+			break
+		}
+		b = b[adv:]
+	}
+	return
+}

@@ -1,0 +1,164 @@
+package perftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"unsafe"
+
+	"github.com/rnic/rnic"
+)
+
+// resources are the verbs objects of one side (ctx_init): one PD, a send
+// CQ and a receive CQ shared by the QPs, and per QP a registered buffer.
+type resources struct {
+	p      *params
+	dev    *rnic.Device
+	pd     *rnic.PD
+	sendCQ *rnic.CQ
+	recvCQ *rnic.CQ
+	qps    []*qpRes
+	access rnic.Access
+}
+
+// qpRes is one QP and its buffer. The buffer has perftest's layout (with
+// --mr_per_qp): the first half is what this side sends or reads into, the
+// second half, at VAddr = start + BUFF_SIZE, is what the peer writes,
+// reads or receives into.
+type qpRes struct {
+	qp       *rnic.QP
+	mr       *rnic.MR
+	buffSize int // BUFF_SIZE(size, cycle_buffer): the offset of the second half
+	ah       *rnic.AH
+	my, rem  Dest
+}
+
+// buffSize is perftest's BUFF_SIZE: the message size, at least the cycle
+// buffer.
+func buffSize(size, cycle int) int { return max(size, cycle) }
+
+// inc is perftest's INC: how far consecutive messages are apart in the
+// buffer, at least a cache line.
+func inc(size, cacheLine int) int {
+	if size > cacheLine {
+		return roundUp(size, cacheLine)
+	}
+	return cacheLine
+}
+
+// newResources creates the PD, CQs, QPs and buffers for p on dev.
+func newResources(p *params, dev *rnic.Device) (*resources, error) {
+	r := &resources{p: p, dev: dev, access: rnic.AccessLocalWrite}
+	switch p.Test.Verb() {
+	case VerbWrite:
+		r.access |= rnic.AccessRemoteWrite
+	case VerbRead:
+		r.access |= rnic.AccessRemoteRead
+	case VerbAtomic:
+		r.access |= rnic.AccessRemoteAtomic
+	}
+	gid, err := dev.GID(p.gidIndex)
+	if err != nil {
+		return nil, fmt.Errorf("perftest: -x %d: %w", p.gidIndex, err)
+	}
+	if r.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	nq := p.QPs
+	if r.sendCQ, err = dev.CreateCQ(p.txDepth*nq + 1); err != nil {
+		return nil, err
+	}
+	r.recvCQ = r.sendCQ
+	if p.Test.Verb() == VerbSend {
+		if r.recvCQ, err = dev.CreateCQ(p.rxDepth*nq + 1); err != nil {
+			return nil, err
+		}
+	}
+	recvWR := 1
+	if p.Test.Verb() == VerbSend {
+		recvWR = p.rxDepth
+	}
+	for range nq {
+		q := &qpRes{buffSize: buffSize(p.Size, p.cycleBuffer)}
+		n := inc(q.buffSize, p.cacheLine) * 2
+		if p.Conn == rnic.UD {
+			n += p.cacheLine
+		}
+		buf := alignedBuffer(n, p.cycleBuffer)
+		if p.Test != WriteLat { // write_lat polls its buffer: it starts zeroed
+			fillRandom(buf)
+		}
+		if q.mr, err = r.pd.RegMR(buf, r.access); err != nil {
+			return nil, err
+		}
+		q.qp, err = r.pd.CreateQP(rnic.QPInitAttr{
+			Type: p.Conn, SendCQ: r.sendCQ, RecvCQ: r.recvCQ,
+			Cap: rnic.QPCap{MaxSendWR: uint32(p.txDepth), MaxRecvWR: uint32(recvWR), MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(p.inline)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		q.my = Dest{
+			OutReads: uint16(p.outReads), QPN: q.qp.QPN(), PSN: rand.Uint32() & 0xffffff,
+			RKey: q.mr.RKey(), VAddr: q.mr.Addr() + uint64(q.buffSize), GID: gid,
+		}
+		r.qps = append(r.qps, q)
+	}
+	return r, nil
+}
+
+// alignedBuffer returns n zeroed bytes starting at a multiple of align
+// (memalign), so that addresses look like perftest's.
+func alignedBuffer(n, align int) []byte {
+	b := make([]byte, n+align)
+	off := 0
+	if m := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align)); m != 0 {
+		off = align - m
+	}
+	return b[off : off+n : off+n]
+}
+
+// fillRandom fills b with pseudo-random bytes, as perftest fills its
+// buffers with rand().
+func fillRandom(b []byte) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := r.Uint64()
+		for k := range 8 {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+}
+
+// connect moves every QP to RTS towards the peer's QP of the same index
+// (ctx_connect), with perftest's attributes, and for UD creates the
+// address handle.
+func (r *resources) connect() error {
+	p := r.p
+	maxRd := uint8(r.dev.Attr().MaxQPRdAtom)
+	for i, q := range r.qps {
+		rem := q.rem
+		cp := rnic.ConnParams{
+			MTU: p.mtu, PSN: rnic.PSN(q.my.PSN), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
+			MaxRdAtomic:     clampRd(rem.OutReads, maxRd),
+			MaxDestRdAtomic: clampRd(q.my.OutReads, maxRd),
+			HopLimit:        0xFF,
+		}
+		ep := rnic.Endpoint{GID: rem.GID, QPN: rem.QPN, PSN: rnic.PSN(rem.PSN)}
+		if err := q.qp.Connect(ep, cp); err != nil {
+			return fmt.Errorf("perftest: QP %d: %w", i, err)
+		}
+		if p.Conn == rnic.UD {
+			ah, err := r.pd.CreateAH(rnic.AHAttr{DGID: rem.GID, HopLimit: 0xFF})
+			if err != nil {
+				return fmt.Errorf("perftest: QP %d: %w", i, err)
+			}
+			q.ah = ah
+		}
+	}
+	return nil
+}
+
+// clampRd bounds an outstanding-reads count to [1, max].
+func clampRd(v uint16, m uint8) uint8 {
+	return uint8(max(1, min(int(v), int(m))))
+}

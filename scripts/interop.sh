@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# interop.sh — run rnic against the Linux kernel's Soft-RoCE (rdma_rxe) and
+# the real perftest, in a VM on a private network namespace.
+#
+# A development check, not part of the default test run: it needs root,
+# qemu and the rxe-peer harness (../shared/tools/rxe-peer, or RXE_PEER),
+# and takes tens of minutes because the VM runs under full emulation.
+#
+# For every test (write_bw read_bw send_bw atomic_bw write_lat read_lat
+# send_lat), size, QP count, MTU (1024: link MTU 1500; 4096: 9000) and
+# loss (0, 1 %), it runs both directions:
+#   rnic client (host side of the namespace, 198.18.0.1) → ib_* server in the VM (198.18.0.11)
+#   ib_* client in the VM                                 → rnic server on the host side
+# With loss, the VM drops 1 % of what it sends (tc netem in the guest; the
+# host kernel has no netem) and rnic drops 1 % of what it sends (its own
+# link, --loss 0.01).
+#
+# A run passes when both programs exit 0 and print their result line:
+# perftest exits non-zero on any error completion, so does rnic perf.
+#
+# Usage: sudo scripts/interop.sh [--quick] [--keep]
+#   --quick  fewer sizes (64 B, 64 KiB) and one QP count (1)
+#   --keep   leave the VM running at the end
+# Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
+# LOSSES to narrow the matrix; OUT (results file, default
+# /tmp/rnic-interop.txt).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+peer=${RXE_PEER:-$here/../shared/tools/rxe-peer}
+out=${OUT:-/tmp/rnic-interop.txt}
+quick=0
+keep=0
+for a in "$@"; do
+	case $a in
+	--quick) quick=1 ;;
+	--keep) keep=1 ;;
+	*) echo "usage: $0 [--quick] [--keep]" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "interop.sh: must run as root (network namespace, VM)" >&2; exit 2; }
+[ -x "$peer/peer.sh" ] || { echo "interop.sh: no rxe-peer harness at $peer (set RXE_PEER)" >&2; exit 2; }
+
+TESTS=${TESTS:-"write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat"}
+if [ $quick = 1 ]; then
+	SIZES=${SIZES:-"64 65536"}
+	QPS=${QPS:-"1"}
+else
+	SIZES=${SIZES:-"2 64 4096 65536 1048576"}
+	QPS=${QPS:-"1 4"}
+fi
+MTUS=${MTUS:-"1024 4096"}
+LOSSES=${LOSSES:-"0 1"}
+
+host=198.18.0.1
+vm=198.18.0.11
+bin=$here/bin/rnic
+mkdir -p "$here/bin"
+echo "building rnic" >&2
+(cd "$here" && go build -o "$bin" ./cmd/rnic) || exit 1
+"$peer/build.sh" >/dev/null || exit 1
+
+# iters picks few iterations: the emulated VM moves about 0.1 Gb/s.
+iters() {
+	local test=$1 size=$2
+	case $test in
+	*_lat) echo 100 ;;
+	*) if [ "$size" -ge 1048576 ]; then echo 10; elif [ "$size" -ge 65536 ]; then echo 50; else echo 200; fi ;;
+	esac
+}
+
+pass=0
+fail=0
+printf '%-9s %-10s %8s %3s %5s %5s  %-4s %s\n' direction test size qps mtu loss pass result >"$out"
+
+# record appends a row to the results and prints it.
+record() {
+	local row
+	row=$(printf '%-9s %-10s %8s %3s %5s %4s%%  %-4s %s' "$@")
+	echo "$row" >>"$out"
+	echo "$row"
+}
+
+# result extracts perftest's result row (bandwidth or latency) from output.
+result() {
+	awk '/#bytes/ {getline; print; exit}' <<<"$1" | tr -s ' \t' ' ' | sed 's/^ //'
+}
+
+run_pair() {
+	local dir=$1 test=$2 size=$3 qps=$4 mtu=$5 loss=$6
+	local n args sargs rloss=""
+	n=$(iters "$test" "$size")
+	args="-F -n $n"
+	[ "$test" != atomic_bw ] && args="$args -s $size"
+	[ "$qps" != 1 ] && args="$args -q $qps"
+	[ "$loss" != 0 ] && rloss="--loss 0.0$loss"
+	local rout vout rrc vrc
+	if [ "$dir" = rnic-cli ]; then
+		local job
+		job=$("$peer/peer.sh" server a -- "ib_$test -d rxe0 -x 1 $args" 2>/dev/null) || {
+			record "$dir" "$test" "$size" "$qps" "$mtu" "$loss" FAIL "ib server did not start"
+			fail=$((fail + 1)); return; }
+		rout=$(timeout 300 ip netns exec rxepeer "$bin" perf "$test" -d $host $args $rloss --timeout 60s $vm 2>/tmp/rnic-interop-err.$$); rrc=$?
+		rout="$rout
+$(grep -v "iterations (" /tmp/rnic-interop-err.$$)"; rm -f /tmp/rnic-interop-err.$$
+		vout=$("$peer/peer.sh" wait a "$job" --timeout 120 2>&1); vrc=$?
+	else
+		ip netns exec rxepeer timeout 300 "$bin" perf "$test" -d $host $args $rloss --timeout 60s >/tmp/rnic-interop-srv.$$ 2>/tmp/rnic-interop-err.$$ &
+		local spid=$!
+		sleep 1
+		vout=$("$peer/peer.sh" exec a --timeout 240 -- "ib_$test -d rxe0 -x 1 $args $host" 2>&1); vrc=$?
+		wait $spid; rrc=$?
+		rout="$(cat /tmp/rnic-interop-srv.$$)
+$(grep -v "iterations (" /tmp/rnic-interop-err.$$)"; rm -f /tmp/rnic-interop-srv.$$ /tmp/rnic-interop-err.$$
+	fi
+	local res
+	res=$(result "$rout")
+	[ -z "$res" ] && res=$(result "$vout")
+	if [ $rrc = 0 ] && [ $vrc = 0 ] && [ -n "$res" ]; then
+		pass=$((pass + 1))
+		record "$dir" "$test" "$size" "$qps" "$mtu" "$loss" PASS "$res"
+	else
+		fail=$((fail + 1))
+		record "$dir" "$test" "$size" "$qps" "$mtu" "$loss" FAIL "rnic rc=$rrc ib rc=$vrc"
+		{ echo "--- $dir $test $size q$qps mtu$mtu loss$loss"; echo "$rout" | tail -20; echo "--- ib side"; echo "$vout" | tail -20; } >>"$out.log"
+	fi
+}
+
+start=$(date +%s)
+: >"$out.log"
+for mtu in $MTUS; do
+	link=1500
+	[ "$mtu" = 4096 ] && link=9000
+	"$peer/peer.sh" start --vms 1 --mtu $link >&2 || { echo "interop.sh: VM did not start" >&2; exit 1; }
+	for loss in $LOSSES; do
+		if [ "$loss" != 0 ]; then
+			"$peer/peer.sh" exec a -- "tc qdisc replace dev eth0 root netem loss ${loss}%" >/dev/null
+		else
+			"$peer/peer.sh" exec a -- "tc qdisc del dev eth0 root 2>/dev/null; true" >/dev/null
+		fi
+		for test in $TESTS; do
+			sizes=$SIZES
+			[ "$test" = atomic_bw ] && sizes=8
+			qpss=$QPS
+			case $test in *_lat) qpss=1 ;; esac
+			for size in $sizes; do
+				for q in $qpss; do
+					for dir in rnic-cli ib-cli; do
+						run_pair $dir "$test" "$size" "$q" "$mtu" "$loss"
+					done
+				done
+			done
+		done
+	done
+	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
+done
+
+echo
+echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
+[ $fail = 0 ]

@@ -1,0 +1,87 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/nicmodel"
+	"github.com/rnic/rnic/sim/profile"
+)
+
+// Stage is one step in the life of an operation, as the model scheduled it.
+type Stage struct {
+	At    sim.Time // since the host started posting
+	Delta sim.Time // since the previous stage
+	Where string   // "client", "server"
+	What  string
+}
+
+// Breakdown follows one small RDMA WRITE through the model, from the
+// client's post to the moment the server's CPU sees the data (perftest's
+// write_lat: half a round trip), and returns its stages. The caches are
+// warm: it runs a few round trips first and follows the last one.
+func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
+	spec := Spec{Test: WriteLat, Size: size, Iters: 5, Warmup: 1}
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	r := &runner{spec: spec, prof: p, s: sim.New(1)}
+	if err := r.build(); err != nil {
+		return nil, err
+	}
+	type rec struct {
+		at    sim.Time
+		where string
+		what  string
+	}
+	var recs []rec
+	client, server := r.clients[0].nic, r.servers[0].nic
+	name := func(n *nicmodel.NIC) string {
+		if n == client {
+			return "client"
+		}
+		return "server"
+	}
+	tr := func(at sim.Time, n *nicmodel.NIC, stage string, _ uint32) {
+		recs = append(recs, rec{at, name(n), stage})
+	}
+	client.SetTracer(tr)
+	server.SetTracer(tr)
+	r.trace = func(at sim.Time, h *host, what string) { recs = append(recs, rec{at, name(h.nic), what}) }
+	if _, err := r.run(); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].at < recs[j].at })
+	// The last round trip starts with the client's last post; its first
+	// half ends when the server's CPU sees the data.
+	start := -1
+	for i, x := range recs {
+		if x.where == "client" && x.what == "host starts posting the WRITE" {
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("perf: breakdown found no post")
+	}
+	var out []Stage
+	t0 := recs[start].at
+	prev := t0
+	for _, x := range recs[start:] {
+		out = append(out, Stage{At: x.at - t0, Delta: x.at - prev, Where: x.where, What: x.what})
+		prev = x.at
+		if x.where == "server" && x.what == "host sees the data" {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("perf: breakdown: the server never saw the data")
+}
+
+// WriteBreakdown prints stages as a table.
+func WriteBreakdown(w io.Writer, stages []Stage) {
+	fmt.Fprintf(w, "%10s %10s  %-7s %s\n", "at[ns]", "+[ns]", "where", "stage")
+	for _, s := range stages {
+		fmt.Fprintf(w, "%10d %10d  %-7s %s\n", int64(s.At), int64(s.Delta), s.Where, s.What)
+	}
+}
