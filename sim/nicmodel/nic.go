@@ -209,6 +209,13 @@ func (n *NIC) tracef(at sim.Time, stage string, qpn uint32) {
 	}
 }
 
+// stage names for receive (rx) and transmit steps, prebuilt so that the
+// tracer costs nothing when it is off.
+var stageNames = [2][5]string{
+	{"TX unit starts", "TX context/WQE/translation reads done", "TX unit processed the received packets", "TX unit done (processing)"},
+	{"RX unit starts", "RX context/WQE/translation reads done", "RX unit processed the received packets", "RX unit done (processing)"},
+}
+
 // SetWriteHandler sets who hears of visible RDMA WRITE data.
 func (n *NIC) SetWriteHandler(h WriteHandler) { n.wr = h }
 
@@ -377,11 +384,11 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	start := max(now, n.qpAt[slot])
 	t := start
 	qpn := b.QP
-	kind := "TX"
+	kind := 0
 	if b.RxPackets > 0 {
-		kind = "RX"
+		kind = 1
 	}
-	n.tracef(start, kind+" unit starts", qpn)
+	n.tracef(start, stageNames[kind][0], qpn)
 	read := func(bytes int) { t = n.pcie.Read(t, bytes) }
 	for range b.QPCMisses {
 		read(p.Caches.QPC.EntryBytes)
@@ -409,7 +416,7 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	stall := t - start
 	if stall > 0 {
-		n.tracef(t, kind+" context/WQE/translation reads done", qpn)
+		n.tracef(t, stageNames[kind][1], qpn)
 	}
 	// A receive step places data once its received packets are
 	// processed; the packets it sends (ACKs, an atomic's response) are
@@ -422,9 +429,9 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	_, done := n.units.ServeOn(unit, start, stall+rxProc+txProc)
 	placed := t + rxProc
 	if rxProc > 0 {
-		n.tracef(placed, kind+" unit processed the received packets", qpn)
+		n.tracef(placed, stageNames[kind][2], qpn)
 	}
-	n.tracef(done, kind+" unit done (processing)", qpn)
+	n.tracef(done, stageNames[kind][3], qpn)
 	n.qpAt[slot] = done
 	n.costs.Steps++
 	n.costs.UnitBusy += stall + rxProc + txProc

@@ -1,0 +1,43 @@
+package perf
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic/internal/transport"
+)
+
+// BenchmarkSimSpeed measures the simulator itself: simulated packets (all
+// frames on the wire, both directions) per wall-clock second, for 64-byte
+// RDMA WRITEs on 1 and 4096 QPs, moving real bytes and metadata only.
+//
+//	go test -run '^$' -bench SimSpeed -benchtime 1x ./sim/perf
+func BenchmarkSimSpeed(b *testing.B) {
+	p := mustProfile(b, "cx6")
+	for _, tc := range []struct {
+		name string
+		spec Spec
+	}{
+		{"qps=1/64KiB/bytes", Spec{Test: WriteBW, Size: 65536, QPs: 1, Iters: 20000, Warmup: 100}},
+		{"qps=1/64KiB/metadata", Spec{Test: WriteBW, Size: 65536, QPs: 1, Iters: 20000, Warmup: 100, Metadata: true}},
+		{"qps=1/bytes", Spec{Test: WriteBW, Size: 64, QPs: 1, Iters: 200000, Warmup: 1000}},
+		{"qps=1/metadata", Spec{Test: WriteBW, Size: 64, QPs: 1, Iters: 200000, Warmup: 1000, Metadata: true}},
+		{"qps=4096/bytes", Spec{Test: WriteBW, Size: 64, QPs: 4096, Iters: 100, Warmup: 10, TxDepth: 16, Threads: 16}},
+		{"qps=4096/metadata", Spec{Test: WriteBW, Size: 64, QPs: 4096, Iters: 100, Warmup: 10, TxDepth: 16, Threads: 16, Metadata: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var pkts uint64
+			var wall time.Duration
+			for range b.N {
+				start := time.Now()
+				res, err := Run(p, tc.spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall += time.Since(start)
+				pkts += res.Client.Counters[transport.TxPackets] + res.Server.Counters[transport.TxPackets]
+			}
+			b.ReportMetric(float64(pkts)/wall.Seconds()/1e6, "Mpkts/s")
+		})
+	}
+}
