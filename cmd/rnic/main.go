@@ -2,7 +2,8 @@
 // in pure Go. Its subcommands: demo runs two NICs in one process and
 // walks through every RDMA operation, showing the packets; perf runs
 // perftest's benchmarks against another rnic or a real perftest; stat shows
-// the counters of running devices.
+// the counters of running devices; sim runs perftest-like workloads on
+// simulated RNICs in virtual time and sweeps their parameters.
 package main
 
 import (
@@ -28,9 +29,10 @@ entries, an address translation unit, DMA engines and a protocol engine.
 
 Start with "rnic demo": two NICs in one process doing every RDMA operation.
 "rnic perf" runs perftest's benchmarks over UDP; "rnic stat" shows the
-counters of the devices that run.`,
+counters of the devices that run; "rnic sim" runs the same workloads on
+simulated hardware RNICs in virtual time.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd())
+	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd())
 	return root
 }

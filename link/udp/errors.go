@@ -15,6 +15,11 @@ var ErrClosed = errors.New("udp: link closed")
 // with an ICRC that does not verify. TestGSOIPv4IDs measures it.
 var ErrGSOIPv4 = errors.New("udp: GSO renumbers the IPv4 ID of each segment, which the ICRC covers")
 
+// errRawGRO is why an IPv4 link with GRO On and RawAuto receives through
+// its UDP socket: raw receive reads the raw socket, where GRO does not
+// happen.
+var errRawGRO = errors.New("udp: GRO is On, and raw receive would bypass it")
+
 // ErrUnsupported is wrapped by a FeatureError when the platform or the
 // kernel lacks a feature.
 var ErrUnsupported = errors.New("udp: not supported here")

@@ -110,7 +110,7 @@ func (l *Link) MTU() int { return l.mtu }
 // the NIC can verify the ICRC: always for IPv6, and for IPv4 when raw
 // receive is in use. Otherwise received frames are marked
 // link.FlagIPRebuilt and the NIC counts them as unverified.
-func (l *Link) ICRCVerified() bool { return l.o.v6 || l.sys.raw != nil }
+func (l *Link) ICRCVerified() bool { return l.o.v6 || l.sys.rawReceive() }
 
 // Features returns the kernel features in use and the fallbacks taken.
 func (l *Link) Features() Features {

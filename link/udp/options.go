@@ -139,6 +139,9 @@ func resolve(o Options) (resolved, error) {
 			return r, fmt.Errorf("udp: Options.%s = %v", m.name, m.m)
 		}
 	}
+	if !r.v6 && r.Raw == On && r.GRO == On {
+		return r, &FeatureError{Feature: "GRO", Err: errRawGRO}
+	}
 	if !r.v6 && r.GSO == On {
 		return r, &FeatureError{Feature: "GSO", Err: ErrGSOIPv4}
 	}

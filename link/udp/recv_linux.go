@@ -141,7 +141,7 @@ func (r *ring) recvmmsg(fd uintptr) bool {
 // hands each batch to the dispatcher in one Deliver call.
 func (l *Link) routineReceive() {
 	defer close(l.done)
-	rc, raw := l.sys.udpRC, l.sys.raw != nil
+	rc, raw := l.sys.udpRC, l.sys.rawReceive()
 	if raw {
 		rc = l.sys.rawRC
 	}
@@ -160,6 +160,9 @@ func (l *Link) routineReceive() {
 		t.batch = 1
 		for i := range r.n {
 			r.take(i, &t)
+		}
+		if len(r.keep) < len(r.out) {
+			r.keep = make([]bool, cap(r.out))
 		}
 		l.deliver(r.out, r.keep, &t)
 		t.addTo(&l.c)

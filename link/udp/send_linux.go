@@ -29,7 +29,8 @@ type sysTx struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // IPv4 links use the first 16 bytes as a sockaddr_in
 	ctrl  []byte
-	first []int // first[m] is the index of message m's first frame; first[len] ends the last
+	first []int  // first[m] is the index of message m's first frame; first[len] ends the last
+	scope uint32 // for link-local IPv6 destinations
 
 	// Progress of one sendmmsg vector, shared with write.
 	msgs, next int        // messages built; the next one to send
@@ -48,6 +49,7 @@ func (x *sysTx) init(l *Link) {
 	x.first = make([]int, n+1)
 	x.failed = make([]int, 0, n)
 	x.write = x.sendmmsg
+	x.scope = l.sys.scope
 }
 
 // send writes frames, Batch frames per sendmmsg call, and releases every
@@ -90,15 +92,11 @@ func (s *sys) send(l *Link, x *sysTx, frames []txFrame, t *txTally) {
 				t.sentBytes += uint64(fr.b.Len())
 			}
 		}
-		end := nf
-		if err != nil {
-			end = x.first[x.msgs]
-		}
-		for _, fr := range frames[:end] {
+		for _, fr := range frames[:nf] {
 			fr.b.Release()
 		}
-		frames = frames[end:]
-		if err != nil {
+		frames = frames[nf:]
+		if err != nil { // and the frames no vector has carried yet
 			for _, fr := range frames {
 				fr.b.Release()
 			}
@@ -176,6 +174,9 @@ func (x *sysTx) setName(m int, v6 bool, fr *txFrame) uint32 {
 	sa := &x.names[m]
 	if v6 {
 		*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: fr.dst}
+		if fr.dst[0] == 0xfe && fr.dst[1]&0xc0 == 0x80 { // link-local: name the link's interface
+			sa.Scope_id = x.scope
+		}
 		putPort(&sa.Port, fr.port)
 		return unix.SizeofSockaddrInet6
 	}

@@ -18,9 +18,10 @@ import (
 // tests run everywhere; real use is on Linux.
 type sys struct {
 	conn *net.UDPConn
-	raw  *struct{} // never set: no raw receive
-	gro  bool
 }
+
+// rawReceive reports false: the fallback has no raw socket.
+func (s *sys) rawReceive() bool { return false }
 
 // sysTx is empty: the fallback has no vectors to reuse.
 type sysTx struct{}

@@ -1,7 +1,6 @@
 package udp
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,7 +22,11 @@ type sys struct {
 	rawRC syscall.RawConn
 	gso   atomic.Bool // send with UDP_SEGMENT (IPv6 only)
 	gro   bool        // UDP_GRO is on: the UDP socket may return super-datagrams
+	scope uint32      // interface index of a link-local IPv6 Addr, for link-local destinations
 }
+
+// rawReceive reports whether frames come through the raw socket.
+func (s *sys) rawReceive() bool { return s.raw != nil }
 
 // sockBuf is the socket buffer size asked for: a few milliseconds of
 // 4 KiB frames at 10 Gb/s, so that a burst survives a scheduling delay of
@@ -39,12 +42,16 @@ func (s *sys) open(l *Link) (err error) {
 	defer func() {
 		if err != nil {
 			s.close()
-			if rawFD >= 0 && s.raw == nil {
+			if rawFD >= 0 {
 				unix.Close(rawFD)
 			}
 		}
 	}()
-	if !o.v6 && o.Raw != Off {
+	switch {
+	case o.v6 || o.Raw == Off:
+	case o.GRO == On: // explicit On beats Auto (resolve refuses RawOn with GRO On)
+		l.fallback("raw", errRawGRO)
+	default:
 		rawFD, err = openRawIPv4([4]byte(l.src[:4]), o.Port)
 		if err != nil {
 			if o.Raw == On {
@@ -54,19 +61,20 @@ func (s *sys) open(l *Link) (err error) {
 			rawFD, err = -1, nil
 		}
 	}
-	fd, err := openUDP(l, rawFD >= 0)
+	fd, scope, err := openUDP(l, rawFD >= 0)
 	if err != nil {
 		return err
 	}
 	if s.udp, s.udpRC, err = pollable(fd, "udp "+o.Addr.String()); err != nil {
 		return err
 	}
+	s.scope = scope
 	if rawFD >= 0 {
-		f, rc, err := pollable(rawFD, "raw "+o.Addr.String())
-		if err != nil {
+		fd := rawFD
+		rawFD = -1 // pollable owns it now, and closes it on failure
+		if s.raw, s.rawRC, err = pollable(fd, "raw "+o.Addr.String()); err != nil {
 			return err
 		}
-		s.raw, s.rawRC = f, rc
 		l.feat.Raw = true
 	}
 
@@ -95,8 +103,6 @@ func (s *sys) open(l *Link) (err error) {
 			s.gro = true
 			l.feat.GRO = true
 		}
-	} else if s.raw != nil && o.GRO == On {
-		return &FeatureError{Feature: "GRO", Err: errors.New("raw receive reads the raw socket, not the UDP socket")}
 	}
 	return nil
 }
@@ -105,7 +111,7 @@ func (s *sys) open(l *Link) (err error) {
 // that the kernel writes IPv4 ID 0 (ip_select_ident_segs: an unconnected
 // socket and DF give ID 0), and asks for the receive metadata the rebuilt
 // headers need.
-func openUDP(l *Link, rawReceive bool) (fd int, err error) {
+func openUDP(l *Link, rawReceive bool) (fd int, scope uint32, err error) {
 	o := &l.o
 	family := unix.AF_INET
 	if o.v6 {
@@ -113,7 +119,7 @@ func openUDP(l *Link, rawReceive bool) (fd int, err error) {
 	}
 	fd, err = unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("udp: socket: %w", err)
+		return -1, 0, fmt.Errorf("udp: socket: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -137,13 +143,13 @@ func openUDP(l *Link, rawReceive bool) (fd int, err error) {
 	}
 	for _, p := range opts {
 		if err := unix.SetsockoptInt(fd, p.level, p.name, p.value); err != nil {
-			return -1, fmt.Errorf("udp: setsockopt %s: %w", p.what, err)
+			return -1, 0, fmt.Errorf("udp: setsockopt %s: %w", p.what, err)
 		}
 	}
 	setBuffers(fd, !rawReceive)
 	if rawReceive {
 		if err := attachFilter(fd, dropAll); err != nil {
-			return -1, fmt.Errorf("udp: drop-all filter on the UDP socket: %w", err)
+			return -1, 0, fmt.Errorf("udp: drop-all filter on the UDP socket: %w", err)
 		}
 	}
 	var sa unix.Sockaddr
@@ -151,17 +157,18 @@ func openUDP(l *Link, rawReceive bool) (fd int, err error) {
 		sa6 := &unix.SockaddrInet6{Port: int(o.Port), Addr: l.src}
 		if z := o.Addr.Zone(); z != "" {
 			if sa6.ZoneId, err = zoneIndex(z); err != nil {
-				return -1, err
+				return -1, 0, err
 			}
+			scope = sa6.ZoneId
 		}
 		sa = sa6
 	} else {
 		sa = &unix.SockaddrInet4{Port: int(o.Port), Addr: [4]byte(l.src[:4])}
 	}
 	if err := unix.Bind(fd, sa); err != nil {
-		return -1, fmt.Errorf("udp: bind %v: %w", netAddrPort(o), err)
+		return -1, 0, fmt.Errorf("udp: bind %v: %w", netAddrPort(o), err)
 	}
-	return fd, nil
+	return fd, scope, nil
 }
 
 // openRawIPv4 makes the raw receive socket: AF_INET, IPPROTO_UDP, bound

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/rnic/rnic/sim/experiment"
+	"github.com/rnic/rnic/sim/perf"
+	"github.com/spf13/cobra"
+)
+
+// simFlags are the sim command's flags: a list of values for each swept
+// parameter, and where the results go.
+type simFlags struct {
+	profiles, sets, tests                                      []string
+	sizes, qps, pairs, iters, warmup, txDepth, footprint, page []string
+	threads, cqMod, inline, mrChurn, seeds, incast, metadata   []string
+	limit                                                      string
+	jobs                                                       int
+
+	csv, json, plot, x, y, series, title string
+	logx, logy                           bool
+	columns                              []string
+	wall, quiet, breakdown               bool
+}
+
+// newSimCmd returns "rnic sim" and its "profile" subcommands.
+func newSimCmd() *cobra.Command {
+	var f simFlags
+	tests := make([]string, len(perf.Tests))
+	for i, t := range perf.Tests {
+		tests[i] = string(t)
+	}
+	cmd := &cobra.Command{
+		Use:   "sim [flags]",
+		Short: "Run perftest-like workloads on simulated RNICs in virtual time, and sweep their parameters",
+		Long: `sim runs perftest-like workloads between simulated hosts on one switch, in
+virtual time, on a model of a hardware RNIC (a profile: caches, PCIe, DMA
+engines, processing units, line rate). It reports throughput (Gb/s, Mops),
+latency percentiles and the NIC pipeline's counters: cache hit rates, PCIe
+bytes and utilisation, PCIe bytes per network byte, unit and DMA
+utilisation.
+
+Every workload flag takes a comma-separated list; sim runs every
+combination, one after another (or -j at once), and prints one row per
+run. Sizes take K, M and G suffixes, and a..b stands for the powers of two
+from a to b (--qps 1..4096). Results are deterministic: the same flags give
+the same CSV and JSON.
+
+Tests: ` + strings.Join(tests, ", ") + `.
+
+Profiles are TOML files; "rnic sim profile list" names the built-in ones
+and "rnic sim profile show cx6 > mine.toml" writes one to copy and edit
+(--profile mine.toml). --set key=value changes one parameter of the
+profile; key=v1,v2 sweeps it.
+
+By default payload bytes are moved and checked; --metadata moves only
+lengths, so that thousands of QPs and tens of hosts simulate quickly.
+
+Examples:
+  rnic sim --test write_lat --size 8 --iters 1000
+  rnic sim --breakdown
+  rnic sim --test write_bw,read_bw --size 64 --qps 1,16,256,4096,16384 --metadata \
+      --iters 200 --csv qps.csv --plot qps.svg --x qps --y mops --series test --logx
+  rnic sim --test write_bw --size 64 --qps 4096 --metadata --set caches.qpc.entries=1024,4096,16384
+  rnic sim --test write_bw --size 4K --footprint 64M --page-size 4K,2M --metadata
+  rnic sim --test write_bw --pairs 8 --incast --size 64K -j 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringSliceVar(&f.profiles, "profile", []string{experiment.DefaultProfile}, "hardware profiles: built-in names or TOML files")
+	fl.StringArrayVar(&f.sets, "set", nil, "override a profile parameter, key=value (key=v1,v2 sweeps it); repeatable")
+	fl.StringSliceVar(&f.tests, "test", []string{string(perf.WriteBW)}, "workloads")
+	fl.StringSliceVar(&f.sizes, "size", nil, "message sizes in bytes (default 65536 for bandwidth, 8 for latency tests)")
+	fl.StringSliceVar(&f.qps, "qps", nil, "QPs per client (default 1)")
+	fl.StringSliceVar(&f.pairs, "pairs", nil, "client/server host pairs: 2×pairs hosts, or pairs+1 with --incast (default 1)")
+	fl.StringSliceVar(&f.incast, "incast", nil, "all clients send to one server (--incast=false,true sweeps)")
+	fl.StringSliceVar(&f.iters, "iters", nil, "operations per QP (default 1000)")
+	fl.StringSliceVar(&f.warmup, "warmup", nil, "operations per QP left out of the measurement (default 0)")
+	fl.StringSliceVar(&f.txDepth, "tx-depth", nil, "operations outstanding per QP (default 128 for bandwidth, 1 for latency)")
+	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes (default one message)")
+	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size (default 4K; 2M for huge pages)")
+	fl.StringSliceVar(&f.threads, "threads", nil, "application threads per host (default 1)")
+	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations (default 1)")
+	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload (default 220 for write_lat and send_lat, 0 otherwise)")
+	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
+	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")
+	fl.StringSliceVar(&f.seeds, "seed", nil, "random seeds")
+	fl.StringVar(&f.limit, "limit", "", "virtual time limit of each run (default 10s)")
+	fl.IntVarP(&f.jobs, "jobs", "j", 1, "runs at once (results do not depend on it)")
+	fl.StringVar(&f.csv, "csv", "", `write the results as CSV to this file ("-": standard output)`)
+	fl.StringVar(&f.json, "json", "", `write the results as JSON to this file ("-": standard output)`)
+	fl.StringVar(&f.plot, "plot", "", "plot --y against --x to this file (.png, .svg or .pdf)")
+	fl.StringVar(&f.x, "x", "", "plot: column on the X axis (default: the first swept parameter)")
+	fl.StringVar(&f.y, "y", "mops", "plot: column on the Y axis")
+	fl.StringVar(&f.series, "series", "", "plot: one line per value of this column (other swept parameters split lines too)")
+	fl.BoolVar(&f.logx, "logx", false, "plot: logarithmic X axis")
+	fl.BoolVar(&f.logy, "logy", false, "plot: logarithmic Y axis")
+	fl.StringVar(&f.title, "title", "", `plot: title (default "Y vs X (profile)")`)
+	fl.StringSliceVar(&f.columns, "columns", nil, `the table's columns ("all": every one; default: the swept parameters and a summary)`)
+	fl.BoolVar(&f.wall, "wall", false, "add wall-clock columns (wall_s, events_per_wall_s, pkts_per_wall_s), which differ from run to run")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on standard error")
+	fl.BoolVar(&f.breakdown, "breakdown", false, "instead of the sweep, print the latency breakdown of one small RDMA WRITE (--size, default 8) on each profile")
+	for _, name := range []string{"incast", "metadata"} {
+		fl.Lookup(name).NoOptDefVal = "true"
+	}
+	cmd.AddCommand(newSimProfileCmd())
+	return cmd
+}
+
+// runSim runs the sweep and writes its results.
+func runSim(cmd *cobra.Command, f *simFlags) error {
+	sw, err := f.sweep()
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if f.breakdown {
+		return experiment.WriteBreakdowns(out, sw)
+	}
+	cols := sw.Columns(f.wall)
+	if len(f.columns) > 0 {
+		if _, err := experiment.Select(cols, f.columns); err != nil {
+			return fmt.Errorf("--columns: %w", err)
+		}
+	}
+	ps, err := f.plotSpec(sw, cols)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	opt := experiment.Options{Jobs: f.jobs}
+	if !f.quiet {
+		opt.Progress = cmd.ErrOrStderr()
+	}
+	rows, runErr := experiment.Run(ctx, sw, opt)
+	if rows == nil && runErr != nil {
+		return runErr
+	}
+	if errors.Is(runErr, context.Canceled) {
+		runErr = fmt.Errorf("interrupted: the results are of the %d runs that finished", len(rows))
+	}
+	err = errors.Join(runErr, f.write(out, sw, cols, rows, ps))
+	if n := experiment.Failed(rows); n > 0 {
+		err = errors.Join(err, fmt.Errorf("%d of %d runs failed", n, len(rows)))
+	}
+	return err
+}

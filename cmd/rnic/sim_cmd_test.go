@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rnic/rnic/sim/profile"
+)
+
+// runRnic runs "rnic args..." and returns its standard output and error.
+func runRnic(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errw bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&errw)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errw.String(), err
+}
+
+// tableColumn returns the values of the column called name in a table
+// that WriteTable printed.
+func tableColumn(t *testing.T, table, name string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	header := strings.Fields(lines[0])
+	for i, h := range header {
+		if h == name {
+			var out []string
+			for _, l := range lines[1:] {
+				out = append(out, strings.Fields(l)[i])
+			}
+			return out
+		}
+	}
+	t.Fatalf("no column %s in:\n%s", name, table)
+	return nil
+}
+
+func TestSimLatency(t *testing.T) {
+	out, errw, err := runRnic(t, "sim", "--test", "write_lat", "--size", "8", "--iters", "50", "--warmup", "5", "--quiet")
+	if err != nil || errw != "" {
+		t.Fatalf("err %v, stderr %q", err, errw)
+	}
+	for _, col := range []string{"lat_avg_ns", "lat_p50_ns", "lat_p99_ns"} {
+		v := tableColumn(t, out, col)
+		ns, err := strconv.ParseFloat(v[0], 64)
+		// A small WRITE on a ConnectX-6 class NIC takes around a microsecond.
+		if len(v) != 1 || err != nil || ns < 300 || ns > 5000 {
+			t.Errorf("%s = %v: not a plausible one-way latency:\n%s", col, v, out)
+		}
+	}
+	if got := tableColumn(t, out, "test"); got[0] != "write_lat" {
+		t.Errorf("test column %v", got)
+	}
+}
+
+func TestSimBreakdown(t *testing.T) {
+	out, _, err := runRnic(t, "sim", "--breakdown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cx6: one 8-byte RDMA WRITE", "at[ns]", "doorbell", "host starts posting the WRITE", "host sees the data"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimProfile(t *testing.T) {
+	out, _, err := runRnic(t, "sim", "profile", "list")
+	if err != nil || !strings.Contains(out, "cx6 ") || !strings.Contains(out, "hangu ") || !strings.Contains(out, "ConnectX-6") {
+		t.Errorf("profile list: %v\n%s", err, out)
+	}
+	out, _, err = runRnic(t, "sim", "profile", "show", "cx6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Load(strings.NewReader(out))
+	if err != nil || p.Name != "cx6" || !strings.Contains(out, "# ") {
+		t.Errorf("profile show cx6: %v; want TOML with comments that loads:\n%s", err, out)
+	}
+	out, _, err = runRnic(t, "sim", "profile", "show", "cx6", "--set", "caches.qpc.entries=4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := profile.Load(strings.NewReader(out)); err != nil || p.Caches.QPC.Entries != 4096 {
+		t.Errorf("profile show --set: %v, %+v", err, p)
+	}
+	if _, _, err := runRnic(t, "sim", "profile", "show", "cx7"); err == nil || !strings.Contains(err.Error(), "cx6") {
+		t.Errorf("profile show cx7: %v; want an error naming the built-in profiles", err)
+	}
+}
+
+func TestSimFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	mine := file("mine.toml")
+	show, _, err := runRnic(t, "sim", "profile", "show", "cx6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte(show), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sweep := []string{"sim", "--profile", mine, "--set", "caches.qpc.entries=1024,2048", "--test", "write_bw,read_bw", "--size", "64",
+		"--qps", "1,2", "--iters", "40", "--metadata", "-j", "2"}
+	out, errw, err := runRnic(t, slices.Concat(sweep, []string{"--wall", "--csv", file("r.csv"), "--json", file("r.json"),
+		"--plot", file("r.svg"), "--y", "gbps", "--series", "test", "--logx"})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(errw, "\n"); n != 8 || !strings.Contains(errw, "[8/8] ") || !strings.Contains(errw, "caches.qpc.entries=2048") {
+		t.Errorf("progress: %d lines, want 8:\n%s", n, errw)
+	}
+	if got := tableColumn(t, out, "caches.qpc.entries"); len(got) != 8 || got[0] != "1024" || got[7] != "2048" {
+		t.Errorf("table's override column %v:\n%s", got, out)
+	}
+	csv, err := os.ReadFile(file("r.csv"))
+	if err != nil || !strings.HasPrefix(string(csv), "profile,caches.qpc.entries,test,size,qps,") || strings.Count(string(csv), "\n") != 9 {
+		t.Errorf("CSV: %v\n%s", err, csv)
+	}
+	var objs []map[string]any
+	if b, err := os.ReadFile(file("r.json")); err != nil || json.Unmarshal(b, &objs) != nil || len(objs) != 8 ||
+		objs[3]["test"] != "read_bw" || objs[3]["metadata"] != true || objs[3]["wall_s"] == nil {
+		t.Errorf("JSON: %v %v", err, objs)
+	}
+	if b, err := os.ReadFile(file("r.svg")); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("plot: %v, %d bytes", err, len(b))
+	}
+
+	// Without --wall, the same flags write the same bytes.
+	var first string
+	for i := range 2 {
+		out, _, err := runRnic(t, slices.Concat(sweep, []string{"-q", "--csv", "-"})...)
+		if err != nil || !strings.HasPrefix(out, "profile,") {
+			t.Fatalf("--csv -: %v\n%s", err, out)
+		}
+		if i == 0 {
+			first = out
+		} else if out != first {
+			t.Errorf("two runs differ:\n%s\n%s", first, out)
+		}
+	}
+}
+
+func TestSimErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--qps", "many"}, "--qps"},
+		{[]string{"--size", "1..x"}, "--size"},
+		{[]string{"--test", "write_mops"}, "--test: unknown test"},
+		{[]string{"--mr-churn", "often"}, "--mr-churn"},
+		{[]string{"--seed", "-1"}, "--seed"},
+		{[]string{"--limit", "0"}, "--limit"},
+		{[]string{"-j", "0"}, "-j 0"},
+		{[]string{"--set", "caches.qpc.entrys=5"}, `no parameter "entrys" in [caches.qpc]`},
+		{[]string{"--set", "caches.qpc.entries"}, "want key=value"},
+		{[]string{"--profile", "cx7"}, "neither built in"},
+		{[]string{"--columns", "mops,speed"}, `--columns: no column "speed"`},
+		{[]string{"--x", "qps"}, "need --plot"},
+		{[]string{"--plot", "p.gif", "--qps", "1,2"}, "--plot p.gif: the file name must end in .png"},
+		{[]string{"--plot", "p.png"}, "no numeric parameter is swept"},
+		{[]string{"--plot", "p.png", "--x", "qps", "--y", "speed"}, `--y: no column "speed"`},
+		{[]string{"--iters", "5", "--warmup", "5"}, "1 of 1 runs failed"},
+		{[]string{"unexpected"}, "unknown command"},
+	} {
+		_, _, err := runRnic(t, append([]string{"sim", "-q"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sim %v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package experiment
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotFormats are the file formats a plot can be written in, by file
+// extension.
+var PlotFormats = []string{"png", "svg", "pdf"}
+
+// PlotSpec says what to plot: column Y against column X, one line per
+// value of column Series.
+type PlotSpec struct {
+	X, Y string
+	// Series names the column that tells lines apart; other parameters
+	// that vary in the sweep (except X) split lines further, so that a
+	// line never mixes runs that differ in more than X.
+	Series     string
+	LogX, LogY bool
+	// Title defaults to "Y vs X (profile)".
+	Title string
+	// Width and Height default to 16 cm × 10 cm.
+	Width, Height vg.Length
+}
+
+// Check verifies that the columns exist and can be plotted, and that the
+// file name has a plot format's extension, so that a sweep does not run
+// for nothing. Errors start with what is wrong: "x", "y", "series" or
+// "plot FILE".
+func (ps *PlotSpec) Check(cols []Column, file string) error {
+	if _, err := plotFormat(file); err != nil {
+		return err
+	}
+	for _, a := range []struct{ flag, name string }{{"x", ps.X}, {"y", ps.Y}} {
+		c, err := Find(cols, a.name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.flag, err)
+		}
+		if !c.Numeric {
+			return fmt.Errorf("%s: column %s is not numeric", a.flag, c.Name)
+		}
+	}
+	if ps.Series != "" {
+		if _, err := Find(cols, ps.Series); err != nil {
+			return fmt.Errorf("series: %w", err)
+		}
+	}
+	return nil
+}
+
+// plotFormat returns the format of a plot file from its extension.
+func plotFormat(file string) (string, error) {
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(file), "."))
+	if !slices.Contains(PlotFormats, ext) {
+		return "", fmt.Errorf("plot %s: the file name must end in .%s", file, strings.Join(PlotFormats, ", ."))
+	}
+	return ext, nil
+}
+
+// SavePlot writes the plot to file, in the format its extension names.
+func SavePlot(file string, sw *Sweep, cols []Column, rows []Row, ps PlotSpec) error {
+	format, err := plotFormat(file)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := WritePlot(&b, format, sw, cols, rows, ps); err != nil {
+		return err
+	}
+	return os.WriteFile(file, b.Bytes(), 0o644)
+}
+
+// line is one line of a plot: its legend and points.
+type line struct {
+	name string
+	xy   plotter.XYs
+}
+
+// WritePlot draws a line plot of the rows in format ("png", "svg",
+// "pdf"). Failed runs are left out.
+func WritePlot(w io.Writer, format string, sw *Sweep, cols []Column, rows []Row, ps PlotSpec) error {
+	if err := ps.Check(cols, "plot."+format); err != nil {
+		return err
+	}
+	lines, err := ps.lines(sw, cols, rows)
+	if err != nil {
+		return err
+	}
+	p := plot.New()
+	x, _ := Find(cols, ps.X)
+	y, _ := Find(cols, ps.Y)
+	p.Title.Text = ps.Title
+	if p.Title.Text == "" {
+		p.Title.Text = y.Name + " vs " + x.Name
+		if profiles := sw.Profiles; len(profiles) == 1 {
+			p.Title.Text += " (" + profiles[0] + ")"
+		}
+	}
+	p.X.Label.Text = x.Name + " (" + x.Doc + ")"
+	p.Y.Label.Text = y.Name + " (" + y.Doc + ")"
+	if ps.LogX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	if ps.LogY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	} else {
+		p.Y.Min = 0 // a linear Y axis from 0 does not exaggerate differences
+	}
+	p.Add(plotter.NewGrid())
+	var args []any
+	for _, l := range lines {
+		if l.name != "" {
+			args = append(args, l.name)
+		}
+		args = append(args, l.xy)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return err
+	}
+	if !ps.LogY {
+		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min) // headroom above the highest point
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	width, height := ps.Width, ps.Height
+	if width == 0 {
+		width = 16 * vg.Centimeter
+	}
+	if height == 0 {
+		height = 10 * vg.Centimeter
+	}
+	c, err := p.WriterTo(width, height, format)
+	if err != nil {
+		return err
+	}
+	_, err = c.WriteTo(w)
+	return err
+}
+
+// lines groups the rows into lines, in the order they first appear, each
+// sorted by X.
+func (ps *PlotSpec) lines(sw *Sweep, cols []Column, rows []Row) ([]line, error) {
+	x, _ := Find(cols, ps.X)
+	y, _ := Find(cols, ps.Y)
+	keys := ps.lineKeys(sw, cols)
+	var lines []line
+	index := map[string]int{}
+	for r := range rows {
+		row := &rows[r]
+		xv, okx := x.Float(row)
+		yv, oky := y.Float(row)
+		if !okx || !oky {
+			continue
+		}
+		if (ps.LogX && xv <= 0) || (ps.LogY && yv <= 0) {
+			return nil, fmt.Errorf("plot: log scale needs positive values, and %s has %s=%g, %s=%g", row.Label, x.Name, xv, y.Name, yv)
+		}
+		var name []string
+		for _, k := range keys {
+			v := text(k.Value(row))
+			if k.Name != ps.Series {
+				v = k.Name + "=" + v
+			}
+			name = append(name, v)
+		}
+		key := strings.Join(name, " ")
+		i, ok := index[key]
+		if !ok {
+			i = len(lines)
+			index[key] = i
+			lines = append(lines, line{name: key})
+		}
+		lines[i].xy = append(lines[i].xy, plotter.XY{X: xv, Y: yv})
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("plot: no run has both %s and %s", x.Name, y.Name)
+	}
+	for _, l := range lines {
+		sort.SliceStable(l.xy, func(i, j int) bool { return l.xy[i].X < l.xy[j].X })
+	}
+	return lines, nil
+}
+
+// FirstSwept returns the name of the first numeric parameter with several
+// values in the sweep ("" if none): the natural X axis.
+func (s *Sweep) FirstSwept(cols []Column) string {
+	vary := s.varying()
+	for _, c := range cols {
+		if c.Kind == Param && c.Numeric && vary[c.Name] {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// lineKeys returns the columns that tell lines apart: Series, then every
+// other swept parameter with several values, except X. Pairs and hosts
+// count as one parameter.
+func (ps *PlotSpec) lineKeys(sw *Sweep, cols []Column) []*Column {
+	vary := sw.varying()
+	same := map[string]string{"hosts": "pairs", "pairs": "hosts"}
+	var keys []*Column
+	if ps.Series != "" {
+		c, _ := Find(cols, ps.Series)
+		keys = append(keys, c)
+	}
+	for i := range cols {
+		c := &cols[i]
+		linked := same[c.Name]
+		if !vary[c.Name] || c.Name == ps.Series || c.Name == ps.X || (linked != "" && (linked == ps.X || linked == ps.Series)) {
+			continue
+		}
+		keys = append(keys, c)
+	}
+	return keys
+}
