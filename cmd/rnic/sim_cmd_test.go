@@ -67,7 +67,7 @@ func TestSimBreakdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cx6: one 8-byte RDMA WRITE", "at[ns]", "doorbell", "host starts posting the WRITE", "host sees the data"} {
+	for _, want := range []string{"cx6: one 8-byte RDMA WRITE", "at[ns]", "doorbell", "host starts posting the WRITE", "payload written, visible to host", "host polls the completion"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -49,7 +49,7 @@ func WriteBreakdowns(w io.Writer, sw *Sweep) error {
 				fmt.Fprintln(w)
 			}
 			first = false
-			fmt.Fprintf(w, "%s: one %d-byte RDMA WRITE, from the client's post until the server's CPU sees the data\n", strings.TrimSpace(name), size)
+			fmt.Fprintf(w, "%s: one %d-byte RDMA WRITE, from the client's post through the data landing in the server's memory, the ACK and the client's completion\n", strings.TrimSpace(name), size)
 			perf.WriteBreakdown(w, stages)
 		}
 	}

@@ -16,7 +16,7 @@ func TestWriteBreakdowns(t *testing.T) {
 	for _, want := range []string{
 		"cx6 link.propagation_ns=10: one 8-byte RDMA WRITE", "cx6 link.propagation_ns=1000: one 8-byte",
 		"hangu link.propagation_ns=10: one 8-byte", "hangu link.propagation_ns=1000: one 8-byte",
-		"at[ns]", "host starts posting the WRITE", "host sees the data",
+		"at[ns]", "host starts posting the WRITE", "payload written, visible to host", "host polls the completion",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("breakdown lacks %q:\n%s", want, out)

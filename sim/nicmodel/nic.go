@@ -209,6 +209,10 @@ func (n *NIC) tracef(at sim.Time, stage string, qpn uint32) {
 	}
 }
 
+// leaveNames name a step's packets leaving: a transmit step's requests, or
+// the ACKs (and responses) a receive step generates.
+var leaveNames = [2]string{"request leaves NIC", "ACK/response leaves NIC"}
+
 // stage names for receive (rx) and transmit steps, prebuilt so that the
 // tracer costs nothing when it is off.
 var stageNames = [2][5]string{
@@ -458,7 +462,7 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		sent, visible := n.pcie.Write(ds+ov, b.DMAWriteBytes)
 		n.costs.DMAWriteTime += sent - ds
 		writesDone = sent
-		n.tracef(visible, "payload DMA write visible to host", qpn)
+		n.tracef(visible, "payload written, visible to host", qpn)
 		if n.wr != nil && b.RxWriteBytes > 0 {
 			n.s.Schedule(sim.Event{At: visible, Kind: evWrite, Arg: uint64(b.QP)<<32 | uint64(uint32(b.RxWriteBytes)), H: n})
 		}
@@ -477,7 +481,7 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	if len(out) > 0 {
 		n.lastTx = depart
-		n.tracef(depart, "packet leaves NIC", qpn)
+		n.tracef(depart, leaveNames[kind], qpn)
 	}
 	n.Engine.ClearOutbox()
 	if b.CQEWrites > 0 {

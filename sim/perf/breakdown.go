@@ -19,11 +19,12 @@ type Stage struct {
 }
 
 // Breakdown follows one small RDMA WRITE through the model, from the
-// client's post to the moment the server's CPU sees the data (perftest's
-// write_lat: half a round trip), and returns its stages. The caches are
-// warm: it runs a few round trips first and follows the last one.
+// client's post through the server placing the data (what write_lat
+// measures: half its round trip) to the ACK and the client's completion,
+// and returns its stages. It runs a few WRITEs one at a time first (warm
+// caches) and follows the last; nothing else is in flight.
 func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
-	spec := Spec{Test: WriteLat, Size: size, Iters: 5, Warmup: 1}
+	spec := Spec{Test: WriteBW, Size: size, Iters: 5, Warmup: 1, TxDepth: 1, Inline: 220}
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
@@ -71,11 +72,11 @@ func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
 	for _, x := range recs[start:] {
 		out = append(out, Stage{At: x.at - t0, Delta: x.at - prev, Where: x.where, What: x.what})
 		prev = x.at
-		if x.where == "server" && x.what == "host sees the data" {
+		if x.where == "client" && x.what == "host polls the completion" {
 			return out, nil
 		}
 	}
-	return nil, fmt.Errorf("perf: breakdown: the server never saw the data")
+	return nil, fmt.Errorf("perf: breakdown: the client never saw the completion")
 }
 
 // WriteBreakdown prints stages as a table.

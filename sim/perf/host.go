@@ -124,6 +124,9 @@ func (h *host) CQEVisible(cq *transport.CQ, n int) {
 				continue
 			}
 			_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
+			if r.trace != nil {
+				r.trace(seen, h, "host polls the completion")
+			}
 			if wc.Status != transport.WCSuccess {
 				r.errors++
 				continue

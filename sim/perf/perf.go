@@ -106,6 +106,12 @@ type Result struct {
 	Server   NICStats // the first server's NIC
 	Events   uint64
 	WireDrop uint64
+	// Packets is every frame all NICs sent (requests, responses, ACKs):
+	// the simulator's unit of work.
+	Packets uint64
+	// Checked is how many bytes were compared against their source after
+	// the run (real-bytes mode); Corrupt how many differed.
+	Checked, Corrupt int64
 }
 
 // NICStats are one simulated NIC's pipeline statistics.
@@ -411,6 +417,7 @@ func connect(a, b *qpRun, sp *Spec) error {
 
 func (r *runner) run() (*Result, error) {
 	r.latMin = sim.Never
+	r.fillPatterns()
 	for _, c := range r.clients {
 		for _, q := range c.qps {
 			r.s.Schedule(sim.Event{At: 0, Kind: evStart, Ptr: q, H: r})
@@ -439,7 +446,66 @@ func (r *runner) run() (*Result, error) {
 	}
 	res.Client = stats(r.clients[0].nic, r.winEnd)
 	res.Server = stats(r.servers[0].nic, r.winEnd)
+	for _, h := range r.hosts {
+		res.Packets += h.nic.Engine.Counters()[transport.TxPackets]
+	}
+	if !r.spec.Metadata {
+		res.Checked, res.Corrupt = r.check()
+		if res.Corrupt > 0 {
+			return res, fmt.Errorf("perf: %d of %d bytes differ from their source after %s", res.Corrupt, res.Checked, r.spec.Test)
+		}
+	}
 	return res, nil
+}
+
+// fillPatterns gives every region a distinct seeded byte pattern, so that
+// the data check after the run sees where each byte came from.
+func (r *runner) fillPatterns() {
+	if r.spec.Metadata {
+		return
+	}
+	rng := r.s.Rand()
+	for _, h := range r.hosts {
+		for _, b := range h.buf {
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+		}
+	}
+}
+
+// check compares what the bandwidth tests moved with its source: for
+// WRITE and SEND the server's region against the client's, for READ the
+// client's against the server's, over the bytes the operations covered.
+// Latency tests write both ways into the same bytes, and atomics target
+// counters: neither has a source to compare with.
+func (r *runner) check() (checked, corrupt int64) {
+	sp := &r.spec
+	span := min(sp.Footprint, sp.Iters*sp.Size)
+	if sp.Test == SendBW {
+		span = sp.Size // every receive lands at the region's start
+	}
+	for _, c := range r.clients {
+		for _, q := range c.qps {
+			var src, dst []byte
+			switch sp.Test {
+			case WriteBW, SendBW:
+				src, dst = c.buf[q.idx], q.peer.h.buf[q.peer.idx]
+			case ReadBW:
+				src, dst = q.peer.h.buf[q.peer.idx], c.buf[q.idx]
+			default:
+				continue
+			}
+			n := min(span, len(src), len(dst))
+			for i := 0; i < n; i++ {
+				checked++
+				if src[i] != dst[i] {
+					corrupt++
+				}
+			}
+		}
+	}
+	return checked, corrupt
 }
 
 func stats(n *nicmodel.NIC, end sim.Time) NICStats {
