@@ -140,6 +140,7 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	if _, err := perftest.Run(ctx, cfg); err != nil {
+		devs.printCounters()
 		return fmt.Errorf("perf %s: %w", cfg.Test, err)
 	}
 	return nil

@@ -54,6 +54,21 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 	return dev, nil
 }
 
+// printCounters writes every device's nonzero counters to errw, as "rnic
+// stat" would have shown them: after a failed run they say where frames
+// went (drops, NAKs, retries) without a second attempt under a debugger.
+func (p *perfDevices) printCounters() {
+	for _, s := range p.stats {
+		st := deviceStats{name: s.dev.Name()}
+		for _, c := range s.dev.Counters() {
+			if c.Value != 0 {
+				st.counters = append(st.counters, c)
+			}
+		}
+		fmt.Fprintln(p.errw, formatStatLine(st))
+	}
+}
+
 // close closes the control sockets and the capture; the devices are
 // closed already (perftest.Run closes its device).
 func (p *perfDevices) close() error {

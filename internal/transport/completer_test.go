@@ -690,3 +690,62 @@ func TestMalformedReadResponses(t *testing.T) {
 		t.Error("bytes around the READ buffer were written")
 	}
 }
+
+// TestReadRecoveryBehindBacklog checks a READ response lost while the
+// responder has much more queued: responses past the gap keep coming for
+// longer than retry_cnt timeouts before the responder gets to the resend
+// (Linux rxe answers READ requests in order, so a resend waits behind every
+// READ queued before it). They show the responder is alive: the requester
+// keeps its retry budget, sends no extra copies, and the READ completes.
+func TestReadRecoveryBehindBacklog(t *testing.T) {
+	s := newSolo(t, nodeConfig{timeout: 8, retryCnt: 1})
+	n := s.n
+	const pkts = 16
+	n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(0, pkts*1024)}, RemoteAddr: 0x1000, RKey: 5})
+	expectFrames(t, s.run(), checks(opcode(wire.OpRCReadRequest), psn(0)))
+	data := pattern(pkts*1024, 7)
+	resp := func(i int) hdrs {
+		h := hdrs{PSN: wire.PSN(i), Payload: data[i*1024 : (i+1)*1024], Syn: synACK, MSN: 1}
+		switch i {
+		case 0:
+			h.Op = wire.OpRCReadRespFirst
+		case pkts - 1:
+			h.Op = wire.OpRCReadRespLast
+		default:
+			h.Op = wire.OpRCReadRespMiddle
+		}
+		return h
+	}
+	s.send(resp(0))
+	// PSN 1 is lost; PSN 2 shows it: one new READ request from PSN 1.
+	expectFrames(t, s.send(resp(2)), checks(opcode(wire.OpRCReadRequest), psn(1)))
+	timeout := ackTimeout(8)
+	for i := 3; i < pkts; i++ {
+		// Each late response comes just under a timeout after the last:
+		// together they take far longer than (retry_cnt+1) timeouts.
+		if out := s.tickAt(s.now + timeout*3/4); len(out) != 0 {
+			t.Fatalf("before late response %d sent:\n%s", i, describeAll(out))
+		}
+		if out := s.send(resp(i)); len(out) != 0 {
+			t.Fatalf("late response %d answered with:\n%s", i, describeAll(out))
+		}
+	}
+	// The responder gets to the resend.
+	for i := 1; i < pkts; i++ {
+		h := resp(i)
+		if i == 1 {
+			h.Op = wire.OpRCReadRespFirst
+		}
+		s.send(h)
+	}
+	expectWCs(t, n.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMARead})
+	if !bytes.Equal(n.mem[:pkts*1024], data) {
+		t.Error("READ data wrong")
+	}
+	if got := n.counter(LocalAckTimeoutErr); got != 0 {
+		t.Errorf("local_ack_timeout_err %d, want 0", got)
+	}
+	if got := n.counter(RxLateResponse); got != pkts-3 {
+		t.Errorf("rx_late_response %d, want %d", got, pkts-3)
+	}
+}

@@ -113,8 +113,19 @@ func (e *Engine) useless(qp *QP, p *wire.Packet, isReq bool) bool {
 		return false
 	}
 	req := &qp.req
-	if psn.Before(req.una) ||
-		(req.recovering && p.Info.Flags.Has(wire.FlagReadResp) && psn != req.una) {
+	if psn.Before(req.una) {
+		e.c[RxLateResponse]++
+		return true
+	}
+	if req.recovering && p.Info.Flags.Has(wire.FlagReadResp) && psn != req.una {
+		// Past the gap: the responder is still sending what it had queued
+		// before our request to resend (up to max_dest_rd_atomic whole
+		// READs). It is alive and will get to the resend; a timeout now
+		// would only queue yet another copy and use up retry_cnt while
+		// the backlog drains, so the timer restarts instead.
+		if qp.timer.retransAt != 0 {
+			qp.timer.retransAt = e.now + ackTimeout(qp.attr.Timeout)
+		}
 		e.c[RxLateResponse]++
 		return true
 	}
