@@ -54,7 +54,7 @@ func runPair(t *testing.T, cfg Config, open func(netip.Addr) (*rnic.Device, erro
 // startPair runs the server (NIC srvAddr) and the client (NIC cliAddr)
 // and returns both sides, errors included. mods may change either side's
 // configuration.
-func startPair(t *testing.T, cfg Config, open func(netip.Addr) (*rnic.Device, error), srvAddr, cliAddr netip.Addr, mods ...func(sc, cc *Config)) (srv, cli *side) {
+func startPair(t testing.TB, cfg Config, open func(netip.Addr) (*rnic.Device, error), srvAddr, cliAddr netip.Addr, mods ...func(sc, cc *Config)) (srv, cli *side) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
