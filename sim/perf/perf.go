@@ -230,7 +230,7 @@ func Run(p *profile.HardwareProfile, spec Spec) (*Result, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	r := &runner{spec: spec, prof: p, s: sim.New(spec.Seed)}
+	r := &runner{spec: spec, prof: p, s: sim.New(spec.Seed), lat: timing.Histogram{Bits: 7}}
 	if err := r.build(); err != nil {
 		return nil, err
 	}

@@ -85,9 +85,24 @@ func TestHistogram(t *testing.T) {
 			t.Errorf("Quantile(%v) = %d, want in [%d, %d]", tc.q, got, tc.lo, tc.hi)
 		}
 	}
-	for b := range histBuckets - 1 {
-		if histBucket(histUpper(b)) != b || histBucket(histUpper(b)+1) != b+1 {
-			t.Fatalf("bucket %d: upper bound %d maps to %d", b, histUpper(b), histBucket(histUpper(b)))
+	for _, sb := range []uint{3, 7} {
+		for b := range (63-int(sb)+1)<<sb - 1 {
+			if histBucket(histUpper(b, sb), sb) != b || histBucket(histUpper(b, sb)+1, sb) != b+1 {
+				t.Fatalf("bits %d, bucket %d: upper bound %d maps to %d", sb, b, histUpper(b, sb), histBucket(histUpper(b, sb), sb))
+			}
 		}
+	}
+	// Bits 7: within 1/128.
+	fine := Histogram{Bits: 7}
+	for v := range int64(100000) {
+		fine.Add(v)
+	}
+	if got := fine.Quantile(0.5); got < 50000 || got > 50000+50000/128 {
+		t.Errorf("Bits 7: median bound %d, want within 1/128 above 50000", got)
+	}
+	fine.Reset()
+	fine.Add(7)
+	if fine.Count() != 1 || fine.Quantile(0.5) != 7 {
+		t.Errorf("after Reset: count %d, median %d", fine.Count(), fine.Quantile(0.5))
 	}
 }

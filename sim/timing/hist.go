@@ -2,47 +2,61 @@ package timing
 
 import "math/bits"
 
-// histSub is the number of sub-buckets per power of two: values are kept
-// within 1/histSub (12.5%) of their true size, enough for percentiles of
-// queueing delay.
-const (
-	histSubBits = 3
-	histSub     = 1 << histSubBits
-	histBuckets = (63 - histSubBits + 1) * histSub // values are int64: at most 63 bits
-)
+// DefaultHistBits is the sub-bucket resolution of a zero Histogram:
+// 2^3 sub-buckets per power of two keep values within 12.5% of their true
+// size, enough for percentiles of queueing delay.
+const DefaultHistBits = 3
 
 // Histogram counts non-negative values (nanoseconds of delay) in
-// log-linear buckets: exact below histSub, then histSub buckets per power
-// of two. It is a fixed array, so recording never allocates.
+// log-linear buckets: exact below 2^Bits, then 2^Bits buckets per power
+// of two. Its buckets are allocated by the first Add; recording never
+// allocates after that.
 type Histogram struct {
-	counts [histBuckets]uint64
+	// Bits sets the resolution: values are kept within 2^-Bits of their
+	// true size (0: DefaultHistBits; 7 gives under 1%, for latencies).
+	// Set it before the first Add.
+	Bits   uint8
+	counts []uint64
 	n      uint64
 	sum    int64
 	max    int64
 }
 
-func histBucket(v int64) int {
-	if v < histSub {
+func (h *Histogram) bits() uint {
+	if h.Bits == 0 {
+		return DefaultHistBits
+	}
+	return uint(min(h.Bits, 16))
+}
+
+func histBucket(v int64, sb uint) int {
+	sub := int64(1) << sb
+	if v < sub {
 		return int(v)
 	}
-	e := bits.Len64(uint64(v)) - 1 - histSubBits // shift that leaves histSubBits+1 bits
-	return (e+1)*histSub + int(uint64(v)>>uint(e)) - histSub
+	e := uint(bits.Len64(uint64(v))) - 1 - sb // shift that leaves sb+1 bits
+	return int(int64(e+1)*sub + int64(uint64(v)>>e) - sub)
 }
 
 // histUpper returns the largest value that falls in bucket b.
-func histUpper(b int) int64 {
-	if b < histSub {
+func histUpper(b int, sb uint) int64 {
+	sub := 1 << sb
+	if b < sub {
 		return int64(b)
 	}
-	e := b/histSub - 1
-	m := int64(b%histSub + histSub)
-	return (m+1)<<uint(e) - 1
+	e := uint(b/sub - 1)
+	m := int64(b%sub + sub)
+	return (m+1)<<e - 1
 }
 
 // Add records v (negative values count as 0).
 func (h *Histogram) Add(v int64) {
 	v = max(v, 0)
-	h.counts[histBucket(v)]++
+	sb := h.bits()
+	if h.counts == nil {
+		h.counts = make([]uint64, (63-int(sb)+1)<<sb) // values are int64: at most 63 bits
+	}
+	h.counts[histBucket(v, sb)]++
 	h.n++
 	h.sum += v
 	h.max = max(h.max, v)
@@ -62,7 +76,7 @@ func (h *Histogram) Mean() float64 {
 // Max returns the largest value recorded.
 func (h *Histogram) Max() int64 { return h.max }
 
-// Quantile returns an upper bound (within 12.5%) of the q-quantile,
+// Quantile returns an upper bound (within 2^-Bits) of the q-quantile,
 // q in [0, 1]; the exact maximum for q = 1.
 func (h *Histogram) Quantile(q float64) int64 {
 	if h.n == 0 {
@@ -76,11 +90,14 @@ func (h *Histogram) Quantile(q float64) int64 {
 	for b, c := range h.counts {
 		seen += c
 		if seen >= rank {
-			return min(histUpper(b), h.max)
+			return min(histUpper(b, h.bits()), h.max)
 		}
 	}
 	return h.max
 }
 
 // Reset clears the histogram.
-func (h *Histogram) Reset() { *h = Histogram{} }
+func (h *Histogram) Reset() {
+	clear(h.counts)
+	h.n, h.sum, h.max = 0, 0, 0
+}
