@@ -60,20 +60,21 @@ type Config struct {
 	// TCP connection's local end.
 	Local netip.Addr
 
-	Size     int         // -s: message size (0: 65536 for bw, 2 for latency, 8 for atomics)
-	All      bool        // -a: every size from 2 to 8 MiB
-	Iters    int         // -n (0: 5000 for write_bw, 1000 for the others)
-	Duration int         // -D: run for this many seconds instead of Iters
-	Margin   int         // -f: seconds at each end of a -D run left out (negative: Duration/4)
-	QPs      int         // -q: QPs (bw tests only; 0: 1)
-	MTU      int         // -m: path MTU in bytes (0: the port's active MTU)
-	GIDIndex int         // -x: GID index (negative: chosen automatically, 0)
-	TxDepth  int         // -t (0: 128 for bw, 1 for latency)
-	RxDepth  int         // -r (0: 512 for send tests, 1 for the others)
-	CQMod    int         // -Q: one signaled WR every CQMod (0: 100)
-	Inline   int         // -I: max inline size (negative: perftest's default for the test)
-	Conn     rnic.QPType // -c: RC, UC or UD (0: RC)
-	Atomic   AtomicType  // -A: FETCH_AND_ADD or CMP_AND_SWAP
+	Size      int         // -s: message size (0: 65536 for bw, 2 for latency, 8 for atomics)
+	All       bool        // -a: every size from 2 to 8 MiB
+	Iters     int         // -n (0: 5000 for write_bw, 1000 for the others)
+	Duration  int         // -D: run for this many seconds instead of Iters
+	Margin    int         // -f: seconds at each end of a -D run left out (negative: Duration/4)
+	QPs       int         // -q: QPs (bw tests only; 0: 1)
+	MTU       int         // -m: path MTU in bytes (0: the port's active MTU)
+	GIDIndex  int         // -x: GID index (negative: chosen automatically, 0)
+	TxDepth   int         // -t (0: 128 for bw, 1 for latency)
+	RxDepth   int         // -r (0: 512 for send tests, 1 for the others)
+	CQMod     int         // -Q: one signaled WR every CQMod (0: 100)
+	Inline    int         // -I: max inline size (negative: perftest's default for the test)
+	QPTimeout int         // -u: local ACK timeout, 4.096 µs × 2^u (negative: 14; 0: none)
+	Conn      rnic.QPType // -c: RC, UC or UD (0: RC)
+	Atomic    AtomicType  // -A: FETCH_AND_ADD or CMP_AND_SWAP
 
 	ReportGbits bool // --report_gbits: Gb/s instead of MB/s
 	NoPeak      bool // -N: do not compute the peak bandwidth
@@ -98,7 +99,7 @@ type Config struct {
 
 // NewConfig returns perftest's defaults for test t.
 func NewConfig(t Test) Config {
-	return Config{Test: t, Port: DefaultPort, Margin: -1, GIDIndex: -1, Inline: -1, Conn: rnic.RC, Atomic: FetchAndAdd, QPs: 1}
+	return Config{Test: t, Port: DefaultPort, Margin: -1, GIDIndex: -1, Inline: -1, QPTimeout: -1, Conn: rnic.RC, Atomic: FetchAndAdd, QPs: 1}
 }
 
 // params are the parameters in force: Config after perftest's defaults
@@ -155,6 +156,8 @@ func (c Config) resolve() (*params, error) {
 		return nil, fmt.Errorf("perftest: number of QPs %d out of range [1, %d]", p.QPs, maxQPs)
 	case p.QPs > 1 && lat:
 		return nil, errors.New("perftest: multiple QPs only available on bw tests")
+	case p.QPTimeout > 31:
+		return nil, fmt.Errorf("perftest: QP timeout %d out of range [0, 31]", p.QPTimeout)
 	case p.Inline > maxInline:
 		return nil, fmt.Errorf("perftest: max inline %d out of range [0, %d]", p.Inline, maxInline)
 	case p.Inline > 0 && (verb == VerbRead || verb == VerbAtomic):
@@ -304,4 +307,12 @@ func (p *params) sizes() []int {
 		s = append(s, n)
 	}
 	return s
+}
+
+// qpTimeout is the QP's local ACK timeout attribute (-u).
+func (p *params) qpTimeout() uint8 {
+	if p.QPTimeout < 0 {
+		return 14 // perftest's DEF_QP_TIME
+	}
+	return uint8(p.QPTimeout)
 }

@@ -97,6 +97,7 @@ func TestResolveErrors(t *testing.T) {
 		{"margin", func(c *Config) { c.Duration, c.Margin = 4, 2 }, "more than twice the margin"},
 		{"bad port", func(c *Config) { c.Port = 70000 }, "port 70000 out of range"},
 		{"bad conn", func(c *Config) { c.Conn = 9 }, "not supported"},
+		{"QP timeout", func(c *Config) { c.QPTimeout = 32 }, "QP timeout 32 out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +109,22 @@ func TestResolveErrors(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestQPTimeout checks -u: perftest's 14 by default, else the value given
+// (0: no local ACK timeout).
+func TestQPTimeout(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{-1, 14}, {0, 0}, {18, 18}, {31, 31}} {
+		c := NewConfig(ReadBW)
+		c.Open, c.QPTimeout = noOpen, tc.in
+		p, err := c.resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.qpTimeout(); int(got) != tc.want {
+			t.Errorf("-u %d: timeout %d, want %d", tc.in, got, tc.want)
+		}
 	}
 }
 

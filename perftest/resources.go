@@ -138,7 +138,7 @@ func (r *resources) connect() error {
 	for i, q := range r.qps {
 		rem := q.rem
 		cp := rnic.ConnParams{
-			MTU: p.mtu, PSN: rnic.PSN(q.my.PSN), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
+			MTU: p.mtu, PSN: rnic.PSN(q.my.PSN), Timeout: p.qpTimeout(), RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
 			MaxRdAtomic:     clampRd(rem.OutReads, maxRd),
 			MaxDestRdAtomic: clampRd(q.my.OutReads, maxRd),
 			HopLimit:        0xFF,

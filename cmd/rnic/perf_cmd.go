@@ -20,7 +20,7 @@ type perfFlags struct {
 
 	all, cpuFreq, gbits, noPeak bool
 
-	iters, duration, margin, qps, mtu, gid, port, tx, rx, cqMod, inline int
+	iters, duration, margin, qps, mtu, gid, port, tx, rx, cqMod, inline, qpTimeout int
 
 	timeout time.Duration
 	loss    float64 // seeded loss injected in the NIC's own link, on send
@@ -77,6 +77,7 @@ Examples:
 	fl.IntVarP(&f.rx, "rx-depth", "r", 0, "receive queue depth of send tests (default 512)")
 	fl.IntVarP(&f.cqMod, "cq-mod", "Q", 0, "one signaled completion every this many messages (default 100)")
 	fl.IntVarP(&f.inline, "inline_size", "I", -1, "max inline data size (-1: 220 for write_lat, 236 for send_lat, 0 otherwise)")
+	fl.IntVarP(&f.qpTimeout, "qp-timeout", "u", 14, "QP timeout: the local ACK timeout is 4.096 µs × 2^u (0: none)")
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, UC or UD")
 	fl.StringVarP(&f.atomic, "atomic_type", "A", "FETCH_AND_ADD", "atomic_bw's operation: FETCH_AND_ADD or CMP_AND_SWAP")
 	fl.BoolVarP(&f.noPeak, "noPeak", "N", false, "do not compute the peak bandwidth")
@@ -113,6 +114,10 @@ func (f *perfFlags) config(args []string) (perftest.Config, error) {
 	c.All, c.Iters, c.Duration, c.Margin, c.QPs = f.all, f.iters, f.duration, f.margin, f.qps
 	c.MTU, c.GIDIndex, c.Port, c.TxDepth, c.RxDepth = f.mtu, f.gid, f.port, f.tx, f.rx
 	c.CQMod, c.Inline, c.ReportGbits, c.NoPeak, c.Timeout = f.cqMod, f.inline, f.gbits, f.noPeak, f.timeout
+	c.QPTimeout = f.qpTimeout
+	if c.QPTimeout < 0 {
+		return c, fmt.Errorf("-u %d: QP timeout out of range [0, 31]", c.QPTimeout)
+	}
 	return c, nil
 }
 

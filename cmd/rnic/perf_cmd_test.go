@@ -162,6 +162,8 @@ func TestPerfCommandErrors(t *testing.T) {
 		{[]string{"perf", "write_bw", "-s", "lots"}, "message size"},
 		{[]string{"perf", "write_bw", "-d", "no-such-if0"}, "neither an IP address nor a network interface"},
 		{[]string{"perf", "write_lat", "-q", "2", "127.0.0.1"}, "multiple QPs only available on bw tests"},
+		{[]string{"perf", "read_bw", "-u", "32", "127.0.0.1"}, "QP timeout 32 out of range"},
+		{[]string{"perf", "read_bw", "-u", "-3", "127.0.0.1"}, "QP timeout out of range"},
 		{[]string{"perf", "write_bw", "-p", "1", "-n", "5", "127.0.0.1"}, "couldn't connect to 127.0.0.1:1"},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/link"
@@ -28,6 +29,7 @@ type perfDevices struct {
 	errw    io.Writer
 	loss    float64
 	stats   []*statServer
+	traces  []*os.File // RNIC_TRACE files
 }
 
 // open opens the device for addr, named rnic_<addr>.
@@ -40,7 +42,19 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 	if p.capture != nil {
 		l = p.capture.wrap(inner)
 	}
-	dev, err := rnic.Open(rnic.Options{Link: l, Name: "rnic_" + addr.String()})
+	opts := rnic.Options{Link: l, Name: "rnic_" + addr.String()}
+	if path := os.Getenv("RNIC_TRACE"); path != "" {
+		// A development aid: the protocol engine's debug log (go-back,
+		// resends, NAKs, duplicates), one line per event, to a file.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			inner.Close()
+			return nil, fmt.Errorf("RNIC_TRACE: %w", err)
+		}
+		p.traces = append(p.traces, f)
+		opts.Trace = func(s string) { fmt.Fprintln(f, s) }
+	}
+	dev, err := rnic.Open(opts)
 	if err != nil {
 		inner.Close()
 		return nil, err
@@ -78,6 +92,9 @@ func (p *perfDevices) close() error {
 	}
 	if p.capture != nil {
 		errs = append(errs, p.capture.Close())
+	}
+	for _, f := range p.traces {
+		errs = append(errs, f.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -315,6 +315,9 @@ func (e *Engine) retransTimeout(qp *QP) {
 		return
 	}
 	e.count(qp, LocalAckTimeoutErr)
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x requester: local ACK timeout (una %v psn %v, recovering %v)", qp.QPN, qp.req.una, qp.req.psn, qp.req.recovering)
+	}
 	e.retryFromUna(qp, true)
 	if qp.req.retries > 0 || qp.req.retry {
 		if t := ackTimeout(qp.attr.Timeout); t != 0 {

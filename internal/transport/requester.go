@@ -120,11 +120,29 @@ func (e *Engine) requesterReady(qp *QP) bool {
 			return false
 		}
 	}
-	return !e.windowFull(qp)
+	return !e.windowFull(qp, w)
 }
 
-func (e *Engine) windowFull(qp *QP) bool {
-	return qp.Type == RC && qp.req.psn.Diff(qp.req.una) >= int32(e.cfg.MaxUnackedPSNs)
+// readPSNSpan bounds the PSNs a requester has outstanding: half of the
+// 2^23 half-space in which a 24-bit PSN compares unambiguously.
+const readPSNSpan = 1 << 22
+
+// windowFull reports whether the requester must wait for acknowledgements
+// before sending w's next packet. The window (MaxUnackedPSNs) bounds the
+// request packets a resend may have to repeat; a READ request is one
+// packet however many response PSNs it claims, so READs are bounded by
+// max_rd_atomic and by the PSN space instead: a 1 MiB READ (1024 PSNs at
+// MTU 1024) must not keep the next READ from being sent.
+func (e *Engine) windowFull(qp *QP, w *sendWQE) bool {
+	if qp.Type != RC {
+		return false
+	}
+	out := qp.req.psn.Diff(qp.req.una)
+	if w.op == WRRDMARead {
+		rest := packets(w.length-min(w.length, qp.req.off), qp.mtu)
+		return out > 0 && out+int32(rest) > readPSNSpan
+	}
+	return out >= int32(e.cfg.MaxUnackedPSNs)
 }
 
 // serveRequests sends packets of the WQEs at the head of the send queue,
@@ -198,7 +216,7 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				req.rdAtomic++
 			}
 		}
-		if e.windowFull(qp) {
+		if e.windowFull(qp, w) {
 			break
 		}
 		n, ok := e.sendRequest(qp, w, info)

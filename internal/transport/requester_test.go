@@ -205,6 +205,51 @@ func TestRequesterWindow(t *testing.T) {
 	expectWCs(t, s.n.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMAWrite})
 }
 
+// TestRequesterWindowReads checks that the window counts request
+// packets, not the PSNs READ responses will use: READs larger than the
+// window go out back to back up to max_rd_atomic, while a WRITE behind them
+// waits until the responses bring the outstanding PSNs under the window.
+func TestRequesterWindowReads(t *testing.T) {
+	s := newSolo(t, nodeConfig{maxUnacked: 8, maxRdAtomic: 3})
+	n := s.n
+	for i := range 4 {
+		n.post(SendWR{WRID: uint64(i + 1), Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(i*16*1024, 16*1024)}, RemoteAddr: 0x10000, RKey: 5})
+	}
+	n.post(SendWR{WRID: 5, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{n.sge(0, 8)}, RemoteAddr: 0x1000, RKey: 5})
+	// Three READs of 16 PSNs each: the fourth waits for max_rd_atomic.
+	expectFrames(t, s.run(),
+		checks(opcode(wire.OpRCReadRequest), psn(0)),
+		checks(opcode(wire.OpRCReadRequest), psn(16)),
+		checks(opcode(wire.OpRCReadRequest), psn(32)))
+	resp := func(first, i int) hdrs {
+		h := hdrs{Op: wire.OpRCReadRespMiddle, PSN: wire.PSN(first + i), Payload: make([]byte, 1024)}
+		switch i {
+		case 0:
+			h.Op, h.Syn = wire.OpRCReadRespFirst, synACK
+		case 15:
+			h.Op, h.Syn = wire.OpRCReadRespLast, synACK
+		}
+		return h
+	}
+	var out [][]byte
+	for i := range 16 {
+		out = append(out, s.send(resp(0, i))...)
+	}
+	// The first READ done: the fourth goes (PSN 48); the WRITE still
+	// waits, 48 PSNs outstanding.
+	expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(48)))
+	out = nil
+	for r := 1; r < 4; r++ {
+		for i := range 16 {
+			out = append(out, s.send(resp(r*16, i))...)
+		}
+	}
+	expectFrames(t, out, checks(opcode(wire.OpRCWriteOnly), psn(64)))
+	expectWCs(t, n.sendWCs(),
+		WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMARead}, WC{WRID: 2, Status: WCSuccess, Opcode: WCRDMARead},
+		WC{WRID: 3, Status: WCSuccess, Opcode: WCRDMARead}, WC{WRID: 4, Status: WCSuccess, Opcode: WCRDMARead})
+}
+
 // TestRequesterUCUD checks the UC and UD requesters (IBTA §9.8
 // unreliable services): UC cuts messages like RC with UC opcodes and never
 // asks for ACKs; UD sends one SEND ONLY per message with a DETH naming
