@@ -32,6 +32,7 @@ type Sweep struct {
 	TxDepth   []int
 	Footprint []int
 	PageSize  []int
+	MRPerQP   []bool
 	Threads   []int
 	CQMod     []int
 	Inline    []int
@@ -117,6 +118,7 @@ func (s *Sweep) dims() []dim {
 		list("tx_depth", s.TxDepth, func(p *Point, v int) { p.Spec.TxDepth = v }),
 		list("footprint", s.Footprint, func(p *Point, v int) { p.Spec.Footprint = v }),
 		list("page_size", s.PageSize, func(p *Point, v int) { p.Spec.PageSize = v }),
+		list("mr_per_qp", s.MRPerQP, func(p *Point, v bool) { p.Spec.MRPerQP = v }),
 		list("threads", s.Threads, func(p *Point, v int) { p.Spec.Threads = v }),
 		list("cq_mod", s.CQMod, func(p *Point, v int) { p.Spec.CQMod = v }),
 		list("inline", s.Inline, func(p *Point, v int) { p.Spec.Inline = v }),

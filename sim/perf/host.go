@@ -169,7 +169,7 @@ func (q *qpRun) completion(wc *transport.WC, seen sim.Time) {
 			r.measure(q, sp.Size)
 		}
 		if q.done == sp.Iters {
-			r.finished++
+			r.qpFinished()
 			return
 		}
 		for range n {
@@ -199,7 +199,7 @@ func (q *qpRun) roundTrip(seen sim.Time) {
 	}
 	r.measure(q, sp.Size)
 	if q.done == sp.Iters {
-		r.finished++
+		r.qpFinished()
 		return
 	}
 	q.h.hostPost(q, seen)

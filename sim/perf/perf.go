@@ -67,6 +67,10 @@ type Spec struct {
 	// operations move through it (default: one message), so a large
 	// footprint spreads accesses over many pages and MTT entries.
 	Footprint int
+	// MRPerQP registers a memory region per QP (perftest's --mr_per_qp);
+	// by default, as perftest, a host registers one region that holds
+	// every QP's buffer, so that all QPs share one MPT entry.
+	MRPerQP bool
 	// PageSize is the MTT page size (4 KiB default, 2 MiB for huge pages).
 	PageSize int
 	// Inline sends payloads of up to this many bytes inline (perftest's
@@ -198,6 +202,14 @@ type host struct {
 	mrs  []uint32 // per QP
 	base []uint64 // per QP: region's address
 	buf  [][]byte
+	nqp  int // QPs this host will have
+	// shared is the one region of every QP's buffer (not MRPerQP).
+	shared struct {
+		ok   bool
+		key  uint32
+		iova uint64
+		buf  []byte
+	}
 	cq   *transport.CQ
 	qps  []*qpRun
 	byQP map[uint32]*qpRun
@@ -288,8 +300,10 @@ func (r *runner) build() error {
 			return err
 		}
 		if i < nClients {
+			h.nqp = sp.QPs
 			r.clients = append(r.clients, h)
 		} else {
+			h.nqp = sp.QPs * nClients / nServers
 			r.servers = append(r.servers, h)
 		}
 		r.hosts = append(r.hosts, h)
@@ -348,7 +362,8 @@ func pageShift(n int) uint8 {
 	return s
 }
 
-// newQP creates a QP with its own registered region.
+// newQP creates a QP with its buffer: a region of its own (MRPerQP) or
+// its slice of the host's one region.
 func (h *host) newQP(client bool) (*qpRun, error) {
 	sp := &h.run.spec
 	qpn, slot, ok := h.nic.QPs.Alloc()
@@ -363,25 +378,51 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := atu.MRSpec{PD: h.pd, IOVA: uint64(len(h.mrs)+1) << 40, PageShift: pageShift(sp.PageSize),
-		Access: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic}
-	if sp.Metadata {
-		spec.Length = uint64(sp.Footprint)
-	} else {
-		spec.Buf = make([]byte, sp.Footprint)
-	}
-	key, err := h.nic.ATU.RegMR(spec)
+	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
+	q.cpu = &h.cpus[q.idx%len(h.cpus)]
+	key, iova, buf, err := h.region(q.idx)
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
-	q.cpu = &h.cpus[q.idx%len(h.cpus)]
 	h.mrs = append(h.mrs, key)
-	h.base = append(h.base, spec.IOVA)
-	h.buf = append(h.buf, spec.Buf)
+	h.base = append(h.base, iova)
+	h.buf = append(h.buf, buf)
 	h.qps = append(h.qps, q)
 	h.byQP[qp.QPN] = q
 	return q, nil
+}
+
+// region returns the memory of the host's i-th QP: its key, address and
+// bytes (nil in metadata mode).
+func (h *host) region(i int) (key uint32, iova uint64, buf []byte, err error) {
+	sp := &h.run.spec
+	fp := sp.Footprint
+	if sp.MRPerQP || !h.shared.ok {
+		n := fp
+		if !sp.MRPerQP {
+			n = fp * h.nqp
+		}
+		spec := atu.MRSpec{PD: h.pd, IOVA: uint64(len(h.mrs)+1) << 40, PageShift: pageShift(sp.PageSize),
+			Access: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic}
+		if sp.Metadata {
+			spec.Length = uint64(n)
+		} else {
+			spec.Buf = make([]byte, n)
+		}
+		k, err := h.nic.ATU.RegMR(spec)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if sp.MRPerQP {
+			return k, spec.IOVA, spec.Buf, nil
+		}
+		h.shared.ok, h.shared.key, h.shared.iova, h.shared.buf = true, k, spec.IOVA, spec.Buf
+	}
+	iova = h.shared.iova + uint64(i*fp)
+	if h.shared.buf != nil {
+		buf = h.shared.buf[i*fp : (i+1)*fp : (i+1)*fp]
+	}
+	return h.shared.key, iova, buf, nil
 }
 
 // connect moves both QPs to RTS, connected to each other.
@@ -547,6 +588,16 @@ func (r *runner) Handle(s *sim.Sim, ev sim.Event) {
 	case evChurn:
 		r.churn()
 		r.churnTimer.Reset(s.Now() + r.spec.MRChurn)
+	}
+}
+
+// qpFinished counts a QP that completed its iterations. When the last
+// one does, the churning neighbour stops too: its timer would otherwise
+// keep the simulation running until the time limit.
+func (r *runner) qpFinished() {
+	r.finished++
+	if r.finished == r.totalQPs && r.churnTimer != nil {
+		r.churnTimer.Stop()
 	}
 }
 

@@ -1,9 +1,11 @@
 package perf
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/profile"
 )
 
@@ -16,27 +18,174 @@ func mustProfile(t testing.TB, name string) *profile.HardwareProfile {
 	return p
 }
 
-func TestSmoke(t *testing.T) {
+// TestWorkloads runs every workload with real bytes: each completes every
+// operation without error, moves what it claims at no more than the line
+// rate, and (bandwidth tests) the bytes at the destination equal their
+// source.
+func TestWorkloads(t *testing.T) {
 	p := mustProfile(t, "cx6")
 	for _, tc := range []Spec{
 		{Test: WriteLat, Size: 8, Iters: 200, Warmup: 20},
 		{Test: SendLat, Size: 8, Iters: 200, Warmup: 20},
 		{Test: ReadLat, Size: 8, Iters: 200, Warmup: 20},
-		{Test: WriteBW, Size: 65536, Iters: 2000, Warmup: 200},
-		{Test: ReadBW, Size: 65536, Iters: 2000, Warmup: 200},
-		{Test: SendBW, Size: 65536, Iters: 2000, Warmup: 200},
+		{Test: WriteLat, Size: 4096, Iters: 50, Warmup: 5},
+		{Test: WriteBW, Size: 65536, Iters: 500, Warmup: 50},
+		{Test: ReadBW, Size: 65536, Iters: 500, Warmup: 50},
+		{Test: SendBW, Size: 65536, Iters: 500, Warmup: 50},
 		{Test: AtomicBW, Iters: 2000, Warmup: 200},
-		{Test: WriteBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 8},
-		{Test: WriteBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 32, Threads: 8, CQMod: 16},
-		{Test: ReadBW, Size: 64, Iters: 20000, Warmup: 2000, QPs: 32, Threads: 8, CQMod: 16},
+		{Test: WriteBW, Size: 64, Iters: 5000, Warmup: 500, QPs: 8},
+		{Test: WriteBW, Size: 64, Iters: 2000, Warmup: 200, QPs: 32, Threads: 8, CQMod: 16},
+		{Test: ReadBW, Size: 64, Iters: 2000, Warmup: 200, QPs: 32, Threads: 8, CQMod: 16},
+		{Test: WriteBW, Size: 4096, Iters: 200, Warmup: 20, QPs: 4, MRPerQP: true, Footprint: 1 << 20},
+		{Test: WriteBW, Size: 8192, Iters: 100, Warmup: 10, Pairs: 3, Incast: true},
 	} {
-		res, err := Run(p, tc)
+		name := fmt.Sprintf("%s/%d/q%d/p%d", tc.Test, tc.Size, tc.QPs, tc.Pairs)
+		t.Run(name, func(t *testing.T) {
+			res, err := Run(p, tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := res.Spec
+			if res.Errors != 0 {
+				t.Errorf("%d error completions", res.Errors)
+			}
+			hosts := sp.Pairs
+			want := hosts * sp.QPs * (sp.Iters - sp.Warmup)
+			if sp.Test.latency() {
+				if got := int(res.Lat.Count()); got != sp.Iters-sp.Warmup {
+					t.Errorf("%d latency samples, want %d", got, sp.Iters-sp.Warmup)
+				}
+				if res.LatMin <= 0 || res.LatAvg < float64(res.LatMin) {
+					t.Errorf("latency min %v avg %v", res.LatMin, res.LatAvg)
+				}
+			} else if res.Ops < want*9/10 || res.Ops > want {
+				t.Errorf("%d operations measured, want about %d", res.Ops, want)
+			}
+			if res.Gbps <= 0 || res.Gbps > p.Link.RateGbps*float64(hosts) {
+				t.Errorf("%.2f Gb/s with a %.0f Gb/s line", res.Gbps, p.Link.RateGbps)
+			}
+			switch sp.Test {
+			case WriteBW, ReadBW, SendBW:
+				if res.Checked == 0 || res.Corrupt != 0 {
+					t.Errorf("checked %d bytes, %d corrupt", res.Checked, res.Corrupt)
+				}
+			}
+		})
+	}
+}
+
+// TestLargeWritesReachLineRate checks that 64 KiB WRITEs on one QP are
+// limited by the line, as on hardware: between 85 % and 100 % of it after
+// headers.
+func TestLargeWritesReachLineRate(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	res, err := Run(p, Spec{Test: WriteBW, Size: 65536, Iters: 2000, Warmup: 200, Metadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Gbps / p.Link.RateGbps; r < 0.85 || r > 1 {
+		t.Errorf("%.1f Gb/s on a %.0f Gb/s line (%.2f)", res.Gbps, p.Link.RateGbps, r)
+	}
+}
+
+// TestDeterministic checks that a run is a function of its inputs.
+func TestDeterministic(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	spec := Spec{Test: ReadBW, Size: 1024, Iters: 300, Warmup: 30, QPs: 16, Threads: 4, CQMod: 4, Seed: 7}
+	a, err := Run(p, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(p, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Elapsed != b.Elapsed || a.Events != b.Events || a.Ops != b.Ops || a.Packets != b.Packets || a.Client != b.Client {
+		t.Errorf("two runs differ: %v/%d/%d/%d vs %v/%d/%d/%d", a.Elapsed, a.Events, a.Ops, a.Packets, b.Elapsed, b.Events, b.Ops, b.Packets)
+	}
+}
+
+// TestWriteLatCX6 checks the calibration of the ConnectX-6 profile: an
+// 8 B write_lat back to back (no switch) in the 0.6–0.8 µs vendors state,
+// and the switch's forwarding delay added once per direction.
+func TestWriteLatCX6(t *testing.T) {
+	lat := func(switchNs int64) float64 {
+		p := mustProfile(t, "cx6")
+		p.Switch.LatencyNs = switchNs
+		res, err := Run(p, Spec{Test: WriteLat, Size: 8, Iters: 300, Warmup: 30})
 		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
+			t.Fatal(err)
 		}
-		t.Logf("%s %dB qps=%d: %.2f Gb/s %.2f Mops lat min %v avg %.0f ns p50 %d; errors %d events %d; client qpc %v/%v mtt miss %v pcie %.2f/%.2f units %.2f",
-			tc.Test, res.Spec.Size, res.Spec.QPs, res.Gbps, res.Mops, res.LatMin, res.LatAvg, res.Lat.Quantile(0.5), res.Errors, res.Events,
-			res.Client.QPCHit, res.Client.QPCMiss, res.Client.MTTMiss, res.Client.PCIeUtilToHost, res.Client.PCIeUtilToDevice, res.Client.UnitUtil)
+		return res.LatAvg
+	}
+	b2b, sw := lat(0), lat(300)
+	if b2b < 600 || b2b > 800 {
+		t.Errorf("write_lat 8 B back to back: %.0f ns, want 600..800", b2b)
+	}
+	if d := sw - b2b; d < 295 || d > 305 {
+		t.Errorf("a 300 ns switch added %.0f ns to the one-way latency", d)
+	}
+}
+
+// TestSharedMR checks perftest's memory layout: by default the QPs of a
+// host share one region (one MPT entry); with MRPerQP each has its own, and
+// many QPs then miss in the MPT cache.
+func TestSharedMR(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	run := func(perQP bool) NICStats {
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, Iters: 50, Warmup: 5, QPs: 256, Metadata: true, MRPerQP: perQP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Server
+	}
+	shared, perQP := run(false), run(true)
+	if shared.MPTMiss > 2 {
+		t.Errorf("shared region: %v MPT misses, want at most 2", shared.MPTMiss)
+	}
+	if perQP.MPTMiss < 256 {
+		t.Errorf("a region per QP: %v MPT misses, want at least one per QP (256)", perQP.MPTMiss)
+	}
+}
+
+// TestTranslationPressure checks the MTT cache: a footprint far larger
+// than the MTT cache covers in 4 KiB pages misses often, while 2 MiB pages
+// cover it with a few entries.
+func TestTranslationPressure(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	run := func(page int) NICStats {
+		res, err := Run(p, Spec{Test: WriteBW, Size: 4096, Iters: 4000, Warmup: 400, QPs: 4, Footprint: 256 << 20, PageSize: page, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Server
+	}
+	small, huge := run(4096), run(2<<20)
+	rate := func(s NICStats) float64 { return s.MTTMiss / (s.MTTHit + s.MTTMiss) }
+	if rate(small) < 0.5 {
+		t.Errorf("4 KiB pages over 1 GiB: MTT miss rate %.2f, want most accesses to miss", rate(small))
+	}
+	if rate(huge) > 0.05 {
+		t.Errorf("2 MiB pages: MTT miss rate %.2f, want almost none", rate(huge))
+	}
+}
+
+// TestMRChurn checks the noisy neighbour: re-registering a region every
+// few microseconds invalidates translation entries, so the victim's
+// MPT/MTT hit rate falls.
+func TestMRChurn(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	run := func(churn sim.Time) NICStats {
+		res, err := Run(p, Spec{Test: WriteBW, Size: 4096, Iters: 2000, Warmup: 200, QPs: 4, Footprint: 1 << 20, Metadata: true, MRChurn: churn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Server
+	}
+	calm, churn := run(0), run(2000)
+	hit := func(s NICStats) float64 { return (s.MPTHit + s.MTTHit) / (s.MPTHit + s.MPTMiss + s.MTTHit + s.MTTMiss) }
+	if hit(churn) >= hit(calm) {
+		t.Errorf("translation hit rate %.3f with churn, %.3f without: churn should lower it", hit(churn), hit(calm))
 	}
 }
 
