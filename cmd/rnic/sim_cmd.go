@@ -16,11 +16,11 @@ import (
 // simFlags are the sim command's flags: a list of values for each swept
 // parameter, and where the results go.
 type simFlags struct {
-	profiles, sets, tests                                             []string
-	sizes, qps, pairs, iters, warmup, txDepth, footprint, page        []string
-	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP []string
-	limit                                                             string
-	jobs                                                              int
+	profiles, sets, tests                                                     []string
+	sizes, qps, pairs, iters, warmup, txDepth, footprint, page                []string
+	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random []string
+	limit                                                                     string
+	jobs                                                                      int
 
 	csv, json, plot, x, y, series, title string
 	logx, logy                           bool
@@ -87,6 +87,7 @@ Examples:
 	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes (default one message)")
 	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size (default 4K; 2M for huge pages)")
 	fl.StringSliceVar(&f.mrPerQP, "mr-per-qp", nil, "one memory region per QP, as perftest's --mr_per_qp (default: one per host, shared by its QPs)")
+	fl.StringSliceVar(&f.random, "random", nil, "offsets drawn uniformly from the footprint instead of in order (bandwidth tests)")
 	fl.StringSliceVar(&f.threads, "threads", nil, "application threads per host (default 1)")
 	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations (default 1)")
 	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload (default 220 for write_lat and send_lat, 0 otherwise)")
@@ -108,7 +109,7 @@ Examples:
 	fl.BoolVar(&f.wall, "wall", false, "add wall-clock columns (wall_s, events_per_wall_s, pkts_per_wall_s), which differ from run to run")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on standard error")
 	fl.BoolVar(&f.breakdown, "breakdown", false, "instead of the sweep, print the latency breakdown of one small RDMA WRITE (--size, default 8) on each profile")
-	for _, name := range []string{"incast", "metadata", "mr-per-qp"} {
+	for _, name := range []string{"incast", "metadata", "mr-per-qp", "random"} {
 		fl.Lookup(name).NoOptDefVal = "true"
 	}
 	cmd.AddCommand(newSimProfileCmd())

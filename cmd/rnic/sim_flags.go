@@ -46,7 +46,7 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		flag string
 		in   []string
 		out  *[]bool
-	}{{"incast", f.incast, &sw.Incast}, {"metadata", f.metadata, &sw.Metadata}, {"mr-per-qp", f.mrPerQP, &sw.MRPerQP}} {
+	}{{"incast", f.incast, &sw.Incast}, {"metadata", f.metadata, &sw.Metadata}, {"mr-per-qp", f.mrPerQP, &sw.MRPerQP}, {"random", f.random, &sw.Random}} {
 		for _, s := range l.in {
 			v, err := strconv.ParseBool(s)
 			if err != nil {

@@ -140,6 +140,7 @@ var paramColumns = []Column{
 	param("tx_depth", "operations outstanding per QP", func(s *perf.Spec) any { return int64(s.TxDepth) }),
 	param("footprint", "registered bytes per QP", func(s *perf.Spec) any { return int64(s.Footprint) }),
 	param("page_size", "MTT page size, bytes", func(s *perf.Spec) any { return int64(s.PageSize) }),
+	param("random", "offsets drawn uniformly from the footprint (else in order)", func(s *perf.Spec) any { return s.Random }),
 	param("mr_per_qp", "one memory region per QP (perftest's --mr_per_qp)", func(s *perf.Spec) any { return s.MRPerQP }),
 	param("threads", "application threads per host", func(s *perf.Spec) any { return int64(s.Threads) }),
 	param("cq_mod", "one signaled completion every this many operations", func(s *perf.Spec) any { return int64(s.CQMod) }),

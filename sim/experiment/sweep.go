@@ -33,6 +33,7 @@ type Sweep struct {
 	Footprint []int
 	PageSize  []int
 	MRPerQP   []bool
+	Random    []bool
 	Threads   []int
 	CQMod     []int
 	Inline    []int
@@ -119,6 +120,7 @@ func (s *Sweep) dims() []dim {
 		list("footprint", s.Footprint, func(p *Point, v int) { p.Spec.Footprint = v }),
 		list("page_size", s.PageSize, func(p *Point, v int) { p.Spec.PageSize = v }),
 		list("mr_per_qp", s.MRPerQP, func(p *Point, v bool) { p.Spec.MRPerQP = v }),
+		list("random", s.Random, func(p *Point, v bool) { p.Spec.Random = v }),
 		list("threads", s.Threads, func(p *Point, v int) { p.Spec.Threads = v }),
 		list("cq_mod", s.CQMod, func(p *Point, v int) { p.Spec.CQMod = v }),
 		list("inline", s.Inline, func(p *Point, v int) { p.Spec.Inline = v }),

@@ -55,9 +55,16 @@ func (q *qpRun) post() {
 		wr.Flags = transport.SendSignaled
 	}
 	off := q.off
-	q.off += sp.Size
-	if q.off+sp.Size > sp.Footprint {
-		q.off = 0
+	if sp.Random && !sp.Test.latency() {
+		off = int(r.s.Rand().Uint64N(uint64(sp.Footprint/sp.Size))) * sp.Size
+		if q.touched != nil {
+			q.touched[off/sp.Size] = true
+		}
+	} else {
+		q.off += sp.Size
+		if q.off+sp.Size > sp.Footprint {
+			q.off = 0
+		}
 	}
 	sge := transport.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx]}
 	wr.SGL = []transport.SGE{sge}

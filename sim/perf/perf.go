@@ -71,6 +71,13 @@ type Spec struct {
 	// by default, as perftest, a host registers one region that holds
 	// every QP's buffer, so that all QPs share one MPT entry.
 	MRPerQP bool
+	// Random picks each operation's offset in the footprint uniformly (in
+	// message-sized slots, from the run's seeded generator) instead of
+	// moving through it in order as perftest does: the access pattern of
+	// a key-value store or a parameter server, which defeats the
+	// translation caches once the footprint's pages outnumber them.
+	// Bandwidth tests only; latency tests ping-pong one buffer.
+	Random bool
 	// PageSize is the MTT page size (4 KiB default, 2 MiB for huge pages).
 	PageSize int
 	// Inline sends payloads of up to this many bytes inline (perftest's
@@ -229,6 +236,7 @@ type qpRun struct {
 	posted   int
 	done     int
 	off      int
+	touched  []bool     // Random in real-bytes mode: slots written or read
 	started  []sim.Time // latency: when each round trip started
 	recvs    int
 	pingSeen int
@@ -379,6 +387,9 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 		return nil, err
 	}
 	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
+	if client && sp.Random && !sp.Metadata && !sp.Test.latency() {
+		q.touched = make([]bool, sp.Footprint/sp.Size)
+	}
 	q.cpu = &h.cpus[q.idx%len(h.cpus)]
 	key, iova, buf, err := h.region(q.idx)
 	if err != nil {
@@ -538,6 +549,21 @@ func (r *runner) check() (checked, corrupt int64) {
 				continue
 			}
 			n := min(span, len(src), len(dst))
+			if q.touched != nil {
+				// Random offsets: compare the slots operations covered.
+				for slot, t := range q.touched {
+					if !t {
+						continue
+					}
+					for i := slot * sp.Size; i < (slot+1)*sp.Size; i++ {
+						checked++
+						if src[i] != dst[i] {
+							corrupt++
+						}
+					}
+				}
+				continue
+			}
 			for i := 0; i < n; i++ {
 				checked++
 				if src[i] != dst[i] {

@@ -170,6 +170,45 @@ func TestTranslationPressure(t *testing.T) {
 	}
 }
 
+// TestMTTCliff: small random WRITEs over a footprint whose 4 KiB pages
+// outnumber the MTT cache lose most of their throughput to translation
+// misses (each a PCIe read before the data can move); with 2 MiB pages the
+// same footprint fits and the rate holds.
+func TestMTTCliff(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	run := func(footprint, page int) *Result {
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, Iters: 2000, Warmup: 200, QPs: 16, Threads: 16,
+			Footprint: footprint, PageSize: page, Random: true, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	fits, small, huge := run(1<<20, 4096), run(256<<20, 4096), run(256<<20, 2<<20)
+	t.Logf("Mops: 1 MiB/4K %.1f, 256 MiB/4K %.1f, 256 MiB/2M %.1f", fits.Mops, small.Mops, huge.Mops)
+	if small.Mops > fits.Mops/2 {
+		t.Errorf("256 MiB per QP in 4 KiB pages: %.1f Mops, want below half of the %.1f that fit the MTT cache", small.Mops, fits.Mops)
+	}
+	if huge.Mops < 0.8*fits.Mops {
+		t.Errorf("256 MiB per QP in 2 MiB pages: %.1f Mops, want near the %.1f that fit", huge.Mops, fits.Mops)
+	}
+}
+
+// TestRandomChecked: random offsets in real-bytes mode still check every
+// slot they moved against its source.
+func TestRandomChecked(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	for _, test := range []Test{WriteBW, ReadBW} {
+		res, err := Run(p, Spec{Test: test, Size: 256, Iters: 300, QPs: 2, Footprint: 64 << 10, Random: true, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Checked == 0 || res.Checked%256 != 0 || res.Checked >= 2*64<<10 {
+			t.Errorf("%s: checked %d bytes, want whole 256 B slots, fewer than the footprint (random leaves some untouched)", test, res.Checked)
+		}
+	}
+}
+
 // TestMRChurn checks the noisy neighbour: re-registering a region every
 // few microseconds invalidates translation entries, so the victim's
 // MPT/MTT hit rate falls.
