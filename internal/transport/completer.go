@@ -62,7 +62,13 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 			return
 		}
 		if ra && ackThrough.After(w.lastPSN) {
-			e.impliedNAK(qp)
+			if w.op == WRRDMARead && flags.Has(wire.FlagReadResp) {
+				// A later READ's response while this one has a gap:
+				// keep it (see readrecovery.go).
+				progress = e.readAhead(qp, p, psn) || progress
+			} else {
+				e.impliedNAK(qp)
+			}
 			e.afterCompletion(qp, progress)
 			return
 		}
@@ -163,9 +169,9 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 		return false
 	}
 	if psn != req.una {
-		// Responses before this one were lost: ask again from una.
-		e.impliedNAK(qp)
-		return false
+		// Responses before this one were lost: keep it, and ask again
+		// for the rest of the READ once the responder has sent it all.
+		return e.readAhead(qp, p, psn)
 	}
 	off := uint32(psn.Diff(w.firstPSN)) * qp.mtu
 	want := min(qp.mtu, w.length-off)
@@ -184,7 +190,12 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 	if psn == w.lastPSN {
 		e.wqeDone(qp, w, WCSuccess)
 		req.compIdx++
+		if req.rd.resendSet && req.rd.resendIdx == idx {
+			req.rd.cancelResend()
+		}
 	}
+	e.readAdvance(qp)
+	e.readRecover(qp)
 	return true
 }
 

@@ -691,12 +691,11 @@ func TestMalformedReadResponses(t *testing.T) {
 	}
 }
 
-// TestReadRecoveryBehindBacklog checks a READ response lost while the
-// responder has much more queued: responses past the gap keep coming for
-// longer than retry_cnt timeouts before the responder gets to the resend
-// (Linux rxe answers READ requests in order, so a resend waits behind every
-// READ queued before it). They show the responder is alive: the requester
-// keeps its retry budget, sends no extra copies, and the READ completes.
+// TestReadRecoveryBehindBacklog: a READ response is lost while the
+// responder streams the rest slowly (each packet just under a timeout
+// after the last). The requester keeps what comes past the gap, does not
+// time out while the responder is visibly sending, and asks for the rest
+// once, when the READ's last packet has arrived; the replay fills the gap.
 func TestReadRecoveryBehindBacklog(t *testing.T) {
 	s := newSolo(t, nodeConfig{timeout: 8, retryCnt: 1})
 	n := s.n
@@ -704,33 +703,25 @@ func TestReadRecoveryBehindBacklog(t *testing.T) {
 	n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(0, pkts*1024)}, RemoteAddr: 0x1000, RKey: 5})
 	expectFrames(t, s.run(), checks(opcode(wire.OpRCReadRequest), psn(0)))
 	data := pattern(pkts*1024, 7)
-	resp := func(i int) hdrs {
-		h := hdrs{PSN: wire.PSN(i), Payload: data[i*1024 : (i+1)*1024], Syn: synACK, MSN: 1}
-		switch i {
-		case 0:
-			h.Op = wire.OpRCReadRespFirst
-		case pkts - 1:
-			h.Op = wire.OpRCReadRespLast
-		default:
-			h.Op = wire.OpRCReadRespMiddle
-		}
-		return h
-	}
+	resp := readResponses(data, 0, 1024)
 	s.send(resp(0))
-	// PSN 1 is lost; PSN 2 shows it: one new READ request from PSN 1.
-	expectFrames(t, s.send(resp(2)), checks(opcode(wire.OpRCReadRequest), psn(1)))
+	// PSN 1 is lost; 2..15 come, each just under a timeout after the
+	// last: together far longer than (retry_cnt+1) timeouts.
 	timeout := ackTimeout(8)
-	for i := 3; i < pkts; i++ {
-		// Each late response comes just under a timeout after the last:
-		// together they take far longer than (retry_cnt+1) timeouts.
+	for i := 2; i < pkts; i++ {
 		if out := s.tickAt(s.now + timeout*3/4); len(out) != 0 {
-			t.Fatalf("before late response %d sent:\n%s", i, describeAll(out))
+			t.Fatalf("before response %d:\n%s", i, describeAll(out))
 		}
-		if out := s.send(resp(i)); len(out) != 0 {
-			t.Fatalf("late response %d answered with:\n%s", i, describeAll(out))
+		out := s.send(resp(i))
+		if i < pkts-1 && len(out) != 0 {
+			t.Fatalf("response %d answered with:\n%s", i, describeAll(out))
+		}
+		if i == pkts-1 {
+			// The responder has sent it all: ask for the rest, once.
+			expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(1), rethIs(0x1000+1024, 5, (pkts-1)*1024)))
 		}
 	}
-	// The responder gets to the resend.
+	// The replay, from PSN 1.
 	for i := 1; i < pkts; i++ {
 		h := resp(i)
 		if i == 1 {
@@ -742,10 +733,147 @@ func TestReadRecoveryBehindBacklog(t *testing.T) {
 	if !bytes.Equal(n.mem[:pkts*1024], data) {
 		t.Error("READ data wrong")
 	}
+	for _, c := range []struct {
+		c    Counter
+		want uint64
+	}{{LocalAckTimeoutErr, 0}, {ReadRespAhead, pkts - 2}, {RxLateResponse, pkts - 2}, {ImpliedNAKSeqErr, 1}, {RetransPackets, 1}} {
+		if got := n.counter(c.c); got != c.want {
+			t.Errorf("%v %d, want %d", c.c, got, c.want)
+		}
+	}
+}
+
+// readResponses returns the i-th response packet of a READ of data whose
+// first PSN is first.
+func readResponses(data []byte, first uint32, mtu int) func(i int) hdrs {
+	pkts := (len(data) + mtu - 1) / mtu
+	return func(i int) hdrs {
+		h := hdrs{PSN: wire.PSN(first + uint32(i)), Payload: data[i*mtu : min((i+1)*mtu, len(data))], Syn: synACK, MSN: 1}
+		switch {
+		case pkts == 1:
+			h.Op = wire.OpRCReadRespOnly
+		case i == 0:
+			h.Op = wire.OpRCReadRespFirst
+		case i == pkts-1:
+			h.Op = wire.OpRCReadRespLast
+		default:
+			h.Op = wire.OpRCReadRespMiddle
+		}
+		return h
+	}
+}
+
+// TestReadRecoveryKeepsLaterREADs: three READs outstanding, a packet of
+// the first is lost. The responses of the second and third are kept as
+// they come; only the first is asked for again (from the gap), and when
+// its replay arrives all three complete, in order, with no other request
+// sent: go-back-N would have asked for the second and third again.
+func TestReadRecoveryKeepsLaterREADs(t *testing.T) {
+	s := newSolo(t, nodeConfig{timeout: 14, retryCnt: 7})
+	n := s.n
+	const pkts = 4
+	for i := range 3 {
+		n.post(SendWR{WRID: uint64(i + 1), Opcode: WRRDMARead, Flags: SendSignaled,
+			SGL: []SGE{n.sge(i*pkts*1024, pkts*1024)}, RemoteAddr: 0x10000 + uint64(i)*0x10000, RKey: 5})
+	}
+	expectFrames(t, s.run(),
+		checks(opcode(wire.OpRCReadRequest), psn(0)),
+		checks(opcode(wire.OpRCReadRequest), psn(pkts)),
+		checks(opcode(wire.OpRCReadRequest), psn(2*pkts)))
+	data := pattern(3*pkts*1024, 9)
+	reads := []func(int) hdrs{
+		readResponses(data[:pkts*1024], 0, 1024),
+		readResponses(data[pkts*1024:2*pkts*1024], pkts, 1024),
+		readResponses(data[2*pkts*1024:], 2*pkts, 1024),
+	}
+	var out [][]byte
+	for r, resp := range reads {
+		for i := range pkts {
+			if r == 0 && i == 2 {
+				continue // lost
+			}
+			out = append(out, s.send(resp(i))...)
+		}
+	}
+	// The first READ's last packet (PSN 3) showed the responder done with
+	// it: one request for its rest, from PSN 2.
+	expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(2), rethIs(0x10000+2*1024, 5, 2*1024)))
+	if wcs := n.sendWCs(); len(wcs) != 0 {
+		t.Fatalf("completions before the gap filled: %+v", wcs)
+	}
+	for _, i := range []int{2, 3} {
+		h := reads[0](i)
+		if i == 2 {
+			h.Op = wire.OpRCReadRespFirst
+		}
+		if out := s.send(h); len(out) != 0 {
+			t.Fatalf("replay answered with:\n%s", describeAll(out))
+		}
+	}
+	expectWCs(t, n.sendWCs(),
+		WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMARead},
+		WC{WRID: 2, Status: WCSuccess, Opcode: WCRDMARead},
+		WC{WRID: 3, Status: WCSuccess, Opcode: WCRDMARead})
+	if !bytes.Equal(n.mem[:3*pkts*1024], data) {
+		t.Error("READ data wrong")
+	}
+	if got := n.counter(RetransPackets); got != 1 {
+		t.Errorf("roce_retrans_packets %d, want 1 (only the first READ's rest)", got)
+	}
+	if got := n.counter(ReadRespAhead); got != 2*pkts+1 {
+		t.Errorf("read_resp_ahead %d, want %d", got, 2*pkts+1)
+	}
+}
+
+// TestReadRecoveryReplayLoses: the first pass loses PSNs 1 and 4, and
+// the replay loses 4 again. The requester asks again from 4 once the
+// replay's last packet has come, and not before (one replay at a time).
+func TestReadRecoveryReplayLoses(t *testing.T) {
+	s := newSolo(t, nodeConfig{timeout: 14, retryCnt: 7})
+	n := s.n
+	const pkts = 8
+	n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(0, pkts*1024)}, RemoteAddr: 0x1000, RKey: 5})
+	s.run()
+	data := pattern(pkts*1024, 11)
+	resp := readResponses(data, 0, 1024)
+	var out [][]byte
+	for i := range pkts {
+		if i != 1 && i != 4 {
+			out = append(out, s.send(resp(i))...)
+		}
+	}
+	expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(1), rethIs(0x1000+1024, 5, (pkts-1)*1024)))
+	out = nil
+	for i := 1; i < pkts; i++ {
+		if i == 4 {
+			continue
+		}
+		h := resp(i)
+		if i == 1 {
+			h.Op = wire.OpRCReadRespFirst
+		}
+		got := s.send(h)
+		if i < pkts-1 && len(got) != 0 {
+			t.Fatalf("replay packet %d answered with:\n%s", i, describeAll(got))
+		}
+		out = append(out, got...)
+	}
+	expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(4), rethIs(0x1000+4*1024, 5, (pkts-4)*1024)))
+	for i := 4; i < pkts; i++ {
+		h := resp(i)
+		if i == 4 {
+			h.Op = wire.OpRCReadRespFirst
+		}
+		s.send(h)
+	}
+	expectWCs(t, n.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMARead})
+	if !bytes.Equal(n.mem[:pkts*1024], data) {
+		t.Error("READ data wrong")
+	}
 	if got := n.counter(LocalAckTimeoutErr); got != 0 {
 		t.Errorf("local_ack_timeout_err %d, want 0", got)
 	}
-	if got := n.counter(RxLateResponse); got != pkts-3 {
-		t.Errorf("rx_late_response %d, want %d", got, pkts-3)
+	if got := n.counter(ImpliedNAKSeqErr); got != 2 {
+		t.Errorf("implied_nak_seq_err %d, want 2", got)
 	}
 }

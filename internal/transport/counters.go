@@ -38,6 +38,7 @@ const (
 	AcksSent
 	AcksReceived
 	ReadResponsesSent
+	ReadRespAhead // READ responses kept past a gap (placed before the gap filled)
 	numQPCounters
 
 	// Device only.
@@ -92,6 +93,7 @@ var counterNames = [numCounters]string{
 	AcksSent:                "acks_sent",
 	AcksReceived:            "acks_received",
 	ReadResponsesSent:       "read_responses_sent",
+	ReadRespAhead:           "read_resp_ahead",
 	RxICRCErrors:            "rx_icrc_encapsulated",
 	RxICRCUnverified:        "rx_icrc_unverified",
 	RxMalformed:             "rx_malformed",

@@ -194,12 +194,16 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	post(env.uc, 3, 8192, 4096)
 	post(env.ud, 4, 12288, 4096)
 	// Outstanding requests, so that responses reach the completer: PSN
-	// 0-1 WRITE, 2-3 READ, 4 FETCH_ADD, 5 SEND.
+	// 0-1 WRITE, 2-3 READ, 4 FETCH_ADD, 5 SEND, 6-7 READ, 8-9 READ.
 	_, err = env.rc.PostSend([]SendWR{
 		{WRID: 10, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{{Addr: rw.iova, Length: 2048, LKey: rw.key}}, RemoteAddr: 0x9000, RKey: 0x77},
 		{WRID: 11, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{{Addr: sink.iova, Length: 2048, LKey: sink.key}}, RemoteAddr: 0x9000, RKey: 0x77},
 		{WRID: 12, Opcode: WRAtomicFetchAndAdd, Flags: SendSignaled, SGL: []SGE{{Addr: sink.iova + 4096, Length: 8, LKey: sink.key}}, RemoteAddr: 0x9000, RKey: 0x77, CompareAdd: 1},
 		{WRID: 13, Opcode: WRSend, SGL: []SGE{{Addr: rw.iova, Length: 100, LKey: rw.key}}},
+		// Two READs back to back (PSN 6-7, 8-9): responses past a gap
+		// are kept (readrecovery.go).
+		{WRID: 14, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{{Addr: sink.iova + 2048, Length: 2048, LKey: sink.key}}, RemoteAddr: 0x9800, RKey: 0x77},
+		{WRID: 15, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{{Addr: sink.iova + 6144, Length: 2048, LKey: sink.key}}, RemoteAddr: 0xa000, RKey: 0x77},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -553,6 +557,13 @@ func handSeeds(env *fuzzEnv) [][]byte {
 		{fr(hdrs{Op: wire.OpRCAck, PSN: 1, Syn: synACK, MSN: 1}, rc), fr(hdrs{Op: wire.OpRCReadRespFirst, PSN: 2, Syn: synACK, Payload: m}, rc),
 			fr(hdrs{Op: wire.OpRCReadRespLast, PSN: 3, Syn: synACK, Payload: m}, rc), fr(hdrs{Op: wire.OpRCAtomicAck, PSN: 4, Syn: synACK, OrigData: 7}, rc),
 			fr(hdrs{Op: wire.OpRCAck, PSN: 5, Syn: synACK, MSN: 4}, rc)},
+		// The last two READs answered out of order, with a gap: kept
+		// past it, then filled.
+		{fr(hdrs{Op: wire.OpRCAck, PSN: 5, Syn: synACK, MSN: 4}, rc), fr(hdrs{Op: wire.OpRCReadRespLast, PSN: 7, Syn: synACK, Payload: m}, rc),
+			fr(hdrs{Op: wire.OpRCReadRespFirst, PSN: 8, Syn: synACK, Payload: m}, rc), fr(hdrs{Op: wire.OpRCReadRespLast, PSN: 9, Syn: synACK, Payload: m}, rc),
+			fr(hdrs{Op: wire.OpRCReadRespFirst, PSN: 6, Syn: synACK, Payload: m}, rc)},
+		{fr(hdrs{Op: wire.OpRCReadRespLast, PSN: 9, Syn: synACK, Payload: m}, rc), fr(hdrs{Op: wire.OpRCReadRespMiddle, PSN: 7, Syn: synACK, Payload: m}, rc),
+			fr(hdrs{Op: wire.OpRCReadRespFirst, PSN: 3, Syn: synACK, Payload: m}, rc), fr(hdrs{Op: wire.OpRCReadRespLast, PSN: 3, Syn: synACK, Payload: m[:7]}, rc)},
 		{fr(hdrs{Op: wire.OpRCAck, PSN: 0, Syn: synSeqErr}, rc), fr(hdrs{Op: wire.OpRCReadRespMiddle, PSN: 3, Payload: m}, rc),
 			fr(hdrs{Op: wire.OpRCReadRespOnly, PSN: 2, Syn: synACK, Payload: m}, rc)},
 		{fr(hdrs{Op: wire.OpRCAck, PSN: 2, Syn: wire.SyndromeRNR(1)}, rc), fr(hdrs{Op: wire.OpRCAck, PSN: 4, Syn: synAccErr}, rc)},

@@ -32,6 +32,8 @@ type reqState struct {
 	nakPSN     wire.PSN
 	nakSeen    bool // a sequence NAK for nakPSN was acted on
 	drainSent  bool // SQ_DRAINED reported
+
+	rd readRecovery // READ responses received past a gap
 }
 
 // requestOpcodes maps (WR opcode, first, last) to the RC opcode; UC adds
@@ -162,6 +164,17 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 	}
 	if req.retry {
 		e.rewind(qp)
+	}
+	if req.rd.resendPending {
+		req.rd.resendPending = false
+		n, ok := e.resendRead(qp)
+		if !ok {
+			e.retire(qp)
+			return pkts, bytes
+		}
+		if n >= 0 {
+			pkts++
+		}
 	}
 	for pkts < g.Packets && bytes < g.Bytes {
 		if req.next == sq.pi.Load() {
@@ -484,6 +497,7 @@ func (e *Engine) retire(qp *QP) {
 func (e *Engine) rewind(qp *QP) {
 	req, sq := &qp.req, qp.sq
 	req.retry = false
+	req.rd.cancelResend() // go-back-N asks for everything from una again
 	end := req.next
 	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
 		end++

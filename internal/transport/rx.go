@@ -98,8 +98,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 
 // useless reports (and counts) a frame that carries no news: a request
 // ahead of the expected PSN after the responder has already NAKed the gap,
-// or a response for a PSN already acknowledged, or one past a gap the
-// requester is already recovering from.
+// or a response for a PSN already acknowledged. A READ response past a gap
+// the requester is recovering from shows the responder alive (the timer
+// restarts) and goes on to the completer, which keeps it.
 func (e *Engine) useless(qp *QP, p *wire.Packet, isReq bool) bool {
 	if qp.Type != RC {
 		return false
@@ -117,17 +118,16 @@ func (e *Engine) useless(qp *QP, p *wire.Packet, isReq bool) bool {
 		e.c[RxLateResponse]++
 		return true
 	}
-	if req.recovering && p.Info.Flags.Has(wire.FlagReadResp) && psn != req.una {
-		// Past the gap: the responder is still sending what it had queued
-		// before our request to resend (up to max_dest_rd_atomic whole
+	if p.Info.Flags.Has(wire.FlagReadResp) && psn != req.una {
+		// Past a gap: the responder is still sending what it had queued
+		// before any request to resend (up to max_dest_rd_atomic whole
 		// READs). It is alive and will get to the resend; a timeout now
 		// would only queue yet another copy and use up retry_cnt while
-		// the backlog drains, so the timer restarts instead.
+		// the backlog drains, so the timer restarts instead. The
+		// completer keeps the response (readAhead).
 		if qp.timer.retransAt != 0 {
 			qp.timer.retransAt = e.now + ackTimeout(qp.attr.Timeout)
 		}
-		e.c[RxLateResponse]++
-		return true
 	}
 	return false
 }
