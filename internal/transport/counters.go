@@ -38,7 +38,8 @@ const (
 	AcksSent
 	AcksReceived
 	ReadResponsesSent
-	ReadRespAhead // READ responses kept past a gap (placed before the gap filled)
+	ReadRespAhead     // READ responses kept past a gap (placed before the gap filled)
+	ReadReplayAborted // duplicate READs not answered: the region went away since the original
 	numQPCounters
 
 	// Device only.
@@ -94,6 +95,7 @@ var counterNames = [numCounters]string{
 	AcksReceived:            "acks_received",
 	ReadResponsesSent:       "read_responses_sent",
 	ReadRespAhead:           "read_resp_ahead",
+	ReadReplayAborted:       "read_replay_aborted",
 	RxICRCErrors:            "rx_icrc_encapsulated",
 	RxICRCUnverified:        "rx_icrc_unverified",
 	RxMalformed:             "rx_malformed",

@@ -598,6 +598,21 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 			payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
 			segs, fault := e.translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
 				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+			if fault != atu.OK && r.replay {
+				// A duplicate asked for a READ that was answered while its
+				// region was valid; the region has gone since. The
+				// requester that sent the duplicate may already have every
+				// byte (a resend racing the answer, or one it kept past a
+				// gap) and its application may have released the region:
+				// an access error now would break a healthy connection.
+				// Drop the replay; a requester that still lacks data times
+				// out.
+				e.releaseSegs(segs)
+				b.Release()
+				e.count(qp, ReadReplayAborted)
+				resp.queue.pop()
+				continue
+			}
 			if fault != atu.OK {
 				// The region went away under the READ.
 				e.releaseSegs(segs)

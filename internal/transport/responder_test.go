@@ -218,6 +218,38 @@ func TestResponderDuplicateRead(t *testing.T) {
 	expectFrames(t, s.send(hdrs{Op: wire.OpRCSendOnly, PSN: 3, AckReq: true}), checks(opcode(wire.OpRCAck), psn(3), syndrome(synACK)))
 }
 
+// TestResponderDuplicateReadAfterDereg: a READ is answered, then its
+// region is deregistered (the requester has its data and the application
+// moved on), then a duplicate of the READ arrives (a resend that raced the
+// answer). The responder does not answer it and does not turn it into a
+// remote access error: the connection stays up and the next request is
+// served.
+func TestResponderDuplicateReadAfterDereg(t *testing.T) {
+	s := respSolo(t, nodeConfig{})
+	n := s.n
+	buf := make([]byte, 4096)
+	key := n.regMR(testPD, buf, 0x700000, atu.RemoteRead|atu.LocalWrite)
+	read := hdrs{Op: wire.OpRCReadRequest, PSN: 0, RETH: reth{VA: 0x700000, RKey: key, Len: 3000}}
+	if out := s.send(read); len(out) != 3 {
+		t.Fatalf("READ answered with %d frames, want 3", len(out))
+	}
+	if err := n.atu.DeregMR(key); err != nil {
+		t.Fatal(err)
+	}
+	resume := hdrs{Op: wire.OpRCReadRequest, PSN: 1, RETH: reth{VA: 0x700000 + 1024, RKey: key, Len: 3000 - 1024}}
+	if out := s.send(resume); len(out) != 0 {
+		t.Fatalf("duplicate READ of a deregistered region answered with:\n%s", describeAll(out))
+	}
+	if st := n.e.Query(n.qp).State; st != QPSRTS {
+		t.Fatalf("QP in %v after a stale duplicate READ, want RTS", st)
+	}
+	if got := n.counter(ReadReplayAborted); got != 1 {
+		t.Errorf("read_replay_aborted %d, want 1", got)
+	}
+	n.postRecv(n.recvWR(1, 0, 64))
+	expectFrames(t, s.send(hdrs{Op: wire.OpRCSendOnly, PSN: 3, AckReq: true}), checks(opcode(wire.OpRCAck), psn(3), syndrome(synACK)))
+}
+
 // TestResponderDuplicateAtomic checks duplicate atomics (IBTA §9.7.5.1.2,
 // §9.4.5 "the responder shall not re-execute a duplicate atomic; it
 // returns the saved result"): memory is not changed a second time and the
