@@ -87,7 +87,7 @@ Examples:
 	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes (default one message)")
 	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size (default 4K; 2M for huge pages)")
 	fl.StringSliceVar(&f.mrPerQP, "mr-per-qp", nil, "one memory region per QP, as perftest's --mr_per_qp (default: one per host, shared by its QPs)")
-	fl.StringSliceVar(&f.random, "random", nil, "offsets drawn uniformly from the footprint instead of in order (bandwidth tests)")
+	fl.StringSliceVar(&f.random, "random", nil, "offsets drawn uniformly from the footprint instead of in order (bandwidth tests; --random=false,true sweeps)")
 	fl.StringSliceVar(&f.threads, "threads", nil, "application threads per host (default 1)")
 	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations (default 1)")
 	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload (default 220 for write_lat and send_lat, 0 otherwise)")

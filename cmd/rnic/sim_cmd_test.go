@@ -151,6 +151,41 @@ func TestSimFiles(t *testing.T) {
 	}
 }
 
+// TestSimBoolSweeps: the boolean workload flags take a bare flag (true) or
+// a list to sweep, and reach the runs (their columns, and the results:
+// random offsets over a footprint larger than the MTT cache lose hits).
+func TestSimBoolSweeps(t *testing.T) {
+	out, _, err := runRnic(t, "sim", "-q", "--test", "write_bw", "--size", "64", "--qps", "4", "--iters", "300",
+		"--footprint", "64M", "--random=false,true", "--mr-per-qp", "--metadata", "--csv", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d CSV lines, want a header and 2 runs:\n%s", len(lines), out)
+	}
+	col := func(name string) []string {
+		head := strings.Split(lines[0], ",")
+		i := slices.Index(head, name)
+		if i < 0 {
+			t.Fatalf("no column %q in %s", name, lines[0])
+		}
+		return []string{strings.Split(lines[1], ",")[i], strings.Split(lines[2], ",")[i]}
+	}
+	if got := col("random"); got[0] != "false" || got[1] != "true" {
+		t.Errorf("random column %v", got)
+	}
+	if got := col("mr_per_qp"); got[0] != "true" || got[1] != "true" {
+		t.Errorf("mr_per_qp column %v", got)
+	}
+	hit := col("s_mtt_hit")
+	inOrder, err1 := strconv.ParseFloat(hit[0], 64)
+	random, err2 := strconv.ParseFloat(hit[1], 64)
+	if err1 != nil || err2 != nil || inOrder <= random {
+		t.Errorf("server MTT hit rate in order %s, random %s: random offsets over 64 MiB should miss more", hit[0], hit[1])
+	}
+}
+
 func TestSimErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
