@@ -40,7 +40,7 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 	progress := false
 	var w *sendWQE
 	for {
-		if req.compIdx == req.next && !(req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending) {
+		if req.compIdx == e.pendingEnd(qp) {
 			w = nil
 			break
 		}
@@ -188,11 +188,7 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 	}
 	req.una = psn.Next()
 	if psn == w.lastPSN {
-		e.wqeDone(qp, w, WCSuccess)
-		req.compIdx++
-		if req.rd.resendSet && req.rd.resendIdx == idx {
-			req.rd.cancelResend()
-		}
+		e.readDone(qp, w, idx)
 	}
 	e.readAdvance(qp)
 	e.readRecover(qp)
@@ -304,10 +300,7 @@ func (e *Engine) impliedNAK(qp *QP) {
 // oldestPending returns the oldest WQE waiting for acknowledgement.
 func (e *Engine) oldestPending(qp *QP) *sendWQE {
 	req, sq := &qp.req, qp.sq
-	end := req.next
-	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
-		end++
-	}
+	end := e.pendingEnd(qp)
 	for i := req.compIdx; i != end; i++ {
 		if w := sq.slot(i); w.state == wqePending {
 			return w

@@ -85,10 +85,7 @@ func (r *readRecovery) cancelResend() {
 // headRead returns the oldest pending WQE and its index if it is a READ.
 func (e *Engine) headRead(qp *QP) (*sendWQE, uint32, bool) {
 	req, sq := &qp.req, qp.sq
-	end := req.next
-	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
-		end++
-	}
+	end := e.pendingEnd(qp)
 	for i := req.compIdx; i != end; i++ {
 		w := sq.slot(i)
 		if w.state == wqeDone {
@@ -109,10 +106,7 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 	// The READ it belongs to: among the pending READs from the head on,
 	// with nothing but READs before it (their PSNs are contiguous and no
 	// ACK has to come first).
-	end := req.next
-	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
-		end++
-	}
+	end := e.pendingEnd(qp)
 	var w *sendWQE
 	var idx uint32
 	for i := req.compIdx; i != end; i++ {
@@ -183,16 +177,22 @@ func (e *Engine) readAdvance(qp *QP) bool {
 		}
 		rd.clear(req.una)
 		if req.una == w.lastPSN {
-			e.wqeDone(qp, w, WCSuccess)
-			req.compIdx = idx + 1
-			if rd.resendSet && rd.resendIdx == idx {
-				rd.cancelResend()
-			}
+			e.readDone(qp, w, idx)
 		}
 		req.una = req.una.Next()
 		moved = true
 	}
 	return moved
+}
+
+// readDone completes the READ at send queue index idx, the head of the
+// queue, whose last response has been placed.
+func (e *Engine) readDone(qp *QP, w *sendWQE, idx uint32) {
+	e.wqeDone(qp, w, WCSuccess)
+	qp.req.compIdx = idx + 1
+	if rd := &qp.req.rd; rd.resendSet && rd.resendIdx == idx {
+		rd.cancelResend()
+	}
 }
 
 // readRecover asks for the head READ again from una when the responder

@@ -491,6 +491,16 @@ func (e *Engine) retire(qp *QP) {
 	e.checkDrained(qp)
 }
 
+// pendingEnd is one past the last WQE that may be waiting for a response:
+// next, or next+1 while next is partly sent (pending).
+func (e *Engine) pendingEnd(qp *QP) uint32 {
+	req, sq := &qp.req, qp.sq
+	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
+		return req.next + 1
+	}
+	return req.next
+}
+
 // rewind goes back to the oldest unacknowledged PSN (go-back-N): every
 // WQE from there on is sent again, a partly answered READ as a new READ
 // for the rest.
@@ -498,10 +508,7 @@ func (e *Engine) rewind(qp *QP) {
 	req, sq := &qp.req, qp.sq
 	req.retry = false
 	req.rd.cancelResend() // go-back-N asks for everything from una again
-	end := req.next
-	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
-		end++
-	}
+	end := e.pendingEnd(qp)
 	if n := end - req.compIdx; n > sq.depth {
 		panic("transport: send queue indices out of order (compIdx past next)")
 	}
