@@ -552,31 +552,32 @@ func (r *runner) check() (checked, corrupt int64) {
 			default:
 				continue
 			}
-			n := min(span, len(src), len(dst))
-			if q.touched != nil {
-				// Random offsets: compare the slots operations covered.
-				for slot, t := range q.touched {
-					if !t {
-						continue
-					}
-					for i := slot * sp.Size; i < (slot+1)*sp.Size; i++ {
-						checked++
-						if src[i] != dst[i] {
-							corrupt++
-						}
-					}
-				}
+			if q.touched == nil {
+				n := min(span, len(src), len(dst))
+				checked, corrupt = checked+int64(n), corrupt+differ(src[:n], dst[:n])
 				continue
 			}
-			for i := 0; i < n; i++ {
-				checked++
-				if src[i] != dst[i] {
-					corrupt++
+			// Random offsets: compare the slots operations covered.
+			for slot, t := range q.touched {
+				if t {
+					from, to := slot*sp.Size, (slot+1)*sp.Size
+					checked, corrupt = checked+int64(sp.Size), corrupt+differ(src[from:to], dst[from:to])
 				}
 			}
 		}
 	}
 	return checked, corrupt
+}
+
+// differ counts the positions where a and b (of equal length) differ.
+func differ(a, b []byte) int64 {
+	var n int64
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
 
 func stats(n *nicmodel.NIC, end sim.Time) NICStats {

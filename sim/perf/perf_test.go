@@ -229,11 +229,45 @@ func TestMRChurn(t *testing.T) {
 }
 
 func TestBreakdownCX6(t *testing.T) {
-	st, err := Breakdown(mustProfile(t, "cx6"), 8)
+	p := mustProfile(t, "cx6")
+	st, err := Breakdown(p, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	WriteBreakdown(&b, st)
 	t.Log("\n" + b.String())
+	if len(st) == 0 || st[0].At != 0 || st[0].Where != "client" {
+		t.Fatalf("the breakdown must start at 0 with the client posting: %+v", st)
+	}
+	find := func(what string) Stage {
+		for _, x := range st {
+			if strings.Contains(x.What, what) {
+				return x
+			}
+		}
+		t.Fatalf("no stage %q", what)
+		return Stage{}
+	}
+	for i := 1; i < len(st); i++ {
+		if st[i].Delta != st[i].At-st[i-1].At || st[i].Delta < 0 {
+			t.Errorf("stage %d (%s) at %v, delta %v after %v", i, st[i].What, st[i].At, st[i].Delta, st[i-1].At)
+		}
+	}
+	// The stages are the profile's costs, not a schedule of their own.
+	if got := find("WQE built").Delta; got != sim.Time(p.Host.PostSendNs) {
+		t.Errorf("posting took %v, want post_send_ns %d", got, p.Host.PostSendNs)
+	}
+	if got := find("doorbell arrives").Delta; got != sim.Time(p.PCIe.MMIOWriteNs) {
+		t.Errorf("doorbell took %v, want mmio_write_ns %d", got, p.PCIe.MMIOWriteNs)
+	}
+	if got := find("TX unit done").Delta; got != sim.Time(p.Engine.TxPacketNs) {
+		t.Errorf("TX processing took %v, want tx_packet_ns %d", got, p.Engine.TxPacketNs)
+	}
+	if last := st[len(st)-1]; last.Where != "client" || !strings.Contains(last.What, "polls the completion") || last.Delta != sim.Time(p.Host.PollCQNs) {
+		t.Errorf("last stage %+v, want the client polling its completion in poll_cq_ns %d", last, p.Host.PollCQNs)
+	}
+	if find("frame arrives").Where != "server" {
+		t.Error("the first frame to arrive should arrive at the server")
+	}
 }
