@@ -131,10 +131,10 @@ func (f *Fabric) Lookup(addr netip.Addr) (HostID, bool) {
 // Sim returns the simulator driving the fabric.
 func (f *Fabric) Sim() *sim.Sim { return f.s }
 
-// send puts a frame on host src's uplink at the current time.
-func (f *Fabric) send(p *Port, fr Frame) bool {
-	now := f.s.Now()
-	arrive, ok := p.up.enqueue(now, fr, nil)
+// send puts a frame on host p's uplink at time at (now or later, not
+// before the port's previous frame).
+func (f *Fabric) send(p *Port, at sim.Time, fr Frame) bool {
+	arrive, ok := p.up.enqueue(at, fr, nil)
 	if !ok {
 		return false
 	}

@@ -38,6 +38,7 @@ type Port struct {
 	recv    Receiver
 	disp    link.Dispatcher
 	scratch [1]*link.Buf // Deliver's batch, reused
+	lastAt  sim.Time     // when the last frame was offered to up
 	closed  bool
 	st      HostStats
 }
@@ -53,7 +54,16 @@ func (p *Port) Addr() netip.Addr { return p.addr }
 // Send implements link.Link: each real frame is routed by its IP
 // destination and queued on the host's egress port now. Frames that are
 // too long, unroutable or over the egress buffer are released and counted.
-func (p *Port) Send(bufs []*link.Buf) {
+func (p *Port) Send(bufs []*link.Buf) { p.SendAt(p.f.s.Now(), bufs) }
+
+// SendAt is Send for frames that reach the egress port at a known later
+// time at: a NIC model that has computed when its packets leave hands them
+// over at once instead of scheduling an event for each. Times must not go
+// backwards on a port; an earlier at than the last one is taken as the
+// last one.
+func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
+	at = max(at, p.f.s.Now(), p.lastAt)
+	p.lastAt = at
 	for _, b := range bufs {
 		if p.closed {
 			p.st.Closed++
@@ -75,8 +85,8 @@ func (p *Port) Send(bufs []*link.Buf) {
 			b.Release()
 			continue
 		}
-		fr := Frame{Buf: b, Len: b.Len(), Src: p.id, Dst: dst, ECN: ecn, SentAt: p.f.s.Now()}
-		if !p.f.send(p, fr) {
+		fr := Frame{Buf: b, Len: b.Len(), Src: p.id, Dst: dst, ECN: ecn, SentAt: at}
+		if !p.f.send(p, at, fr) {
 			b.Release()
 		}
 	}
@@ -88,7 +98,9 @@ func (p *Port) Send(bufs []*link.Buf) {
 // caller (Send routes by the IP header instead). A refused frame's Buf is
 // released.
 func (p *Port) SendFrame(fr Frame) bool {
-	fr.Src, fr.SentAt = p.id, p.f.s.Now()
+	at := max(p.f.s.Now(), p.lastAt)
+	p.lastAt = at
+	fr.Src, fr.SentAt = p.id, at
 	if fr.Buf != nil {
 		fr.Len = fr.Buf.Len()
 	}
@@ -101,7 +113,7 @@ func (p *Port) SendFrame(fr Frame) bool {
 	case fr.Dst < 0 || int(fr.Dst) >= len(p.f.hosts):
 		refused = &p.st.NoRoute
 	}
-	if refused == nil && p.f.send(p, fr) {
+	if refused == nil && p.f.send(p, at, fr) {
 		return true
 	}
 	if refused != nil {

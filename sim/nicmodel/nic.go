@@ -58,7 +58,6 @@ type Config struct {
 const (
 	evProgress int32 = iota // a unit may be free: serve what is waiting
 	evDoorbell              // a doorbell write reaches the NIC (Ptr: *transport.QP)
-	evSend                  // a packet leaves the NIC (Ptr: *link.Buf)
 	evTimer                 // the engine's retransmission/RNR deadline
 	evCQE                   // completions become visible to the host (Ptr: *transport.CQ, Arg: count)
 	evWrite                 // written data becomes visible (Arg: qpn<<32 | bytes)
@@ -107,7 +106,6 @@ type NIC struct {
 	timer    *sim.Timer
 	cqe      CQEHandler
 	wr       WriteHandler
-	one      [1]*link.Buf
 	batch    []*link.Buf
 	costs    Costs
 	trace    Tracer
@@ -251,12 +249,6 @@ func (n *NIC) Handle(s *sim.Sim, ev sim.Event) {
 	case evDoorbell:
 		qp := ev.Ptr.(*transport.QP)
 		n.Engine.Ring(qp)
-	case evSend:
-		b := ev.Ptr.(*link.Buf)
-		n.one[0] = b
-		n.port.Send(n.one[:])
-		n.one[0] = nil
-		return
 	case evTimer:
 		n.Engine.Tick(int64(s.Now()))
 	case evCQE:
@@ -275,7 +267,7 @@ func (n *NIC) Handle(s *sim.Sim, ev sim.Event) {
 
 // KindName names the NIC's events in traces.
 func (n *NIC) KindName(k int32) string {
-	return [...]string{"progress", "doorbell", "send", "timer", "cqe", "write"}[k]
+	return [...]string{"progress", "doorbell", "timer", "cqe", "write"}[k]
 }
 
 // Deliver is the fabric's way in: frames wait for a processing unit in the
@@ -474,12 +466,12 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		ready = max(ready, r)
 		writesDone = max(writesDone, sent)
 	}
+	// The port is handed the packets now with the time they leave: it
+	// queues them for the wire from then, without an event per packet.
 	out := n.Engine.Outbox()
 	depart := max(ready, n.lastTx)
-	for _, f := range out {
-		n.s.Schedule(sim.Event{At: depart, Kind: evSend, Ptr: f, H: n})
-	}
 	if len(out) > 0 {
+		n.port.SendAt(depart, out)
 		n.lastTx = depart
 		n.tracef(depart, leaveNames[kind], qpn)
 	}
