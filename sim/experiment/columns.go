@@ -188,7 +188,9 @@ var metricColumns = []Column{
 	latency("lat_max_ns", "latency maximum, ns", quantile(1)),
 	metric("wc_errors", "failed work completions", 0, func(r *perf.Result) any { return int64(r.Errors) }),
 	metric("events", "simulator events", 0, func(r *perf.Result) any { return int64(r.Events) }),
-	metric("wire_drops", "frames dropped by the fabric", 0, func(r *perf.Result) any { return int64(r.WireDrop) }),
+	metric("wire_drops", "frames dropped by the fabric (full queues at the switch and the hosts' uplinks)", 0, func(r *perf.Result) any { return int64(r.WireDrop) }),
+	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
+	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),
 }
 
 // rate is hits/(hits+misses), or none without accesses.

@@ -116,7 +116,10 @@ type Result struct {
 	Client   NICStats // the first client's NIC
 	Server   NICStats // the first server's NIC
 	Events   uint64
-	WireDrop uint64
+	WireDrop uint64 // frames the fabric dropped (full queues)
+	// Retrans and Timeouts count, over all NICs, packets sent again and
+	// retransmission timeouts: what drops cost.
+	Retrans, Timeouts uint64
 	// Packets is every frame all NICs sent (requests, responses, ACKs):
 	// the simulator's unit of work.
 	Packets uint64
@@ -503,7 +506,14 @@ func (r *runner) run() (*Result, error) {
 	res.Client = stats(r.clients[0].nic, r.winEnd)
 	res.Server = stats(r.servers[0].nic, r.winEnd)
 	for _, h := range r.hosts {
-		res.Packets += h.nic.Engine.Counters()[transport.TxPackets]
+		c := h.nic.Engine.Counters()
+		res.Packets += c[transport.TxPackets]
+		res.Retrans += c[transport.RetransPackets]
+		res.Timeouts += c[transport.LocalAckTimeoutErr]
+	}
+	for id := range r.fab.Hosts() {
+		p := r.fab.Host(fabric.HostID(id))
+		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
 	}
 	if !r.spec.Metadata {
 		res.Checked, res.Corrupt = r.check()
