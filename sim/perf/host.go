@@ -67,7 +67,9 @@ func (q *qpRun) post() {
 		}
 	}
 	sge := transport.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx]}
-	wr.SGL = []transport.SGE{sge}
+	q.sge[0] = sge
+	wr.SGL = q.sge[:] // PostSend copies the WR into the send queue
+
 	wr.RemoteAddr, wr.RKey = q.raddr+uint64(off), q.rkey
 	switch sp.Test {
 	case WriteBW, WriteLat:
@@ -96,7 +98,8 @@ func (q *qpRun) post() {
 		r.trace(q.postReq, q.h, "host starts posting the WRITE")
 		r.trace(r.s.Now(), q.h, "WQE built, doorbell written")
 	}
-	if _, err := q.qp.PostSend([]transport.SendWR{wr}); err != nil {
+	q.wr[0] = wr
+	if _, err := q.qp.PostSend(q.wr[:]); err != nil {
 		r.errors++
 	}
 }

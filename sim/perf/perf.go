@@ -246,6 +246,8 @@ type qpRun struct {
 	cpu      *timing.FIFO // the thread that drives this QP
 	queued   int          // posts scheduled on the thread, not yet made
 	postReq  sim.Time     // when the thread last started a post
+	wr       [1]transport.SendWR
+	sge      [1]transport.SGE
 }
 
 // Run runs one workload.
