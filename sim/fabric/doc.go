@@ -22,7 +22,9 @@
 // The only events are arrivals, one per frame per hop, and each egress
 // keeps at most one arrival event scheduled (for its oldest frame in
 // flight), so the event queue holds at most two events per host whatever
-// the load.
+// the load. A fabric of two hosts needs no arrival event at the switch:
+// each output port has a single input, so the switch forwards a frame as
+// it is sent, at its computed arrival time (see Fabric.send).
 //
 // # The frame carrier
 //
