@@ -106,7 +106,7 @@ type PCIe struct {
 	curve    Curve
 	toHost   *Channel
 	toDevice *Channel
-	tags     tagHeap // free times of the read tags; nil when unlimited
+	tags     *tagPool // free times of the read tags; nil when unlimited
 	st       PCIeStats
 }
 
@@ -159,7 +159,7 @@ func NewPCIe(cfg PCIeConfig) (*PCIe, error) {
 	p := &PCIe{cfg: cfg, curve: curve, toHost: up, toDevice: down}
 	p.cfg.ReadLatency = curve.Points()
 	if cfg.MaxReadTags > 0 {
-		p.tags = make(tagHeap, cfg.MaxReadTags)
+		p.tags = newTagPool(cfg.MaxReadTags)
 	}
 	return p, nil
 }
@@ -179,7 +179,7 @@ func (p *PCIe) Read(now sim.Time, n int) (done sim.Time) {
 	issue := now
 	k := 0
 	if p.tags != nil {
-		k = min(reqs, len(p.tags))
+		k = min(reqs, p.tags.size)
 		issue = max(issue, p.tags.take(k))
 		p.st.TagWait += issue - now
 	}

@@ -2,57 +2,71 @@ package timing
 
 import "github.com/rnic/rnic/sim"
 
-// tagHeap is a binary min-heap of the times at which read tags become
-// free.
-type tagHeap []sim.Time
+// tagPool holds the times at which the link's read tags become free, as a
+// min-heap of batches: the tags a read takes are given back together, at
+// the time it completes, so one entry stands for all of them. A read of n
+// request TLPs then costs a heap operation or two instead of n pops and n
+// pushes on a heap of every tag (a 64 KiB payload read is 128 requests).
+type tagPool struct {
+	h    []tagBatch
+	size int // tags in all
+}
 
-// take removes the k earliest-free tags (k <= len) and returns when the
-// last of them is free. Their slots are kept at the end of the slice for
-// give.
-func (h tagHeap) take(k int) sim.Time {
+type tagBatch struct {
+	free sim.Time // when these tags are free
+	n    int      // how many
+}
+
+func newTagPool(size int) *tagPool {
+	return &tagPool{h: []tagBatch{{free: 0, n: size}}, size: size}
+}
+
+// take removes the k earliest-free tags (0 < k <= size) and returns when
+// the last of them is free.
+func (p *tagPool) take(k int) sim.Time {
 	var latest sim.Time
-	n := len(h)
-	for i := range k {
-		top := h[0]
-		latest = max(latest, top)
-		last := n - 1 - i
-		h[0], h[last] = h[last], top
-		h[:last].down(0)
+	for k > 0 {
+		b := &p.h[0]
+		latest = b.free // the heap's minimum only grows while taking
+		if b.n > k {
+			b.n -= k
+			break
+		}
+		k -= b.n
+		p.pop()
 	}
 	return latest
 }
 
-// give returns the k tags taken last, all free again at t.
-func (h tagHeap) give(k int, t sim.Time) {
-	n := len(h)
-	for i := n - k; i < n; i++ {
-		h[i] = t
-		h[:i+1].up(i)
-	}
-}
-
-func (h tagHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p] <= h[i] {
-			return
+// give returns k tags, free again at t.
+func (p *tagPool) give(k int, t sim.Time) {
+	p.h = append(p.h, tagBatch{free: t, n: k})
+	h := p.h
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if h[parent].free <= h[i].free {
+			break
 		}
-		h[p], h[i] = h[i], h[p]
-		i = p
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
 	}
 }
 
-func (h tagHeap) down(i int) {
-	n := len(h)
-	for {
+func (p *tagPool) pop() {
+	h := p.h
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	p.h = h
+	for i := 0; ; {
 		c := 2*i + 1
-		if c >= n {
+		if c >= len(h) {
 			return
 		}
-		if c+1 < n && h[c+1] < h[c] {
+		if c+1 < len(h) && h[c+1].free < h[c].free {
 			c++
 		}
-		if h[i] <= h[c] {
+		if h[i].free <= h[c].free {
 			return
 		}
 		h[i], h[c] = h[c], h[i]
