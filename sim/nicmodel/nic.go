@@ -93,12 +93,13 @@ type NIC struct {
 	dmac   *dma.Cluster
 
 	// The timing model.
-	pcie   *timing.PCIe
-	units  *timing.Pool
-	dmaq   *timing.Pool
-	wqeMM  []int32    // per QP slot: WQEs delivered with their doorbell (BlueFlame)
-	qpAt   []sim.Time // per QP slot: when its last step finished (order)
-	lastTx sim.Time   // packets enter the port in order
+	pcie    *timing.PCIe
+	pcieBps int64 // the link's bandwidth per direction, bytes/s
+	units   *timing.Pool
+	dmaq    *timing.Pool
+	wqeMM   []int32    // per QP slot: WQEs delivered with their doorbell (BlueFlame)
+	qpAt    []sim.Time // per QP slot: when its last step finished (order)
+	lastTx  sim.Time   // packets enter the port in order
 
 	rxq      []*link.Buf
 	rxMax    int
@@ -172,6 +173,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		QPs:      transport.NewTable[transport.QP](0x11, cfg.MaxQP),
 		CQs:      transport.NewTable[transport.CQ](1, cfg.MaxCQ),
 		pcie:     pcie,
+		pcieBps:  p.PCIeBytesPerSec(),
 		units:    timing.NewPool(max(p.Engine.Units, 1)),
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
 		wqeMM:    make([]int32, cfg.MaxQP),
@@ -507,7 +509,7 @@ func destQP(f []byte) uint32 {
 
 // pcieTime is the time n bytes take at the PCIe link's bandwidth.
 func (n *NIC) pcieTime(bytes int) sim.Time {
-	bps := n.prof.PCIeBytesPerSec()
+	bps := n.pcieBps
 	return sim.Time((int64(bytes)*1_000_000_000 + bps - 1) / bps)
 }
 

@@ -12,6 +12,7 @@ import (
 // deterministic.
 type Pool struct {
 	servers []FIFO
+	free    []sim.Time // servers[i].free, packed for Earliest's scan
 }
 
 // NewPool returns a pool of n idle servers; n must be at least 1.
@@ -19,7 +20,7 @@ func NewPool(n int) *Pool {
 	if n < 1 {
 		panic(fmt.Sprintf("timing: pool of %d servers", n))
 	}
-	return &Pool{servers: make([]FIFO, n)}
+	return &Pool{servers: make([]FIFO, n), free: make([]sim.Time, n)}
 }
 
 // Len returns the number of servers.
@@ -31,8 +32,8 @@ func (p *Pool) Len() int { return len(p.servers) }
 // ServeOn with the same server.
 func (p *Pool) Earliest(arrival sim.Time) (server int, start sim.Time) {
 	start = sim.Never
-	for i := range p.servers {
-		s := max(arrival, p.servers[i].free)
+	for i, free := range p.free {
+		s := max(arrival, free)
 		if s < start {
 			server, start = i, s
 			if s == arrival {
@@ -45,13 +46,15 @@ func (p *Pool) Earliest(arrival sim.Time) (server int, start sim.Time) {
 
 // ServeOn serves a request on the given server (see FIFO.Serve).
 func (p *Pool) ServeOn(server int, arrival, service sim.Time) (start, finish sim.Time) {
-	return p.servers[server].Serve(arrival, service)
+	start, finish = p.servers[server].Serve(arrival, service)
+	p.free[server] = p.servers[server].free
+	return start, finish
 }
 
 // Serve serves a request on the earliest-free server.
 func (p *Pool) Serve(arrival, service sim.Time) (server int, start, finish sim.Time) {
 	server, _ = p.Earliest(arrival)
-	start, finish = p.servers[server].Serve(arrival, service)
+	start, finish = p.ServeOn(server, arrival, service)
 	return server, start, finish
 }
 
