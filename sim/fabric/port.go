@@ -39,8 +39,13 @@ type Port struct {
 	disp    link.Dispatcher
 	scratch [1]*link.Buf // Deliver's batch, reused
 	lastAt  sim.Time     // when the last frame was offered to up
-	closed  bool
-	st      HostStats
+	// The last route looked up (hosts are never removed, so it stays
+	// true).
+	routed    bool
+	routeAddr netip.Addr
+	routeDst  HostID
+	closed    bool
+	st        HostStats
 }
 
 var _ link.Link = (*Port)(nil)
@@ -77,8 +82,13 @@ func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
 		}
 		addr, ecn, ok := parseIP(b.Bytes())
 		var dst HostID
-		if ok {
-			dst, ok = p.f.addrs[addr]
+		switch {
+		case ok && addr == p.routeAddr && p.routed:
+			dst = p.routeDst // a NIC's frames mostly go to one peer
+		case ok:
+			if dst, ok = p.f.addrs[addr]; ok {
+				p.routed, p.routeAddr, p.routeDst = true, addr, dst
+			}
 		}
 		if !ok {
 			p.st.NoRoute++
