@@ -259,8 +259,11 @@ func buildPages(buf []byte, iova uint64, shift uint8) []MTTEntry {
 	return pages
 }
 
-// scratchPage backs every page of the regions registered without memory.
-var scratchPage = make([]byte, 1<<30)
+// scratchPage backs every page of the regions registered without memory
+// (up to a 1 GiB page). It is made on first use: a package-level 1 GiB
+// allocation would reserve that much address space in every program that
+// links the ATU, and fail to start it where memory is not overcommitted.
+var scratchPage = sync.OnceValue(func() []byte { return make([]byte, 1<<30) })
 
 // buildScratchPages cuts an n-byte region at iova into pages backed by the
 // scratch page (metadata-only simulation: nothing is ever copied).
@@ -269,6 +272,7 @@ func buildScratchPages(n, iova uint64, shift uint8) []MTTEntry {
 	first := iova >> shift
 	last := (iova + n - 1) >> shift
 	pages := make([]MTTEntry, last-first+1)
+	scratch := scratchPage()
 	off := uint64(0)
 	for i := range pages {
 		start := uint32(0)
@@ -276,7 +280,7 @@ func buildScratchPages(n, iova uint64, shift uint8) []MTTEntry {
 			start = uint32(iova & (size - 1))
 		}
 		k := min(size-uint64(start), n-off)
-		pages[i] = MTTEntry{Page: scratchPage[:k:k], Start: start}
+		pages[i] = MTTEntry{Page: scratch[:k:k], Start: start}
 		off += k
 	}
 	return pages
