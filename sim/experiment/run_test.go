@@ -157,3 +157,31 @@ func TestRunBadProfile(t *testing.T) {
 		t.Errorf("a sweep with a bad override: %v", err)
 	}
 }
+
+// TestTableShowsLosses checks that the table adds the drop and
+// retransmission columns when a run had any, and only then.
+func TestTableShowsLosses(t *testing.T) {
+	sw := tinySweep()
+	cols := sw.Columns(false)
+	rows := tinyRows(t)
+	has := func(rows []Row, name string) bool {
+		for _, c := range sw.TableColumns(cols, rows) {
+			if c.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if has(rows, "wire_drops") || has(rows, "retrans") {
+		t.Errorf("loss columns in the table of a sweep without losses")
+	}
+	lossy := append([]Row(nil), rows...)
+	res := *lossy[1].Result
+	res.WireDrop, res.Retrans, res.Timeouts = 3, 7, 1
+	lossy[1].Result = &res
+	for _, name := range []string{"wire_drops", "retrans", "timeouts"} {
+		if !has(lossy, name) {
+			t.Errorf("no %s column in the table of a sweep with drops", name)
+		}
+	}
+}

@@ -68,8 +68,8 @@ func Select(cols []Column, names []string) ([]Column, error) {
 
 // TableColumns picks the columns worth a glance: the test, the
 // parameters that vary, throughput, latency if a test measured it, the
-// cache hit rates and PCIe cost, and errors and wall time if there are
-// any.
+// cache hit rates and PCIe cost, and drops, retransmissions, errors and
+// wall time if there are any.
 func (s *Sweep) TableColumns(cols []Column, rows []Row) []Column {
 	vary := s.varying()
 	vary["test"] = true
@@ -84,8 +84,10 @@ func (s *Sweep) TableColumns(cols []Column, rows []Row) []Column {
 		names = append(names, "lat_avg_ns", "lat_p50_ns", "lat_p99_ns", "lat_p999_ns")
 	}
 	names = append(names, "c_qpc_hit", "s_qpc_hit", "s_mtt_hit", "c_pcie_per_net_byte", "s_pcie_per_net_byte")
-	if hasValue(cols, rows, "wc_errors") {
-		names = append(names, "wc_errors")
+	for _, n := range []string{"wire_drops", "retrans", "timeouts", "wc_errors"} {
+		if hasValue(cols, rows, n) { // what losses cost, when there were any
+			names = append(names, n)
+		}
 	}
 	if hasValue(cols, rows, "error") {
 		names = append(names, "error")
