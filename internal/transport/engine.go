@@ -151,9 +151,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 // the NIC first: the hook schedules its arrival, which calls Ring.
 func (e *Engine) ring(qp *QP, wqes int) {
 	if e.cfg.Doorbell != nil {
-		e.db.Lock()
-		e.db.rings++
-		e.db.Unlock()
+		// The hook delivers the doorbell later with Ring, which counts it.
 		last := 0
 		if wqes > 0 {
 			last = sendWQEBytes(qp.Type, qp.sq.slot(qp.sq.pi.Load()-1))
@@ -314,6 +312,19 @@ func (e *Engine) CacheStats() (qpc, cqc cache.Stats) { return e.qpc.Stats(), e.c
 
 // ArbiterStats returns the arbiter's counters.
 func (e *Engine) ArbiterStats() sched.Stats { return e.arb.Stats() }
+
+// SetGate installs a gate on the engine's arbiter (see sched.Gate): the
+// timing model uses it to hold back a QP whose previous step is still in a
+// processing unit. Call it before the engine runs, from its goroutine.
+func (e *Engine) SetGate(g sched.Gate) { e.arb.SetGate(g) }
+
+// Unpark makes a QP the gate refused ready again, without counting a
+// doorbell: its work was never taken. Call it from the engine's goroutine.
+func (e *Engine) Unpark(qp *QP) {
+	if !qp.destroyed {
+		e.arb.Ring(qp.index)
+	}
+}
 
 // tracef writes a trace line when tracing is on.
 func (e *Engine) tracef(format string, args ...any) {

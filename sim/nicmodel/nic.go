@@ -49,9 +49,6 @@ type Config struct {
 	MaxMR    int // default 65536
 	// PageShift is the default MTT page size (12: 4 KiB).
 	PageShift uint8
-	// RxBufferFrames bounds the frames waiting for a processing unit
-	// (the NIC's receive buffer); beyond it frames are dropped.
-	RxBufferFrames int
 }
 
 // Event kinds of the NIC's handler.
@@ -98,11 +95,15 @@ type NIC struct {
 	units   *timing.Pool
 	dmaq    *timing.Pool
 	wqeMM   []int32    // per QP slot: WQEs delivered with their doorbell (BlueFlame)
-	qpAt    []sim.Time // per QP slot: when its last step finished (order)
-	lastTx  sim.Time   // packets enter the port in order
+	qpAt    []sim.Time // per QP slot: when its last step finishes (order)
+	// parked are the QPs the arbiter's gate held back because their
+	// previous step was still in a unit; at most one per unit.
+	parked []*transport.QP
+	lastTx sim.Time // packets enter the port in order
 
 	rxq      []*link.Buf
-	rxMax    int
+	rxMax    int      // receive buffer, bytes (0: no limit)
+	rxBytes  int      // bytes of the frames in rxq
 	progAt   sim.Time // a progress event is scheduled for this time (0: none)
 	timer    *sim.Timer
 	cqe      CQEHandler
@@ -147,9 +148,6 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if cfg.PageShift == 0 {
 		cfg.PageShift = 12
 	}
-	if cfg.RxBufferFrames == 0 {
-		cfg.RxBufferFrames = 1024
-	}
 	pcie, err := timing.NewPCIe(p.PCIeConfig())
 	if err != nil {
 		return nil, err
@@ -178,7 +176,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
 		wqeMM:    make([]int32, cfg.MaxQP),
 		qpAt:     make([]sim.Time, cfg.MaxQP),
-		rxMax:    cfg.RxBufferFrames,
+		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
 	}
 	n.Engine, err = transport.NewEngine(transport.Config{
@@ -192,6 +190,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.Engine.SetGate(busyGate{n})
 	n.timer = s.NewTimer(n, evTimer, 0)
 	cfg.Port.Attach(n)
 	return n, nil
@@ -277,12 +276,13 @@ func (n *NIC) KindName(k int32) string {
 func (n *NIC) Deliver(bufs []*link.Buf) {
 	for _, b := range bufs {
 		n.tracef(n.s.Now(), "frame arrives", destQP(b.Bytes()))
-		if len(n.rxq) >= n.rxMax {
+		if n.rxMax > 0 && n.rxBytes+b.Len() > n.rxMax {
 			n.costs.RxDrops++
 			b.Release()
 			continue
 		}
 		n.rxq = append(n.rxq, b)
+		n.rxBytes += b.Len()
 	}
 	n.progress()
 }
@@ -304,33 +304,26 @@ func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 
 // progress serves waiting work while a processing unit is free now:
 // received frames first (they carry ACKs and free the peer's window), then
-// the arbiter's next packet.
+// the arbiter's next packet. A QP is in one unit at a time: its frames
+// wait, and the arbiter's gate passes it over, until its step is done, so
+// a free unit takes another QP's work rather than waiting for this one.
 func (n *NIC) progress() {
 	now := n.s.Now()
+	n.unpark(now)
+	blocked := false // work waits for a QP that is in a unit
 	for {
 		unit, start := n.units.Earliest(now)
 		if start > now {
 			n.scheduleProgress(start)
 			break
 		}
-		if len(n.rxq) > 0 {
-			// A unit takes the waiting frames of one QP together (up to
-			// rxBurst): the responder then answers them with one
-			// coalesced ACK, as hardware does when requests queue up.
-			k := 1
-			qpn := destQP(n.rxq[0].Bytes())
-			for k < len(n.rxq) && k < rxBurst && destQP(n.rxq[k].Bytes()) == qpn {
-				k++
-			}
-			n.batch = append(n.batch[:0], n.rxq[:k]...)
-			m := copy(n.rxq, n.rxq[k:])
-			clear(n.rxq[m:])
-			n.rxq = n.rxq[:m]
+		if n.takeRx(now) > 0 {
 			n.Engine.Receive(int64(now), n.batch)
 			clear(n.batch)
 			n.charge(unit, now)
 			continue
 		}
+		blocked = len(n.rxq) > 0
 		more := n.Engine.Run(int64(now), 1)
 		bill := n.Engine.TakeBill()
 		if bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
@@ -347,12 +340,82 @@ func (n *NIC) progress() {
 			break
 		}
 	}
+	if blocked || len(n.parked) > 0 {
+		// A QP in a unit frees when its unit does.
+		if t, ok := n.units.NextFree(now); ok {
+			n.scheduleProgress(t)
+		}
+	}
 	if d, ok := n.Engine.NextDeadline(); ok {
 		at := max(sim.Time(d), now)
 		if cur, armed := n.timer.Deadline(); !armed || cur != at {
 			n.timer.Reset(at)
 		}
 	}
+}
+
+// takeRx moves into n.batch the received frames a unit takes next: the
+// first waiting frame whose QP is not in a unit, and the frames of the
+// same QP waiting behind it (up to rxBurst, in order), which the responder
+// then answers with one coalesced ACK, as hardware does when requests
+// queue up. The other frames keep their order. It returns how many.
+func (n *NIC) takeRx(now sim.Time) int {
+	for i := range n.rxq {
+		qpn := destQP(n.rxq[i].Bytes())
+		if n.busy(qpn, now) {
+			continue
+		}
+		n.batch = append(n.batch[:0], n.rxq[i])
+		n.rxBytes -= n.rxq[i].Len()
+		kept := i
+		for _, b := range n.rxq[i+1:] {
+			if len(n.batch) < rxBurst && destQP(b.Bytes()) == qpn {
+				n.batch = append(n.batch, b)
+				n.rxBytes -= b.Len()
+				continue
+			}
+			n.rxq[kept] = b
+			kept++
+		}
+		clear(n.rxq[kept:])
+		n.rxq = n.rxq[:kept]
+		return len(n.batch)
+	}
+	return 0
+}
+
+// busy reports whether QP qpn's last step is still in a unit at now.
+func (n *NIC) busy(qpn uint32, now sim.Time) bool {
+	slot := int(qpn) - 0x11
+	return slot >= 0 && slot < len(n.qpAt) && n.qpAt[slot] > now
+}
+
+// unpark gives the arbiter back the QPs whose step has finished.
+func (n *NIC) unpark(now sim.Time) {
+	kept := n.parked[:0]
+	for _, qp := range n.parked {
+		if n.busy(qp.QPN, now) {
+			kept = append(kept, qp)
+			continue
+		}
+		n.Engine.Unpark(qp)
+	}
+	clear(n.parked[len(kept):])
+	n.parked = kept
+}
+
+// busyGate is the arbiter's gate: it passes over a QP that is in a unit
+// (the QP is parked and given back by unpark when its step is done).
+type busyGate struct{ n *NIC }
+
+func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
+	n := g.n
+	qp := n.QPs.ByIndex(q)
+	if qp == nil || !n.busy(qp.QPN, n.s.Now()) {
+		return gr, true
+	}
+	n.parked = append(n.parked, qp)
+	return gr, false
 }
 
 func (n *NIC) scheduleProgress(at sim.Time) {

@@ -104,6 +104,7 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.wqe_bytes", int64(e.WQEBytes), 1)
 	v.atLeast("engine.cqe_bytes", int64(e.CQEBytes), 1)
 	v.atLeast("engine.doorbell_bytes", int64(e.DoorbellBytes), 1)
+	v.atLeast("engine.rx_buffer_bytes", int64(e.RxBufferBytes), 0)
 	if e.WQEByMMIO {
 		v.atLeast("engine.wqe_by_mmio_max_bytes", int64(e.WQEByMMIOMaxBytes), 1)
 	} else {

@@ -106,3 +106,22 @@ func TestHistogram(t *testing.T) {
 		t.Errorf("after Reset: count %d, median %d", fine.Count(), fine.Quantile(0.5))
 	}
 }
+
+func TestPoolNextFree(t *testing.T) {
+	p := NewPool(3)
+	if _, ok := p.NextFree(0); ok {
+		t.Fatalf("an idle pool has a next free time")
+	}
+	p.ServeOn(0, 0, 100) // free at 100
+	p.ServeOn(2, 0, 40)  // free at 40
+	for _, tc := range []struct {
+		at   sim.Time
+		want sim.Time
+		ok   bool
+	}{{0, 40, true}, {39, 40, true}, {40, 100, true}, {99, 100, true}, {100, 0, false}} {
+		got, ok := p.NextFree(tc.at)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("NextFree(%v) = %v, %v; want %v, %v", tc.at, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -44,6 +44,18 @@ func (p *Pool) Earliest(arrival sim.Time) (server int, start sim.Time) {
 	return server, start
 }
 
+// NextFree returns the earliest time after t at which a server that is
+// busy at t becomes free, and false if none is busy at t.
+func (p *Pool) NextFree(t sim.Time) (sim.Time, bool) {
+	next, ok := sim.Never, false
+	for _, free := range p.free {
+		if free > t && free < next {
+			next, ok = free, true
+		}
+	}
+	return next, ok
+}
+
 // ServeOn serves a request on the given server (see FIFO.Serve).
 func (p *Pool) ServeOn(server int, arrival, service sim.Time) (start, finish sim.Time) {
 	start, finish = p.servers[server].Serve(arrival, service)
