@@ -17,7 +17,10 @@
 // runs on the DMA engines, overlapped with the units; everything crosses
 // one PCIe link model (sim/timing) with TLP framing and a measured read
 // latency curve. A QP's packets are processed in order by one unit at a
-// time, so they leave in PSN order.
+// time, so they leave in PSN order; while a QP is in a unit, the others
+// take the free units (the arbiter's gate passes the busy QP over and its
+// received frames wait). Frames wait for a unit in the receive buffer
+// (engine.rx_buffer_bytes; by default lossless, as with PFC).
 package nicmodel
 
 import (
