@@ -97,8 +97,12 @@ type NIC struct {
 	pcieBps int64 // the link's bandwidth per direction, bytes/s
 	units   *timing.Pool
 	dmaq    *timing.Pool
-	wqeMM   []int32    // per QP slot: WQEs delivered with their doorbell (BlueFlame)
-	qpAt    []sim.Time // per QP slot: when its last step finishes (order)
+	wqeMM   []int32 // per QP slot: WQEs delivered with their doorbell (BlueFlame)
+	// Per QP slot and direction (0 send, 1 receive): when its last step
+	// finishes. A QP's sends are processed in order one at a time, and so
+	// are its receives; the two are separate pipelines, as the
+	// requester's and the responder's are in an RNIC.
+	qpAt [2][]sim.Time
 	// parked are the QPs the arbiter's gate held back because their
 	// previous step was still in a unit; at most one per unit.
 	parked []*transport.QP
@@ -178,7 +182,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		units:    timing.NewPool(max(p.Engine.Units, 1)),
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
 		wqeMM:    make([]int32, cfg.MaxQP),
-		qpAt:     make([]sim.Time, cfg.MaxQP),
+		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
 	}
@@ -358,24 +362,36 @@ func (n *NIC) progress() {
 }
 
 // takeRx moves into n.batch the received frames a unit takes next: the
-// first waiting frame whose QP is not in a unit, and the frames of the
-// same QP waiting behind it (up to rxBurst, in order), which the responder
-// then answers with one coalesced ACK, as hardware does when requests
-// queue up. The other frames keep their order. It returns how many.
+// first waiting frame whose QP is not in a unit and, if it is a WRITE or
+// SEND request, the requests of the same kind of that QP waiting behind
+// it (up to rxBurst, in order), which the responder answers with one
+// coalesced ACK, as hardware does when requests queue up. READ and atomic
+// requests each need their own response, and responses and ACKs their own
+// completion, so they are taken one at a time. The other frames keep their
+// order. It returns how many frames it took.
 func (n *NIC) takeRx(now sim.Time) int {
 	for i := range n.rxq {
-		qpn := destQP(n.rxq[i].Bytes())
-		if n.busy(qpn, now) {
+		qpn, coalesce := rxInfo(n.rxq[i].Bytes())
+		if n.busy(qpn, rxSide, now) {
 			continue
 		}
 		n.batch = append(n.batch[:0], n.rxq[i])
 		n.rxBytes -= n.rxq[i].Len()
 		kept := i
-		for _, b := range n.rxq[i+1:] {
-			if len(n.batch) < rxBurst && destQP(b.Bytes()) == qpn {
-				n.batch = append(n.batch, b)
-				n.rxBytes -= b.Len()
-				continue
+		for j, b := range n.rxq[i+1:] {
+			if coalesce && len(n.batch) < rxBurst {
+				q, c := rxInfo(b.Bytes())
+				if q == qpn && c {
+					n.batch = append(n.batch, b)
+					n.rxBytes -= b.Len()
+					continue
+				}
+				if q == qpn {
+					coalesce = false // keep the QP's frames in order
+				}
+			} else if !coalesce {
+				kept += copy(n.rxq[kept:], n.rxq[i+1+j:])
+				break
 			}
 			n.rxq[kept] = b
 			kept++
@@ -387,17 +403,25 @@ func (n *NIC) takeRx(now sim.Time) int {
 	return 0
 }
 
-// busy reports whether QP qpn's last step is still in a unit at now.
-func (n *NIC) busy(qpn uint32, now sim.Time) bool {
+// The two sides of a QP's processing.
+const (
+	txSide = 0
+	rxSide = 1
+)
+
+// busy reports whether QP qpn's last step on one side is still in a unit
+// at now.
+func (n *NIC) busy(qpn uint32, side int, now sim.Time) bool {
 	slot := int(qpn) - 0x11
-	return slot >= 0 && slot < len(n.qpAt) && n.qpAt[slot] > now
+	at := n.qpAt[side]
+	return slot >= 0 && slot < len(at) && at[slot] > now
 }
 
 // unpark gives the arbiter back the QPs whose step has finished.
 func (n *NIC) unpark(now sim.Time) {
 	kept := n.parked[:0]
 	for _, qp := range n.parked {
-		if n.busy(qp.QPN, now) {
+		if n.busy(qp.QPN, txSide, now) {
 			kept = append(kept, qp)
 			continue
 		}
@@ -414,7 +438,7 @@ type busyGate struct{ n *NIC }
 func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	n := g.n
 	qp := n.QPs.ByIndex(q)
-	if qp == nil || !n.busy(qp.QPN, n.s.Now()) {
+	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) {
 		return gr, true
 	}
 	n.parked = append(n.parked, qp)
@@ -445,13 +469,13 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	if b.QP >= 0x11 {
 		slot = int(b.QP - 0x11)
 	}
-	start := max(now, n.qpAt[slot])
+	kind := txSide
+	if b.RxPackets > 0 {
+		kind = rxSide
+	}
+	start := max(now, n.qpAt[kind][slot])
 	t := start
 	qpn := b.QP
-	kind := 0
-	if b.RxPackets > 0 {
-		kind = 1
-	}
 	n.tracef(start, stageNames[kind][0], qpn)
 	read := func(bytes int) { t = n.pcie.Read(t, bytes) }
 	for range b.QPCMisses {
@@ -496,7 +520,7 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		n.tracef(placed, stageNames[kind][2], qpn)
 	}
 	n.tracef(done, stageNames[kind][3], qpn)
-	n.qpAt[slot] = done
+	n.qpAt[kind][slot] = done
 	n.costs.Steps++
 	n.costs.UnitBusy += stall + rxProc + txProc
 	n.costs.MissStall += stall
@@ -558,6 +582,22 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 
 // rxBurst bounds the frames of one QP a unit takes in one step.
 const rxBurst = 16
+
+// rxInfo reads a frame's BTH: its destination QP, and whether it is a
+// WRITE or SEND request (whose ACKs coalesce).
+func rxInfo(f []byte) (qpn uint32, coalesce bool) {
+	h := wire.IPv4HeaderSize
+	if len(f) > 0 && f[0]>>4 == 6 {
+		h = wire.IPv6HeaderSize
+	}
+	h += wire.UDPHeaderSize
+	if len(f) < h+wire.BTHSize {
+		return 0, false
+	}
+	bth := wire.BTH(f[h:])
+	fl := bth.Opcode().Info().Flags
+	return bth.DestQP(), fl.Has(wire.FlagRequest) && (fl.Has(wire.FlagWrite) || fl.Has(wire.FlagSend))
+}
 
 // destQP reads a frame's BTH destination QP (0 if the frame is too short
 // to have one; the engine drops such frames anyway).
