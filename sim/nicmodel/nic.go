@@ -108,7 +108,7 @@ type NIC struct {
 	parked []*transport.QP
 	lastTx sim.Time // packets enter the port in order
 
-	rxq      []*link.Buf
+	rxq      []rxFrame
 	rxMax    int      // receive buffer, bytes (0: no limit)
 	rxBytes  int      // bytes of the frames in rxq
 	progAt   sim.Time // a progress event is scheduled for this time (0: none)
@@ -282,13 +282,14 @@ func (n *NIC) KindName(k int32) string {
 // NIC's receive buffer.
 func (n *NIC) Deliver(bufs []*link.Buf) {
 	for _, b := range bufs {
-		n.tracef(n.s.Now(), "frame arrives", destQP(b.Bytes()))
+		qpn, coalesce := rxInfo(b.Bytes())
+		n.tracef(n.s.Now(), "frame arrives", qpn)
 		if n.rxMax > 0 && n.rxBytes+b.Len() > n.rxMax {
 			n.costs.RxDrops++
 			b.Release()
 			continue
 		}
-		n.rxq = append(n.rxq, b)
+		n.rxq = append(n.rxq, rxFrame{b: b, qpn: qpn, coalesce: coalesce})
 		n.rxBytes += b.Len()
 	}
 	n.progress()
@@ -371,29 +372,29 @@ func (n *NIC) progress() {
 // order. It returns how many frames it took.
 func (n *NIC) takeRx(now sim.Time) int {
 	for i := range n.rxq {
-		qpn, coalesce := rxInfo(n.rxq[i].Bytes())
-		if n.busy(qpn, rxSide, now) {
+		first := n.rxq[i]
+		if n.busy(first.qpn, rxSide, now) {
 			continue
 		}
-		n.batch = append(n.batch[:0], n.rxq[i])
-		n.rxBytes -= n.rxq[i].Len()
+		n.batch = append(n.batch[:0], first.b)
+		n.rxBytes -= first.b.Len()
+		coalesce := first.coalesce
 		kept := i
-		for j, b := range n.rxq[i+1:] {
+		for j, f := range n.rxq[i+1:] {
 			if coalesce && len(n.batch) < rxBurst {
-				q, c := rxInfo(b.Bytes())
-				if q == qpn && c {
-					n.batch = append(n.batch, b)
-					n.rxBytes -= b.Len()
+				if f.qpn == first.qpn && f.coalesce {
+					n.batch = append(n.batch, f.b)
+					n.rxBytes -= f.b.Len()
 					continue
 				}
-				if q == qpn {
+				if f.qpn == first.qpn {
 					coalesce = false // keep the QP's frames in order
 				}
 			} else if !coalesce {
 				kept += copy(n.rxq[kept:], n.rxq[i+1+j:])
 				break
 			}
-			n.rxq[kept] = b
+			n.rxq[kept] = f
 			kept++
 		}
 		clear(n.rxq[kept:])
@@ -401,6 +402,14 @@ func (n *NIC) takeRx(now sim.Time) int {
 		return len(n.batch)
 	}
 	return 0
+}
+
+// rxFrame is a received frame waiting for a unit, with what takeRx needs
+// of its BTH read once on arrival.
+type rxFrame struct {
+	b        *link.Buf
+	qpn      uint32
+	coalesce bool
 }
 
 // The two sides of a QP's processing.
@@ -583,8 +592,9 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 // rxBurst bounds the frames of one QP a unit takes in one step.
 const rxBurst = 16
 
-// rxInfo reads a frame's BTH: its destination QP, and whether it is a
-// WRITE or SEND request (whose ACKs coalesce).
+// rxInfo reads a frame's BTH: its destination QP (0 if the frame is too
+// short to have one; the engine drops such frames anyway), and whether it
+// is a WRITE or SEND request (whose ACKs coalesce).
 func rxInfo(f []byte) (qpn uint32, coalesce bool) {
 	h := wire.IPv4HeaderSize
 	if len(f) > 0 && f[0]>>4 == 6 {
@@ -597,20 +607,6 @@ func rxInfo(f []byte) (qpn uint32, coalesce bool) {
 	bth := wire.BTH(f[h:])
 	fl := bth.Opcode().Info().Flags
 	return bth.DestQP(), fl.Has(wire.FlagRequest) && (fl.Has(wire.FlagWrite) || fl.Has(wire.FlagSend))
-}
-
-// destQP reads a frame's BTH destination QP (0 if the frame is too short
-// to have one; the engine drops such frames anyway).
-func destQP(f []byte) uint32 {
-	h := wire.IPv4HeaderSize
-	if len(f) > 0 && f[0]>>4 == 6 {
-		h = wire.IPv6HeaderSize
-	}
-	h += wire.UDPHeaderSize
-	if len(f) < h+wire.BTHSize {
-		return 0
-	}
-	return wire.BTH(f[h:]).DestQP()
 }
 
 // pcieTime is the time n bytes take at the PCIe link's bandwidth.
