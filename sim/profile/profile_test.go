@@ -110,6 +110,7 @@ func TestValidateNamesFields(t *testing.T) {
 		{"dma.engines", func(p *HardwareProfile) { p.DMA.Engines = 0 }},
 		{"engine.units", func(p *HardwareProfile) { p.Engine.Units = 0 }},
 		{"engine.wqe_by_mmio_max_bytes", func(p *HardwareProfile) { p.Engine.WQEByMMIOMaxBytes = 0 }},
+		{"engine.rx_buffer_bytes", func(p *HardwareProfile) { p.Engine.RxBufferBytes = -1 }},
 		{"host.poll_cq_ns", func(p *HardwareProfile) { p.Host.PollCQNs = -5 }},
 		{"switch.ecn_max_bytes", func(p *HardwareProfile) { p.Switch.ECNMaxBytes = 1 }},
 		{"switch.ecn_max_probability", func(p *HardwareProfile) { p.Switch.ECNMaxProbability = 2 }},
