@@ -66,6 +66,7 @@ func (q *qpRun) post() {
 			q.off = 0
 		}
 	}
+	q.lastOff = off // a SEND lands at the start of the receive buffer: the check needs the last one's source
 	sge := transport.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx]}
 	q.sge[0] = sge
 	wr.SGL = q.sge[:] // PostSend copies the WR into the send queue

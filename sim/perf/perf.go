@@ -246,6 +246,7 @@ type qpRun struct {
 	cpu      *timing.FIFO // the thread that drives this QP
 	queued   int          // posts scheduled on the thread, not yet made
 	postReq  sim.Time     // when the thread last started a post
+	lastOff  int          // offset of the last message posted
 	wr       [1]transport.SendWR
 	sge      [1]transport.SGE
 }
@@ -550,14 +551,17 @@ func (r *runner) fillPatterns() {
 func (r *runner) check() (checked, corrupt int64) {
 	sp := &r.spec
 	span := min(sp.Footprint, sp.Iters*sp.Size)
-	if sp.Test == SendBW {
-		span = sp.Size // every receive lands at the region's start
-	}
 	for _, c := range r.clients {
 		for _, q := range c.qps {
 			var src, dst []byte
 			switch sp.Test {
-			case WriteBW, SendBW:
+			case SendBW:
+				// Every message lands at the start of the receive buffer,
+				// so it holds the last one sent.
+				src, dst = c.buf[q.idx][q.lastOff:q.lastOff+sp.Size], q.peer.h.buf[q.peer.idx][:sp.Size]
+				checked, corrupt = checked+int64(sp.Size), corrupt+differ(src, dst)
+				continue
+			case WriteBW:
 				src, dst = c.buf[q.idx], q.peer.h.buf[q.peer.idx]
 			case ReadBW:
 				src, dst = q.peer.h.buf[q.peer.idx], c.buf[q.idx]

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -32,6 +33,8 @@ func TestWorkloads(t *testing.T) {
 		{Test: WriteBW, Size: 65536, Iters: 500, Warmup: 50},
 		{Test: ReadBW, Size: 65536, Iters: 500, Warmup: 50},
 		{Test: SendBW, Size: 65536, Iters: 500, Warmup: 50},
+		{Test: SendBW, Size: 1, Iters: 50, Warmup: 5}, // several messages per 64 B footprint
+		{Test: SendBW, Size: 64, Iters: 50, Warmup: 5, Footprint: 4096, Random: true},
 		{Test: AtomicBW, Iters: 2000, Warmup: 200},
 		{Test: WriteBW, Size: 64, Iters: 5000, Warmup: 500, QPs: 8},
 		{Test: WriteBW, Size: 64, Iters: 2000, Warmup: 200, QPs: 32, Threads: 8, CQMod: 16},
@@ -334,6 +337,54 @@ func TestRxBuffer(t *testing.T) {
 		}
 		if res.Ops != 4*40 || res.Checked == 0 || res.Corrupt != 0 {
 			t.Errorf("buffer %d: ops %d, checked %d bytes, %d corrupt", buf, res.Ops, res.Checked, res.Corrupt)
+		}
+	}
+}
+
+// TestRandomWorkloads runs seeded random workloads (every test, sizes
+// around the MTU, QP counts, queue depths, incast, small receive and
+// switch buffers, slow units) and checks that each finishes without
+// error completions or corrupted bytes, and that a run that lost no frame
+// never waited for a retransmission timeout: such a timeout would be work
+// the model forgot to wake up.
+var randomRuns = 40
+
+func TestRandomWorkloads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261129, 1))
+	pick := func(v ...int) int { return v[rng.IntN(len(v))] }
+	for i := range randomRuns {
+		p := mustProfile(t, "cx6")
+		p.Engine.RxBufferBytes = pick(0, 0, 16<<10, 256<<10)
+		p.Switch.BufferBytes = pick(0, 64<<10, 1<<20)
+		p.Engine.RxPacketNs = int64(pick(75, 75, 600))
+		sp := Spec{
+			Test:    Tests[rng.IntN(len(Tests))],
+			Size:    pick(1, 64, 1000, 4096, 9000, 65536),
+			QPs:     pick(1, 3, 16),
+			Pairs:   pick(1, 1, 2, 3),
+			Threads: pick(1, 2),
+			Seed:    uint64(i),
+		}
+		sp.Incast = sp.Pairs > 1 && rng.IntN(2) == 0
+		sp.Iters = pick(20, 60)
+		if !sp.Test.latency() {
+			sp.TxDepth = pick(1, 4, 32)
+		}
+		if sp.Test == AtomicBW {
+			sp.Size = 8
+		}
+		name := fmt.Sprintf("%d/%s/%dB/q%d/p%d", i, sp.Test, sp.Size, sp.QPs, sp.Pairs)
+		res, err := Run(p, sp)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if res.Errors != 0 || res.Corrupt != 0 {
+			t.Errorf("%s: %d error completions, %d corrupt bytes", name, res.Errors, res.Corrupt)
+		}
+		lost := res.WireDrop + uint64(res.Client.RxDrops+res.Server.RxDrops)
+		if lost == 0 && res.Timeouts != 0 {
+			t.Errorf("%s: %d retransmission timeouts with no frame lost", name, res.Timeouts)
 		}
 	}
 }
