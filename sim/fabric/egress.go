@@ -40,6 +40,7 @@ type egress struct {
 	sent     int  // frames at the head of q that have left the buffer
 	bufBytes int  // bytes of the frames in the buffer
 	armed    bool // an arrival event is scheduled for q's head
+	last     sim.Time // the latest time a frame was offered (enqueue times never go back)
 	st       PortStats
 }
 
@@ -70,11 +71,15 @@ func (e *egress) drain(at sim.Time) {
 	}
 }
 
-// enqueue offers f to the port at time at (non-decreasing across calls).
+// enqueue offers f to the port at time at (non-decreasing across calls;
+// an earlier time is taken as the latest so far, so the frame queues
+// behind those offered before it).
 // It returns the arrival time at the far end and whether f was accepted;
 // a rejected frame still belongs to the caller. rng is drawn from only
 // when the queue depth is between the ECN thresholds.
 func (e *egress) enqueue(at sim.Time, f Frame, rng randFloat) (arrive sim.Time, ok bool) {
+	at = max(at, e.last)
+	e.last = at
 	e.drain(at)
 	if e.limit > 0 && e.bufBytes+f.Len > e.limit {
 		e.st.Drops++

@@ -151,8 +151,9 @@ func (f *Fabric) Sim() *sim.Sim { return f.s }
 // arrival time, without an arrival event: the same result for one event
 // per frame less. The uplink then keeps only the frame's length, for its
 // occupancy; the entry is dropped once the frame has arrived. (A frame a
-// host sends to itself is queued behind the other host's frames already
-// forwarded, not in arrival order.) With more hosts, frames from several
+// host sends to itself is the exception: it queues at its own output port
+// behind the other host's frames already forwarded, even those that reach
+// the switch after it.) With more hosts, frames from several
 // inputs meet at an output port, and the arrival event puts them in
 // time order.
 func (f *Fabric) send(p *Port, at sim.Time, fr Frame) bool {
