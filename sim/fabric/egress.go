@@ -37,9 +37,9 @@ type egress struct {
 	limit    int // buffer bytes; 0 is unlimited
 	ecn      ECNConfig
 	q        ring[inFlight]
-	sent     int  // frames at the head of q that have left the buffer
-	bufBytes int  // bytes of the frames in the buffer
-	armed    bool // an arrival event is scheduled for q's head
+	sent     int      // frames at the head of q that have left the buffer
+	bufBytes int      // bytes of the frames in the buffer
+	armed    bool     // an arrival event is scheduled for q's head
 	last     sim.Time // the latest time a frame was offered (enqueue times never go back)
 	st       PortStats
 }

@@ -104,9 +104,10 @@ type NIC struct {
 	// requester's and the responder's are in an RNIC.
 	qpAt [2][]sim.Time
 	// parked are the QPs the arbiter's gate held back because their
-	// previous step was still in a unit; at most one per unit.
-	parked []*transport.QP
-	lastTx sim.Time // packets enter the port in order
+	// previous send step was still in a unit (at most one per unit).
+	parked   []*transport.QP
+	isParked []bool   // per QP slot: in parked
+	lastTx   sim.Time // packets enter the port in order
 
 	rxq      []rxFrame
 	rxMax    int      // receive buffer, bytes (0: no limit)
@@ -183,6 +184,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
 		wqeMM:    make([]int32, cfg.MaxQP),
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
+		isParked: make([]bool, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
 	}
@@ -434,6 +436,7 @@ func (n *NIC) unpark(now sim.Time) {
 			kept = append(kept, qp)
 			continue
 		}
+		n.isParked[qp.QPN-0x11] = false
 		n.Engine.Unpark(qp)
 	}
 	clear(n.parked[len(kept):])
@@ -450,7 +453,10 @@ func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) {
 		return gr, true
 	}
-	n.parked = append(n.parked, qp)
+	if slot := qp.QPN - 0x11; !n.isParked[slot] { // a parked QP rung again is refused again
+		n.isParked[slot] = true
+		n.parked = append(n.parked, qp)
+	}
 	return gr, false
 }
 
@@ -474,15 +480,26 @@ func (n *NIC) charge(unit int, now sim.Time) {
 // visible to the host a PCIe write later.
 func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	p := n.prof
-	slot := 0
-	if b.QP >= 0x11 {
+	slot, hasQP := 0, b.QP >= 0x11 && int(b.QP-0x11) < len(n.qpAt[0])
+	if hasQP {
 		slot = int(b.QP - 0x11)
 	}
 	kind := txSide
 	if b.RxPackets > 0 {
 		kind = rxSide
 	}
-	start := max(now, n.qpAt[kind][slot])
+	start := now
+	if hasQP {
+		// A step waits for the QP's previous step on its side. A send
+		// step also waits for a receive step in progress: what it sends
+		// (a READ response, requests the ACK let through) follows from
+		// what that step received. (A step without a QP, for a frame
+		// the engine dropped, waits for nothing.)
+		start = max(start, n.qpAt[kind][slot])
+		if kind == txSide {
+			start = max(start, n.qpAt[rxSide][slot])
+		}
+	}
 	t := start
 	qpn := b.QP
 	n.tracef(start, stageNames[kind][0], qpn)
@@ -529,7 +546,9 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		n.tracef(placed, stageNames[kind][2], qpn)
 	}
 	n.tracef(done, stageNames[kind][3], qpn)
-	n.qpAt[kind][slot] = done
+	if hasQP {
+		n.qpAt[kind][slot] = done
+	}
 	n.costs.Steps++
 	n.costs.UnitBusy += stall + rxProc + txProc
 	n.costs.MissStall += stall

@@ -109,7 +109,8 @@ type Engine struct {
 	WQEByMMIO         bool `toml:"wqe_by_mmio"`
 	WQEByMMIOMaxBytes int  `toml:"wqe_by_mmio_max_bytes"`
 	// RxBufferBytes is the receive packet buffer in front of the units:
-	// frames that arrive while it is full are dropped. 0 is lossless: the
+	// frames that arrive while it is full are dropped. It must hold the
+	// largest frame (mtu_bytes + 80). 0 is lossless: the
 	// NIC would pause its link (PFC) rather than drop, which the model
 	// approximates by letting the frames wait in the buffer unbounded.
 	RxBufferBytes int `toml:"rx_buffer_bytes"`

@@ -111,6 +111,7 @@ func TestValidateNamesFields(t *testing.T) {
 		{"engine.units", func(p *HardwareProfile) { p.Engine.Units = 0 }},
 		{"engine.wqe_by_mmio_max_bytes", func(p *HardwareProfile) { p.Engine.WQEByMMIOMaxBytes = 0 }},
 		{"engine.rx_buffer_bytes", func(p *HardwareProfile) { p.Engine.RxBufferBytes = -1 }},
+		{"engine.rx_buffer_bytes", func(p *HardwareProfile) { p.Engine.RxBufferBytes = 4096 }}, // < one 4096 B-MTU frame
 		{"host.poll_cq_ns", func(p *HardwareProfile) { p.Host.PollCQNs = -5 }},
 		{"switch.ecn_max_bytes", func(p *HardwareProfile) { p.Switch.ECNMaxBytes = 1 }},
 		{"switch.ecn_max_probability", func(p *HardwareProfile) { p.Switch.ECNMaxProbability = 2 }},

@@ -21,6 +21,10 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // that one run tells the user all they have to fix.
 type validator struct{ errs []error }
 
+// maxFrameOverhead is the most a RoCEv2 frame carries besides its payload:
+// IPv6 40, UDP 8, BTH 12, RETH 16 and ICRC 4 bytes.
+const maxFrameOverhead = 80
+
 func (v *validator) fail(field, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 }
@@ -104,7 +108,11 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.wqe_bytes", int64(e.WQEBytes), 1)
 	v.atLeast("engine.cqe_bytes", int64(e.CQEBytes), 1)
 	v.atLeast("engine.doorbell_bytes", int64(e.DoorbellBytes), 1)
-	v.atLeast("engine.rx_buffer_bytes", int64(e.RxBufferBytes), 0)
+	if e.RxBufferBytes != 0 {
+		// A buffer that cannot hold the largest frame (the MTU plus IPv6,
+		// UDP, BTH, RETH and ICRC) would drop every such frame forever.
+		v.atLeast("engine.rx_buffer_bytes", int64(e.RxBufferBytes), int64(p.Link.MTUBytes+maxFrameOverhead))
+	}
 	if e.WQEByMMIO {
 		v.atLeast("engine.wqe_by_mmio_max_bytes", int64(e.WQEByMMIOMaxBytes), 1)
 	} else {
