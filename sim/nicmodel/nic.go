@@ -16,11 +16,14 @@
 // come back before the next step of the packet can start); payload DMA
 // runs on the DMA engines, overlapped with the units; everything crosses
 // one PCIe link model (sim/timing) with TLP framing and a measured read
-// latency curve. A QP's packets are processed in order by one unit at a
-// time, so they leave in PSN order; while a QP is in a unit, the others
-// take the free units (the arbiter's gate passes the busy QP over and its
-// received frames wait). Frames wait for a unit in the receive buffer
-// (engine.rx_buffer_bytes; by default lossless, as with PFC).
+// latency curve. A QP's sends are processed in order by one unit at a
+// time, so they leave in PSN order, and so are its receives: the two sides
+// are separate pipelines, as a requester's and a responder's are, except
+// that a send waits for a receive step in progress (it may depend on it).
+// While a QP's side is in a unit the other QPs take the free units (the
+// arbiter's gate passes the busy QP over; its received frames wait).
+// Frames wait for a unit in the receive buffer (engine.rx_buffer_bytes; by
+// default lossless, as with PFC).
 package nicmodel
 
 import (
@@ -314,9 +317,9 @@ func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 
 // progress serves waiting work while a processing unit is free now:
 // received frames first (they carry ACKs and free the peer's window), then
-// the arbiter's next packet. A QP is in one unit at a time: its frames
-// wait, and the arbiter's gate passes it over, until its step is done, so
-// a free unit takes another QP's work rather than waiting for this one.
+// the arbiter's next packet. Each side of a QP is in one unit at a time:
+// its frames wait, or the arbiter's gate passes it over, until its step is
+// done, so a free unit takes another QP's work rather than waiting.
 func (n *NIC) progress() {
 	now := n.s.Now()
 	n.unpark(now)
