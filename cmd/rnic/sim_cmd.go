@@ -61,6 +61,13 @@ profile; key=v1,v2 sweeps it.
 By default payload bytes are moved and checked; --metadata moves only
 lengths, so that thousands of QPs and tens of hosts simulate quickly.
 
+The switch drops what overflows an output port's buffer and marks ECN, but
+nothing reacts to the marks (no DCQCN) and it sends no PFC pauses; the
+NICs' receive buffers are lossless by default. An incast beyond the buffer
+therefore loses frames and waits out retransmission timeouts (the table
+then shows wire_drops, retrans and timeouts); --set switch.buffer_bytes=0
+gives a switch that never drops.
+
 Examples:
   rnic sim --test write_lat --size 8 --iters 1000
   rnic sim --breakdown
@@ -68,7 +75,7 @@ Examples:
       --iters 200 --csv qps.csv --plot qps.svg --x qps --y mops --series test --logx
   rnic sim --test write_bw --size 64 --qps 4096 --metadata --set caches.qpc.entries=1024,4096,16384
   rnic sim --test write_bw --size 4K --footprint 64M --page-size 4K,2M --metadata
-  rnic sim --test write_bw --pairs 8 --incast --size 64K -j 2`,
+  rnic sim --test write_bw --pairs 8 --incast --size 64K --set switch.buffer_bytes=1048576,0 -j 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f) },
 	}
