@@ -38,7 +38,6 @@ type Port struct {
 	recv    Receiver
 	disp    link.Dispatcher
 	scratch [1]*link.Buf // Deliver's batch, reused
-	lastAt  sim.Time     // when the last frame was offered to up
 	// The last route looked up (hosts are never removed, so it stays
 	// true).
 	routed    bool
@@ -63,12 +62,11 @@ func (p *Port) Send(bufs []*link.Buf) { p.SendAt(p.f.s.Now(), bufs) }
 
 // SendAt is Send for frames that reach the egress port at a known later
 // time at: a NIC model that has computed when its packets leave hands them
-// over at once instead of scheduling an event for each. Times must not go
-// backwards on a port; an earlier at than the last one is taken as the
-// last one.
+// over at once instead of scheduling an event for each. A frame offered
+// for an earlier time than the port's previous one queues behind it (see
+// egress.enqueue).
 func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
-	at = max(at, p.f.s.Now(), p.lastAt)
-	p.lastAt = at
+	at = max(at, p.f.s.Now())
 	for _, b := range bufs {
 		if p.closed {
 			p.st.Closed++
@@ -108,8 +106,7 @@ func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
 // caller (Send routes by the IP header instead). A refused frame's Buf is
 // released.
 func (p *Port) SendFrame(fr Frame) bool {
-	at := max(p.f.s.Now(), p.lastAt)
-	p.lastAt = at
+	at := p.f.s.Now()
 	fr.Src, fr.SentAt = p.id, at
 	if fr.Buf != nil {
 		fr.Len = fr.Buf.Len()
