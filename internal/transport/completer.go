@@ -173,9 +173,8 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 		// for the rest of the READ once the responder has sent it all.
 		return e.readAhead(qp, p, psn)
 	}
-	off := uint32(psn.Diff(w.firstPSN)) * qp.mtu
-	want := min(qp.mtu, w.length-off)
-	if uint32(len(p.Payload)) != want || (psn == w.lastPSN) != p.Info.Flags.Has(wire.FlagLast) {
+	off, want, ok := readSlot(qp, w, p, psn)
+	if !ok {
 		e.count(qp, RxGhostResponse) // malformed response: drop, the timer retries
 		return false
 	}
@@ -193,6 +192,16 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 	e.readAdvance(qp)
 	e.readRecover(qp)
 	return true
+}
+
+// readSlot returns where READ response psn of w goes (offset in the READ
+// and length) and whether p has that length and is marked last exactly
+// when it is w's last packet.
+func readSlot(qp *QP, w *sendWQE, p *wire.Packet, psn wire.PSN) (off, want uint32, ok bool) {
+	off = uint32(psn.Diff(w.firstPSN)) * qp.mtu
+	want = min(qp.mtu, w.length-off)
+	ok = uint32(len(p.Payload)) == want && (psn == w.lastPSN) == p.Info.Flags.Has(wire.FlagLast)
+	return off, want, ok
 }
 
 // atomicAck places an atomic's original value.

@@ -142,9 +142,8 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 		e.readRecover(qp)
 		return false
 	}
-	off := uint32(psn.Diff(w.firstPSN)) * qp.mtu
-	want := min(qp.mtu, w.length-off)
-	if uint32(len(p.Payload)) != want || (psn == w.lastPSN) != p.Info.Flags.Has(wire.FlagLast) {
+	off, want, ok := readSlot(qp, w, p, psn)
+	if !ok {
 		e.count(qp, RxGhostResponse)
 		return false
 	}
