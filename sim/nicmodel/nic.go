@@ -179,7 +179,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	n := &NIC{
 		s: s, prof: p, port: cfg.Port, gid: wire.GIDFromAddr(cfg.Port.Addr()),
 		ATU: u, dmac: dm,
-		QPs:      transport.NewTable[transport.QP](0x11, cfg.MaxQP),
+		QPs:      transport.NewTable[transport.QP](firstQPN, cfg.MaxQP),
 		CQs:      transport.NewTable[transport.CQ](1, cfg.MaxCQ),
 		pcie:     pcie,
 		pcieBps:  p.PCIeBytesPerSec(),
@@ -308,7 +308,7 @@ func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 	size := e.DoorbellBytes
 	if wqes == 1 && e.WQEByMMIO && lastWQEBytes <= e.WQEByMMIOMaxBytes {
 		size = lastWQEBytes
-		n.wqeMM[qp.QPN-0x11]++
+		n.wqeMM[qp.QPN-firstQPN]++
 	}
 	at := n.pcie.MMIO(n.s.Now(), size)
 	n.tracef(at, "doorbell arrives (MMIO)", qp.QPN)
@@ -426,9 +426,19 @@ const (
 // busy reports whether QP qpn's last step on one side is still in a unit
 // at now.
 func (n *NIC) busy(qpn uint32, side int, now sim.Time) bool {
-	slot := int(qpn) - 0x11
-	at := n.qpAt[side]
-	return slot >= 0 && slot < len(at) && at[slot] > now
+	slot, ok := n.slot(qpn)
+	return ok && n.qpAt[side][slot] > now
+}
+
+// firstQPN is the number of the first QP; QP qpn's per-QP state is at
+// slot qpn-firstQPN.
+const firstQPN = 0x11
+
+// slot returns QP qpn's slot, false for a number no QP can have (a frame
+// for an unknown QP, a step for none).
+func (n *NIC) slot(qpn uint32) (int, bool) {
+	i := int(qpn) - firstQPN
+	return i, i >= 0 && i < len(n.wqeMM)
 }
 
 // unpark gives the arbiter back the QPs whose step has finished.
@@ -439,7 +449,7 @@ func (n *NIC) unpark(now sim.Time) {
 			kept = append(kept, qp)
 			continue
 		}
-		n.isParked[qp.QPN-0x11] = false
+		n.isParked[qp.QPN-firstQPN] = false
 		n.Engine.Unpark(qp)
 	}
 	clear(n.parked[len(kept):])
@@ -456,7 +466,7 @@ func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) {
 		return gr, true
 	}
-	if slot := qp.QPN - 0x11; !n.isParked[slot] { // a parked QP rung again is refused again
+	if slot := qp.QPN - firstQPN; !n.isParked[slot] { // a parked QP rung again is refused again
 		n.isParked[slot] = true
 		n.parked = append(n.parked, qp)
 	}
@@ -483,10 +493,7 @@ func (n *NIC) charge(unit int, now sim.Time) {
 // visible to the host a PCIe write later.
 func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	p := n.prof
-	slot, hasQP := 0, b.QP >= 0x11 && int(b.QP-0x11) < len(n.qpAt[0])
-	if hasQP {
-		slot = int(b.QP - 0x11)
-	}
+	slot, hasQP := n.slot(b.QP)
 	kind := txSide
 	if b.RxPackets > 0 {
 		kind = rxSide
@@ -514,7 +521,7 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		read(p.Caches.CQC.EntryBytes)
 	}
 	for range b.WQEFetches {
-		if n.wqeMM[slot] > 0 {
+		if hasQP && n.wqeMM[slot] > 0 {
 			n.wqeMM[slot]--
 			n.costs.WQEByMMIO++
 			continue

@@ -70,7 +70,6 @@ func (q *qpRun) post() {
 	sge := transport.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx]}
 	q.sge[0] = sge
 	wr.SGL = q.sge[:] // PostSend copies the WR into the send queue
-
 	wr.RemoteAddr, wr.RKey = q.raddr+uint64(off), q.rkey
 	switch sp.Test {
 	case WriteBW, WriteLat:

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/rnic/rnic/sim/timing"
+	"github.com/rnic/rnic/wire"
 )
 
 // FieldError is a problem with one parameter, named by its TOML key path
@@ -22,8 +23,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 type validator struct{ errs []error }
 
 // maxFrameOverhead is the most a RoCEv2 frame carries besides its payload:
-// IPv6 40, UDP 8, BTH 12, RETH 16 and ICRC 4 bytes.
-const maxFrameOverhead = 80
+// IPv6, UDP, BTH, RETH and ICRC.
+const maxFrameOverhead = wire.IPv6HeaderSize + wire.UDPHeaderSize + wire.BTHSize + wire.RETHSize + wire.ICRCSize
 
 func (v *validator) fail(field, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
