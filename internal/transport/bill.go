@@ -4,8 +4,11 @@ import "github.com/rnic/rnic/internal/hw/atu"
 
 // Bill is the host-side work the engine did since the last TakeBill:
 // the PCIe transactions and SRAM cache fills a hardware RNIC would spend
-// time on. The real-time driver ignores it; the simulator (package sim)
-// turns it into time, step by step, as the engine runs under it.
+// time on. The simulator (package sim) turns it into time, step by step,
+// as the engine runs under it, and sets Config.Billing. The real-time
+// driver never takes a bill; its engine then keeps the counts (fixed-size,
+// they cannot grow) but no list of the CQs written to, which would grow
+// with every CQ the device ever had.
 type Bill struct {
 	WQEFetches     int // send WQEs read from a send queue
 	WQEBytes       int
@@ -27,9 +30,12 @@ type Bill struct {
 
 	// QP is the number of the (last) local QP the work was for.
 	QP uint32
-	// CQs says which CQs the CQEWrites went to (a step writes to at most
-	// a QP's send and receive CQs).
-	CQs [maxBillCQs]CQECount
+	// CQs says which CQs the CQEWrites went to, each once. It is only
+	// kept with Config.Billing, and is valid until the next TakeBill (it
+	// shares the engine's scratch array, so that taking a bill does not
+	// allocate). A step usually writes to a QP's send and receive CQs, but
+	// one Run may flush several QPs in error, each with CQs of its own.
+	CQs []CQECount
 }
 
 // CQECount is a number of completions written to one CQ.
@@ -38,24 +44,26 @@ type CQECount struct {
 	N  int
 }
 
-const maxBillCQs = 4
-
+// addCQE counts a completion written to cq. The list is searched from
+// its end: a step's CQEs mostly go to the CQ of the one before.
 func (b *Bill) addCQE(cq *CQ) {
-	for i := range b.CQs {
-		if b.CQs[i].CQ == cq || b.CQs[i].CQ == nil {
-			b.CQs[i].CQ = cq
+	for i := len(b.CQs) - 1; i >= 0; i-- {
+		if b.CQs[i].CQ == cq {
 			b.CQs[i].N++
 			return
 		}
 	}
-	panic("transport: one step wrote completions to more than 4 CQs")
+	b.CQs = append(b.CQs, CQECount{CQ: cq, N: 1})
 }
 
 // TakeBill returns the work done since the last call and starts a new
-// bill.
+// bill. The returned CQs slice is valid until the next call.
 func (e *Engine) TakeBill() Bill {
 	b := e.bill
-	e.bill = Bill{}
+	// Entries past this bill's are older bills': drop their CQ pointers
+	// (a destroyed CQ must not stay reachable from the scratch array).
+	clear(e.bill.CQs[len(e.bill.CQs):cap(e.bill.CQs)])
+	e.bill = Bill{CQs: e.bill.CQs[:0]}
 	return b
 }
 

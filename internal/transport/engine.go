@@ -60,6 +60,10 @@ type Config struct {
 	// the last (a NIC may take a lone small WQE with the doorbell write).
 	// Real time leaves it nil.
 	Doorbell func(qp *QP, wqes, lastWQEBytes int)
+	// Billing says the driver takes a bill (TakeBill) after every step, as
+	// the simulator does; the engine then lists the CQs each step wrote
+	// completions to. Real time leaves it false.
+	Billing bool
 	// Metadata runs the engine on lengths alone (the simulator's
 	// metadata-only mode): translations, protection checks and the bill
 	// happen as always, but no payload byte is copied and no ICRC is
@@ -380,7 +384,9 @@ func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
 		return
 	}
 	e.bill.CQEWrites++
-	e.bill.addCQE(cq)
+	if e.cfg.Billing {
+		e.bill.addCQE(cq)
+	}
 	if ok, overrun := cq.push(wc, solicited); !ok {
 		e.c[CQOverruns]++
 		if overrun {

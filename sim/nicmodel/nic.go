@@ -197,6 +197,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		Arbiter:  sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: min(cfg.MaxQP, 1024)},
 		LocalMTU: mtu, GID: n.gid,
 		Doorbell: n.doorbell,
+		Billing:  true,
 		Metadata: cfg.Metadata,
 	})
 	if err != nil {
@@ -610,9 +611,6 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		_, visible := n.pcie.Write(max(writesDone, placed), b.CQEWrites*p.Engine.CQEBytes)
 		n.tracef(visible, "CQE visible to host", qpn)
 		for _, c := range b.CQs {
-			if c.CQ == nil {
-				break
-			}
 			n.s.Schedule(sim.Event{At: visible, Kind: evCQE, Ptr: c.CQ, Arg: uint64(c.N), H: n})
 		}
 	}
