@@ -316,6 +316,7 @@ func (e *Engine) flush(qp *QP) {
 	qp.req.rnrWait, qp.req.retry = false, false
 	qp.resp.queue.reset()
 	qp.resp.ack = false
+	qp.resp.errPending = false
 	e.flushSQ(qp)
 	resp := &qp.resp
 	if resp.haveRecv {

@@ -39,6 +39,15 @@ type respState struct {
 	ackSyn    wire.Syndrome
 	onAckList bool
 	lastWQE   bool // LAST_WQE_REACHED reported (SRQ QPs)
+
+	// errPending says the NAK in ack is fatal and waits behind queued
+	// READ/atomic responses: a request past ones the responder accepted
+	// but has not answered yet was in error. Responses go in PSN order,
+	// so those are answered first; then the NAK goes out and the QP
+	// enters ERR, reporting errEvent. Requests that arrive meanwhile are
+	// dropped.
+	errPending bool
+	errEvent   EventType
 }
 
 type msgKind uint8
@@ -113,6 +122,10 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 		return
 	}
 	resp := &qp.resp
+	if resp.errPending {
+		e.count(qp, RxBadState) // the QP is on its way to ERR
+		return
+	}
 	psn := p.BTH.PSN()
 	info := p.Info
 	if !resp.commEst && qp.attr.State == QPSRTR {
@@ -637,6 +650,10 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 	}
 	if resp.queue.n == 0 && resp.ack {
 		e.sendAck(qp)
+		if resp.errPending {
+			e.cfg.Event(Event{Type: resp.errEvent, QP: qp})
+			e.toError(qp)
+		}
 	}
 	return pkts, bytes
 }
@@ -653,9 +670,7 @@ func (e *Engine) requestError(qp *QP, psn wire.PSN, code wire.NAKCode) {
 		qp.resp.ucDrop = true
 		return
 	}
-	e.nakNow(qp, psn, code)
-	e.cfg.Event(Event{Type: EventQPReqErr, QP: qp})
-	e.toError(qp)
+	e.fatalNAK(qp, psn, code, EventQPReqErr)
 }
 
 // accessError NAKs an R_Key violation and moves the QP to ERR.
@@ -668,8 +683,24 @@ func (e *Engine) accessError(qp *QP, psn wire.PSN) {
 		qp.resp.ucDrop = true
 		return
 	}
-	e.nakNow(qp, psn, wire.NAKRemoteAccessErr)
-	e.cfg.Event(Event{Type: EventQPAccessErr, QP: qp})
+	e.fatalNAK(qp, psn, wire.NAKRemoteAccessErr, EventQPAccessErr)
+}
+
+// fatalNAK answers a request in error with a NAK and moves the QP to ERR,
+// reporting ev. If READ or atomic requests before it still wait for their
+// responses, those go first (IBTA 9.7.5.2: responses are returned in PSN
+// order, and the requests were legal): the NAK waits in the queue's
+// cumulative ACK slot and serveResponses sends it once they are out.
+func (e *Engine) fatalNAK(qp *QP, psn wire.PSN, code wire.NAKCode, ev EventType) {
+	resp := &qp.resp
+	if resp.queue.n > 0 && resp.res[resp.queue.front()].cur.Before(psn) {
+		resp.ack, resp.ackPSN, resp.ackSyn = true, psn, wire.SyndromeNAK(code)
+		resp.errPending, resp.errEvent = true, ev
+		e.arb.Ring(qp.index)
+		return
+	}
+	e.nakNow(qp, psn, code)
+	e.cfg.Event(Event{Type: ev, QP: qp})
 	e.toError(qp)
 }
 

@@ -636,6 +636,59 @@ func TestResponderTooManyReadAtomics(t *testing.T) {
 	}
 }
 
+// TestResponderAnswersWithinLimitFirst sends 20 READ requests back to back
+// to a responder with 16 resources (the hardening issue's defect 7): the
+// 17th is an invalid request, but the 16 before it were legal and are
+// answered first, in PSN order (IBTA 9.7.5.2); only then comes the NAK at
+// PSN 16, and the QP enters ERR. What arrives after the error is dropped.
+// An access error behind queued responses waits for them the same way.
+func TestResponderAnswersWithinLimitFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bad   func(n *node, psn uint32) hdrs // the request at PSN 16
+		syn   wire.Syndrome
+		event EventType
+	}{
+		{"17th READ", func(n *node, p uint32) hdrs {
+			return hdrs{Op: wire.OpRCReadRequest, PSN: wire.PSN(p), RETH: reth{VA: n.addr(0), RKey: n.key, Len: 16}}
+		}, synInvReq, EventQPReqErr},
+		{"WRITE with a bad rkey", func(n *node, p uint32) hdrs {
+			return hdrs{Op: wire.OpRCWriteOnly, PSN: wire.PSN(p), AckReq: true, Payload: pattern(8, 1),
+				RETH: reth{VA: n.addr(0), RKey: n.key + 0x100, Len: 8}}
+		}, wire.SyndromeNAK(wire.NAKRemoteAccessErr), EventQPAccessErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := respSolo(t, nodeConfig{maxDestRdAtomic: 16, pathMTU: wire.MTU1024})
+			n := s.n
+			var reqs []hdrs
+			for i := range uint32(16) {
+				reqs = append(reqs, hdrs{Op: wire.OpRCReadRequest, PSN: wire.PSN(i), RETH: reth{VA: n.addr(int(i) * 8), RKey: n.key, Len: 8}})
+			}
+			reqs = append(reqs, tc.bad(n, 16))
+			for i := uint32(17); i < 20; i++ {
+				reqs = append(reqs, hdrs{Op: wire.OpRCReadRequest, PSN: wire.PSN(i), RETH: reth{VA: n.addr(0), RKey: n.key, Len: 8}})
+			}
+			fill(n.mem[:128], 7)
+			out := s.send(reqs...)
+			var want [][]frameCheck
+			for i := range uint32(16) {
+				want = append(want, checks(opcode(wire.OpRCReadRespOnly), psn(i), payload(n.mem[i*8:i*8+8])))
+			}
+			want = append(want, checks(opcode(wire.OpRCAck), psn(16), syndrome(tc.syn)))
+			expectFrames(t, out, want...)
+			if st := n.e.Query(n.qp).State; st != QPSErr {
+				t.Errorf("QP in %v, want ERR", st)
+			}
+			if ev := n.eventTypes(); len(ev) != 1 || ev[0] != tc.event {
+				t.Errorf("events %v, want [%v]", ev, tc.event)
+			}
+			if got := n.counter(RxBadState); got != 3 {
+				t.Errorf("%d requests after the error dropped, want 3", got)
+			}
+		})
+	}
+}
+
 // TestResponderRNR checks "receiver not ready" (IBTA §9.7.5.1.3, §9.9.3.1.2
 // RNR NAK): a SEND (or WRITE with immediate) with no receive WQE is NAKed
 // with syndrome 0x20|min_rnr_timer at its own PSN, nothing is placed, the
