@@ -36,6 +36,7 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 		return nil, fmt.Errorf("rnic: CreateCQ: all %d CQs in use", d.attr.MaxCQ)
 	}
 	c := transport.NewCQ(cqn, cqe)
+	c.Progress = d.d.Progress
 	cq := &CQ{dev: d, c: c, index: index}
 	c.Opaque = cq
 	d.d.CQs.Set(index, c)

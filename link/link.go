@@ -51,6 +51,18 @@ type SourcePorter interface {
 	SourcePort() uint16
 }
 
+// Poller is implemented by links whose receive path can be driven by the
+// caller: Poll takes the frames that have already arrived, without
+// blocking, and hands them to the dispatcher as the link's own receive
+// path would, returning how many it delivered. A NIC polled by a busy
+// application (an empty CQ poll) calls it so that frames reach the engine
+// without waiting for the link's goroutine to be scheduled. Poll may be
+// called from any goroutine, concurrently with the link's own receive
+// path; it returns 0 at once if that path is taking a batch.
+type Poller interface {
+	Poll() int
+}
+
 // Addresser is implemented by links that know the IP address they carry
 // frames for; a NIC opened on one takes it as its GID 0 by default.
 type Addresser interface {

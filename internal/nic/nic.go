@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,14 @@ type Device struct {
 	events     chan transport.Event
 	eventDrops atomic.Uint64
 
-	loop []*link.Buf // frames to loop back inside the NIC (engine goroutine)
+	// Owned by whoever holds the engine lock (the engine goroutine, or a
+	// poller in Progress).
+	loop    []*link.Buf // frames to loop back inside the NIC
+	rxWork  []*link.Buf // the frames of the current turn
+	timer   *time.Timer // rings the doorbell at the engine's next deadline
+	timerAt int64       // when the timer fires; 0: not armed
+
+	poller link.Poller // the link's receive path, if the caller can drive it
 }
 
 // Defaults fills unset fields with the defaults of a mid-range RNIC.
@@ -200,6 +208,9 @@ func New(cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.timer = time.AfterFunc(time.Hour, d.wake)
+	d.timer.Stop()
+	d.poller, _ = cfg.Link.(link.Poller)
 	cfg.Link.Attach(d)
 	go d.routineEngine()
 	return d, nil
@@ -283,43 +294,103 @@ const batchBudget = 64
 
 func (d *Device) routineEngine() {
 	defer close(d.done)
-	// The timer rings the same doorbell as everything else, so the loop
-	// sleeps on one channel.
-	timer := time.AfterFunc(time.Hour, d.wake)
-	timer.Stop()
-	defer timer.Stop()
-	var timerAt int64 // when the armed timer fires; 0: not armed
-	var rx []*link.Buf
+	defer d.timer.Stop()
 	for !d.stopping.Load() {
-		rx = d.takeRx(rx)
 		d.mu.Lock()
-		now := d.now()
-		if len(rx) > 0 {
-			d.eng.Receive(now, rx)
-		}
-		d.eng.Tick(now)
-		busy := d.eng.Run(now, batchBudget)
-		d.sendOutbox()
-		deadline, hasDeadline := d.eng.NextDeadline()
+		busy, moved := d.stepLocked()
 		d.mu.Unlock()
-		d.recycleRx(rx)
-
-		if busy || d.rxPending.Load() > 0 {
+		if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 			continue
 		}
-		if timerAt != 0 && timerAt <= now {
-			timerAt = 0 // fired
+		if moved && d.poller != nil && d.spinLink() {
+			continue
 		}
-		// Sleep until a doorbell, a frame or the next deadline. Deadlines
-		// mostly move later (each ACK pushes the retransmission timer
-		// out), so the timer is re-armed only for an earlier one; one
-		// that fires early just costs a look.
-		if hasDeadline && (timerAt == 0 || deadline < timerAt) {
-			timer.Reset(time.Duration(deadline - now))
-			timerAt = deadline
-		}
+		// Sleep until a doorbell, a frame or the next deadline.
 		<-d.kick
 	}
+}
+
+// spinFor is how long the engine goroutine polls its link after a turn
+// that moved frames, before it parks.
+const spinFor = 50 * time.Microsecond
+
+// spinLink polls the link for a while before the engine goroutine sleeps,
+// as NAPI's busy polling does: the answer to what was just sent usually
+// comes within tens of microseconds, and a goroutine parked in Go's
+// network poller is woken only when a processor runs out of work. It
+// reports whether there is work (a frame, a doorbell).
+func (d *Device) spinLink() bool {
+	until := time.Now().Add(spinFor)
+	for {
+		if d.poller.Poll() > 0 || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
+			return true
+		}
+		if !time.Now().Before(until) {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
+// stepLocked is one turn of the engine loop, with the engine lock held:
+// take in received frames, fire due timers, serve ready QPs, hand the
+// outbox to the link, and arm the timer for the next deadline. It reports
+// whether work remains, and whether frames came in or went out. The engine
+// goroutine runs it, and so does Progress on the goroutine of a program
+// that polls.
+func (d *Device) stepLocked() (busy, moved bool) {
+	d.rxWork = d.takeRx(d.rxWork)
+	moved = len(d.rxWork) > 0
+	now := d.now()
+	if len(d.rxWork) > 0 {
+		d.eng.Receive(now, d.rxWork)
+	}
+	d.eng.Tick(now)
+	busy = d.eng.Run(now, batchBudget)
+	moved = d.sendOutbox() || moved
+	d.recycleRx(d.rxWork)
+	d.rxWork = nil
+	if d.timerAt != 0 && d.timerAt <= now {
+		d.timerAt = 0 // fired
+	}
+	// The timer rings the doorbell channel like everything else. Deadlines
+	// mostly move later (each ACK pushes the retransmission timer out), so
+	// it is re-armed only for an earlier one; one that fires early just
+	// costs a look.
+	if deadline, ok := d.eng.NextDeadline(); ok && (d.timerAt == 0 || deadline < d.timerAt) {
+		d.timer.Reset(time.Duration(deadline - now))
+		d.timerAt = deadline
+	}
+	return busy, moved
+}
+
+// Progress does the NIC's work on the caller's goroutine, as far as it can
+// without waiting: it takes the frames the link has already received (a
+// link.Poller) and, if the engine is free, runs one turn of the engine
+// loop. A CQ poll that finds nothing calls it, so that a program that
+// busy-polls completes its work without a hand-off to the engine's and the
+// link's goroutines: Go's scheduler looks at the network only when a
+// processor runs out of work, which a spinning thread never lets happen,
+// so a frame parked there could wait for the runtime's 10 ms sysmon tick.
+// It reports whether frames moved (the link delivered some, or the engine
+// took some in or sent some).
+func (d *Device) Progress() bool {
+	moved := false
+	if d.poller != nil {
+		moved = d.poller.Poll() > 0
+	}
+	if d.stopping.Load() || !d.mu.TryLock() {
+		return moved // the engine goroutine (or another poller) is at work
+	}
+	var busy, stepped bool
+	if !d.stopping.Load() {
+		busy, stepped = d.stepLocked()
+	}
+	d.mu.Unlock()
+	if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
+		d.wake() // what this turn left, the engine goroutine takes on
+	}
+	return moved || stepped
 }
 
 // takeRx moves at most rxBatch frames from the receive queue into rx:
@@ -354,11 +425,12 @@ func (d *Device) recycleRx(rx []*link.Buf) {
 }
 
 // sendOutbox hands the engine's frames to the link; frames for the NIC's
-// own address loop back inside the NIC, as on hardware.
-func (d *Device) sendOutbox() {
+// own address loop back inside the NIC, as on hardware. It reports whether
+// there were any.
+func (d *Device) sendOutbox() bool {
 	out := d.eng.Outbox()
 	if len(out) == 0 {
-		return
+		return false
 	}
 	n := 0
 	for _, b := range out {
@@ -378,6 +450,7 @@ func (d *Device) sendOutbox() {
 		d.loop = d.loop[:0]
 	}
 	d.eng.ClearOutbox()
+	return true
 }
 
 func (d *Device) isLocal(f []byte) bool {

@@ -35,6 +35,11 @@ type CQ struct {
 	// Refs counts the QPs and SRQs that use this CQ; destroy fails while
 	// it is non-zero.
 	Refs atomic.Int32
+
+	// Progress, if set, lets a Poll that finds the CQ empty do the NIC's
+	// work on the polling goroutine (take in received frames, run an
+	// engine turn if the engine is free); it reports whether frames moved.
+	Progress func() bool
 }
 
 const (
@@ -92,12 +97,21 @@ func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 }
 
 // Poll moves up to len(dst) completions into dst, oldest first, and
-// returns how many. It never blocks. When it finds nothing it yields the
-// processor (runtime.Gosched): the NIC's engines run on the same CPUs as
-// the application, and a busy-polling loop must let them make progress.
+// returns how many. It never blocks. When it finds nothing it first drives
+// the NIC itself (Progress): the polling thread of a verbs program is the
+// NIC's best chance to run, since Go's scheduler looks at the network only
+// when a processor runs out of work, which a spinning thread never lets
+// happen. Then it yields the processor (runtime.Gosched): the NIC's
+// goroutines, and a peer's in the same process, run on the same CPUs as
+// the application.
 func (c *CQ) Poll(dst []WC) int {
 	if k := c.poll(dst); k > 0 {
 		return k
+	}
+	if c.Progress != nil && c.Progress() {
+		if k := c.poll(dst); k > 0 {
+			return k
+		}
 	}
 	runtime.Gosched()
 	return c.poll(dst)

@@ -270,6 +270,11 @@ func (e *Engine) Run(now int64, budget int) bool {
 
 func (e *Engine) pendingDoorbells() bool { return e.db.pending.Load() > 0 }
 
+// PendingDoorbells reports whether doorbells wait to be taken in; any
+// goroutine may ask (a driver about to sleep must not miss one that rang
+// after its last Run).
+func (e *Engine) PendingDoorbells() bool { return e.pendingDoorbells() }
+
 // serve gives one QP its turn: responses first (they unblock the peer),
 // then the requester.
 func (e *Engine) serve(qp *QP, g sched.Grant) (pkts, bytes int, more bool) {

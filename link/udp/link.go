@@ -43,6 +43,7 @@ var (
 	_ link.Link         = (*Link)(nil)
 	_ link.SourcePorter = (*Link)(nil)
 	_ link.Addresser    = (*Link)(nil)
+	_ link.Poller       = (*Link)(nil)
 )
 
 // Features reports which kernel features a link uses and, for those it

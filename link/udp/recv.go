@@ -4,11 +4,13 @@ import "github.com/rnic/rnic/link"
 
 // deliver hands one receive batch to the dispatcher after Faults.RxLoss,
 // or releases it if none is attached. keep is scratch space of at least
-// len(out). It runs on the receive goroutine only, which Close waits for,
-// so no Deliver starts after Close returns.
-func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) {
+// len(out). It runs on the receive goroutine or in Poll, both holding the
+// receive ring's lock, which the goroutine takes once more on its way out;
+// Close waits for that, so no Deliver starts after Close returns. It
+// returns how many frames it delivered.
+func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) int {
 	if len(out) == 0 {
-		return
+		return 0
 	}
 	if l.rxLoss.on.Load() {
 		keep = keep[:len(out)]
@@ -28,7 +30,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) {
 		clear(out[n:])
 		out = out[:n]
 		if n == 0 {
-			return
+			return 0
 		}
 	}
 	d := l.d.Load()
@@ -37,7 +39,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) {
 			b.Release()
 		}
 		t.unattached += uint64(len(out))
-		return
+		return 0
 	}
 	t.frames += uint64(len(out))
 	for _, b := range out {
@@ -48,4 +50,5 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) {
 	t.addTo(&l.c)
 	*t = rxTally{}
 	d.Deliver(out)
+	return len(out)
 }

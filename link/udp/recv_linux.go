@@ -138,7 +138,8 @@ func (r *ring) recvmmsg(fd uintptr) bool {
 }
 
 // routineReceive reads datagrams until Close, turns them into frames and
-// hands each batch to the dispatcher in one Deliver call.
+// hands each batch to the dispatcher in one Deliver call. It shares its
+// ring with Poll: whoever holds l.rx takes the batches that are there.
 func (l *Link) routineReceive() {
 	defer close(l.done)
 	rc, raw := l.sys.udpRC, l.sys.rawReceive()
@@ -146,29 +147,76 @@ func (l *Link) routineReceive() {
 		rc = l.sys.rawRC
 	}
 	r := newRing(l, raw, l.sys.gro)
-	defer r.free()
-	for {
-		if err := rc.Read(r.read); err != nil {
-			return // closed
+	l.sys.rx.Lock()
+	l.sys.rx.r, l.sys.rx.rc = r, rc
+	l.sys.rx.Unlock()
+	defer func() {
+		l.sys.rx.Lock()
+		r.free()
+		l.sys.rx.r = nil
+		l.sys.rx.Unlock()
+	}()
+	// The callback takes every batch waiting and then returns false, so
+	// that the runtime poller parks the goroutine until the socket is
+	// readable again; Read returns only when the socket is closed.
+	take := func(fd uintptr) bool {
+		l.sys.rx.Lock()
+		for r.read(fd) {
+			r.deliverBatch()
 		}
-		var t rxTally
-		if r.errno != 0 {
-			t.errs++
-			t.addTo(&l.c)
-			continue
-		}
-		t.batch = 1
-		for i := range r.n {
-			r.take(i, &t)
-		}
-		if len(r.keep) < len(r.out) {
-			r.keep = make([]bool, cap(r.out))
-		}
-		l.deliver(r.out, r.keep, &t)
-		t.addTo(&l.c)
-		clear(r.out)
-		r.out = r.out[:0]
+		l.sys.rx.Unlock()
+		return false
 	}
+	for rc.Read(take) == nil {
+	}
+}
+
+// Poll takes one batch of the datagrams already queued on the socket, if
+// any, without blocking, and delivers their frames (link.Poller). A
+// busy-polling NIC calls it: Go's scheduler looks at its network poller
+// only when a processor runs out of work, so a receive goroutine parked
+// there can wait milliseconds behind a thread that spins. If the receive
+// goroutine is taking a batch at the moment, Poll leaves it to it.
+func (l *Link) Poll() int {
+	if !l.sys.rx.TryLock() {
+		return 0
+	}
+	defer l.sys.rx.Unlock()
+	r := l.sys.rx.r
+	if r == nil || l.closed.Load() {
+		return 0
+	}
+	n := 0
+	l.sys.rx.rc.Control(func(fd uintptr) {
+		if r.read(fd) {
+			n = r.deliverBatch()
+		}
+	})
+	return n
+}
+
+// deliverBatch turns the datagrams of the last recvmmsg into frames and
+// hands them to the dispatcher; it returns how many it delivered.
+func (r *ring) deliverBatch() int {
+	l := r.l
+	var t rxTally
+	if r.errno != 0 {
+		t.errs++
+		t.addTo(&l.c)
+		return 0
+	}
+	t.batch = 1
+	for i := range r.n {
+		r.take(i, &t)
+	}
+	if len(r.keep) < len(r.out) {
+		r.keep = make([]bool, cap(r.out))
+	}
+	n := l.deliver(r.out, r.keep, &t)
+	t.addTo(&l.c)
+	clear(r.out)
+	r.out = r.out[:0]
+	return n
 }
 
 // take turns datagram i into frames on r.out.

@@ -20,6 +20,10 @@ type sys struct {
 	conn *net.UDPConn
 }
 
+// Poll delivers nothing: the fallback reads one datagram per system call
+// on its receive goroutine only (link.Poller).
+func (l *Link) Poll() int { return 0 }
+
 // rawReceive reports false: the fallback has no raw socket.
 func (s *sys) rawReceive() bool { return false }
 

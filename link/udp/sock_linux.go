@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -23,6 +24,13 @@ type sys struct {
 	gso   atomic.Bool // send with UDP_SEGMENT (IPv6 only)
 	gro   bool        // UDP_GRO is on: the UDP socket may return super-datagrams
 	scope uint32      // interface index of a link-local IPv6 Addr, for link-local destinations
+
+	// rx is the receive ring, shared by the receive goroutine and Poll.
+	rx struct {
+		sync.Mutex
+		r  *ring           // nil until the goroutine starts, and after it returns
+		rc syscall.RawConn // the socket r reads
+	}
 }
 
 // rawReceive reports whether frames come through the raw socket.
