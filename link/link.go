@@ -51,6 +51,43 @@ type SourcePorter interface {
 	SourcePort() uint16
 }
 
+// Receiver is implemented by a dispatcher whose receive queue is bounded
+// (a NIC). A lossless link hands it frames with TryDeliver, which takes as
+// many as fit, in order, and returns how many; the link keeps the rest
+// until the dispatcher calls its Drained. Deliver, for links that do not
+// hold frames, takes every frame and drops (and counts) what does not fit.
+type Receiver interface {
+	TryDeliver(bufs []*Buf) int
+}
+
+// Drainer is implemented by links that hold frames for a receiver that had
+// no room (lossless links). The receiver calls Drained after it took frames
+// out of its queue, from any goroutine and as often as it likes: the link
+// then hands it what waits. It must be cheap when nothing waits.
+type Drainer interface {
+	Drained()
+}
+
+// Backlogger is implemented by lossless links, which pause senders rather
+// than drop: Backlog is the number of this port's frames that wait in the
+// link for a receiver that has no room. The NIC's arbiter holds back new
+// requests while it is high, as a sender paused by PFC does, and wakes when
+// the link calls its dispatcher's Wake (a Waker) because the backlog fell
+// to ResumeBacklog or below.
+type Backlogger interface {
+	Backlog() int
+}
+
+// Waker is implemented by a dispatcher that the link may ask to look at
+// its Backlog again.
+type Waker interface {
+	Wake()
+}
+
+// ResumeBacklog is the backlog at which a lossless link wakes a paused
+// sender (the low watermark of its pause).
+const ResumeBacklog = 32
+
 // Poller is implemented by links whose receive path can be driven by the
 // caller: Poll takes the frames that have already arrived, without
 // blocking, and hands them to the dispatcher as the link's own receive
@@ -67,4 +104,29 @@ type Poller interface {
 // frames for; a NIC opened on one takes it as its GID 0 by default.
 type Addresser interface {
 	Addr() netip.Addr
+}
+
+// Wrapper is implemented by links that wrap another (link/sniff): Unwrap
+// returns the wrapped link.
+type Wrapper interface {
+	Unwrap() Link
+}
+
+// Find returns the first link in l's chain of wrappers, l first, that
+// implements T: a NIC asks for a link's optional abilities (Poller,
+// Drainer, Backlogger) through it, since a wrapper that hands frames on
+// unchanged need not repeat them.
+func Find[T any](l Link) (T, bool) {
+	for l != nil {
+		if t, ok := l.(T); ok {
+			return t, true
+		}
+		w, ok := l.(Wrapper)
+		if !ok {
+			break
+		}
+		l = w.Unwrap()
+	}
+	var zero T
+	return zero, false
 }

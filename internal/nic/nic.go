@@ -101,7 +101,11 @@ type Device struct {
 	timer   *time.Timer // rings the doorbell at the engine's next deadline
 	timerAt int64       // when the timer fires; 0: not armed
 
-	poller link.Poller // the link's receive path, if the caller can drive it
+	poller    link.Poller     // the link's receive path, if the caller can drive it
+	drainer   link.Drainer    // a lossless link holding frames for a full receive queue
+	backlog   link.Backlogger // a lossless link's count of this NIC's frames waiting
+	holdReqs  bool            // the engine holds new requests (a pause)
+	holdResps bool            // and READ/atomic responses
 }
 
 // Defaults fills unset fields with the defaults of a mid-range RNIC.
@@ -121,7 +125,7 @@ func (c *Config) Defaults() {
 	def(&c.MaxCQE, 1<<20)
 	def(&c.MaxSRQWR, 16384)
 	def(&c.DMAEngines, 4)
-	def(&c.RxQueue, 2048)
+	def(&c.RxQueue, 512)
 	if c.PageShift == 0 {
 		c.PageShift = 12
 	}
@@ -210,7 +214,9 @@ func New(cfg Config) (*Device, error) {
 	}
 	d.timer = time.AfterFunc(time.Hour, d.wake)
 	d.timer.Stop()
-	d.poller, _ = cfg.Link.(link.Poller)
+	d.poller, _ = link.Find[link.Poller](cfg.Link)
+	d.drainer, _ = link.Find[link.Drainer](cfg.Link)
+	d.backlog, _ = link.Find[link.Backlogger](cfg.Link)
 	cfg.Link.Attach(d)
 	go d.routineEngine()
 	return d, nil
@@ -248,20 +254,69 @@ func (d *Device) Sync(f func()) {
 }
 
 // Deliver is the link's way in (link.Dispatcher). Frames addressed to
-// this NIC land in the bounded receive queue.
+// this NIC land in the bounded receive queue; what does not fit is dropped
+// and counted (rx_discards). Lossless links use TryDeliver instead.
 func (d *Device) Deliver(bufs []*link.Buf) {
-	d.rx.Lock()
-	for _, b := range bufs {
-		if len(d.rx.q) >= d.cfg.RxQueue || d.closed.Load() {
-			d.rx.drops++
+	if n := d.TryDeliver(bufs); n < len(bufs) {
+		d.rx.Lock()
+		d.rx.drops += uint64(len(bufs) - n)
+		d.rx.Unlock()
+		for _, b := range bufs[n:] {
 			b.Release()
-			continue
 		}
-		d.rx.q = append(d.rx.q, b)
 	}
+}
+
+// TryDeliver queues as many frames as the receive queue has room for, in
+// order, and returns how many (link.Receiver): a lossless link keeps the
+// rest until the engine has taken frames out and calls its Drained. A
+// closed device takes them all, and releases them.
+func (d *Device) TryDeliver(bufs []*link.Buf) int {
+	if d.closed.Load() {
+		for _, b := range bufs {
+			b.Release()
+		}
+		return len(bufs)
+	}
+	d.rx.Lock()
+	n := min(len(bufs), d.cfg.RxQueue-len(d.rx.q))
+	d.rx.q = append(d.rx.q, bufs[:n]...)
 	d.rxPending.Store(int32(len(d.rx.q)))
 	d.rx.Unlock()
-	d.wake()
+	if n > 0 {
+		d.wake()
+	}
+	return n
+}
+
+// Wake makes the engine look at the link's backlog again (link.Waker): a
+// lossless link calls it when this NIC's frames waiting in it fell to
+// link.ResumeBacklog.
+func (d *Device) Wake() { d.wake() }
+
+// The pause thresholds: with more of its frames than these waiting in a
+// lossless link for receivers that have no room, the NIC holds back new
+// requests, and then READ and atomic responses too; it resumes when the
+// backlog has fallen to link.ResumeBacklog. The gap between the two keeps
+// room for responses (which complete the peer's work and so let it drain)
+// when requests are held; ACKs are never held.
+const (
+	pauseRequests  = batchBudget
+	pauseResponses = 4 * batchBudget
+)
+
+// pause sets the engine's holds from the link's backlog (engine lock held).
+func (d *Device) pause() {
+	if d.backlog == nil {
+		return
+	}
+	n := d.backlog.Backlog()
+	reqs := n > pauseRequests || (d.holdReqs && n > link.ResumeBacklog)
+	resps := n > pauseResponses || (d.holdResps && n > link.ResumeBacklog)
+	if reqs != d.holdReqs || resps != d.holdResps {
+		d.holdReqs, d.holdResps = reqs, resps
+		d.eng.Hold(reqs, resps)
+	}
 }
 
 // wake kicks the engine loop (a doorbell, a frame, a control operation).
@@ -341,11 +396,15 @@ func (d *Device) spinLink() bool {
 func (d *Device) stepLocked() (busy, moved bool) {
 	d.rxWork = d.takeRx(d.rxWork)
 	moved = len(d.rxWork) > 0
+	if moved && d.drainer != nil {
+		d.drainer.Drained() // there is room now: the link hands over what waits
+	}
 	now := d.now()
 	if len(d.rxWork) > 0 {
 		d.eng.Receive(now, d.rxWork)
 	}
 	d.eng.Tick(now)
+	d.pause()
 	busy = d.eng.Run(now, batchBudget)
 	moved = d.sendOutbox() || moved
 	d.recycleRx(d.rxWork)

@@ -96,6 +96,9 @@ type Engine struct {
 		pending atomic.Int32 // len(q), readable without the lock
 	}
 
+	// hold is what the driver's Hold says not to send now.
+	hold struct{ requests, responses bool }
+
 	c    Counters
 	bill Bill
 	segs []atu.Seg // translation scratch
@@ -243,6 +246,7 @@ func (e *Engine) lookupCQ(cqn uint32) *CQ {
 func (e *Engine) Run(now int64, budget int) bool {
 	e.now = now
 	e.drainDoorbells()
+	waiting := 0 // turns in a row that sent nothing because of a hold
 	for turns := 0; budget > 0 && turns < 4*budget; turns++ {
 		q, g, ok := e.arb.Next()
 		if !ok {
@@ -264,8 +268,26 @@ func (e *Engine) Run(now int64, budget int) bool {
 		pk, by, more := e.serve(qp, g)
 		e.arb.Done(q, pk, by, more)
 		budget -= pk
+		if pk > 0 || !e.hold.requests {
+			waiting = 0
+		} else if waiting++; waiting >= e.arb.Ready() {
+			// Every ready QP waits for the hold to end: the driver
+			// sleeps until it does (or a frame or doorbell comes).
+			return e.pendingDoorbells()
+		}
 	}
 	return e.arb.Ready() > 0 || e.pendingDoorbells()
+}
+
+// Hold stops the engine from starting new requests (requests) and, when the
+// backlog is worse, from sending READ and atomic responses too (responses),
+// until it is called again with false: the driver holds the engine while
+// its lossless link says that receivers are backed up, as a sender paused
+// by PFC stops transmitting (link.Backlogger). ACKs and NAKs are never
+// held: they are small, bounded by the requests received, and they free
+// the peer's resources. Timers keep running.
+func (e *Engine) Hold(requests, responses bool) {
+	e.hold.requests, e.hold.responses = requests || responses, responses
 }
 
 func (e *Engine) pendingDoorbells() bool { return e.db.pending.Load() > 0 }
@@ -285,9 +307,11 @@ func (e *Engine) serve(qp *QP, g sched.Grant) (pkts, bytes int, more bool) {
 	case QPSReset, QPSInit:
 		return 0, 0, false
 	}
-	pkts, bytes = e.serveResponses(qp, g)
+	if !e.hold.responses {
+		pkts, bytes = e.serveResponses(qp, g)
+	}
 	respMore := qp.resp.queueLen() > 0
-	if pkts < g.Packets && bytes < g.Bytes {
+	if !e.hold.requests && pkts < g.Packets && bytes < g.Bytes {
 		p, b := e.serveRequests(qp, sched.Grant{Packets: g.Packets - pkts, Bytes: g.Bytes - bytes})
 		pkts += p
 		bytes += b

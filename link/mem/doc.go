@@ -31,6 +31,18 @@
 //     (NoRoute); consecutive frames for the same destination are handed
 //     over in one Dispatcher.Deliver call, as a sub-slice of the batch
 //     being forwarded, so the no-fault path neither copies nor allocates.
+//  5. Backpressure: a NIC's receive queue is bounded (a link.Receiver),
+//     and it takes only what fits (TryDeliver). By default the switch is
+//     lossless, as a fabric with PFC: what the NIC has no room for waits
+//     in the receiving port's ingress queue, in order, until the NIC calls
+//     Drained. Send never blocks on it, so NICs sending to each other
+//     cannot deadlock; instead each port counts its frames that wait
+//     (Backlog, a link.Backlogger), the sending NIC's arbiter holds back
+//     new requests (and, when worse, READ responses) while that is high,
+//     and the switch wakes the NIC (link.Waker) when it has fallen to
+//     link.ResumeBacklog. A port made WithBuffer(n) is lossy: at most n of
+//     its frames wait and the rest are dropped (Overflow), as a switch
+//     without PFC drops, and it never pauses its NIC.
 //
 // # Fault model and determinism
 //
@@ -69,7 +81,8 @@
 // exactly one drop counter, so for a quiescent set of ports
 //
 //	Σ TxFrames + Σ Duplicated = Σ RxFrames + Σ (Dropped + Oversize +
-//	                            NoRoute + Unattached + ClosedDrops)
+//	                            NoRoute + Unattached + ClosedDrops +
+//	                            Overflow + Waiting)
 //
 // where drops are counted on the sending port, because the sender is the
 // one that knows why its frame did not arrive.

@@ -54,7 +54,8 @@ func (p *Port) forward(bufs []*link.Buf) {
 }
 
 // deliver hands run (of n bytes, all for port to) to to's dispatcher, or
-// releases it if to is closing or unattached.
+// releases it if to is closing or unattached. A dispatcher with a bounded
+// queue (a link.Receiver) takes what fits and the rest waits (deliverTo).
 func (p *Port) deliver(to *Port, run []*link.Buf, n int) {
 	if len(run) == 0 {
 		return
@@ -67,6 +68,10 @@ func (p *Port) deliver(to *Port, run []*link.Buf, n int) {
 	d := to.rx.d.Load()
 	if d == nil {
 		release(run, &p.c.unattached)
+		return
+	}
+	if d.recv != nil {
+		p.deliverTo(to, d.recv, run)
 		return
 	}
 	to.c.rxFrames.Add(uint64(len(run)))

@@ -255,7 +255,7 @@ func balance(t *testing.T, ports ...*mem.Port) {
 	for _, p := range ports {
 		s := p.Stats()
 		in += s.TxFrames + s.Duplicated
-		out += s.RxFrames + s.Dropped + s.Oversize + s.NoRoute + s.Unattached + s.ClosedDrops
+		out += s.RxFrames + s.Dropped + s.Oversize + s.NoRoute + s.Unattached + s.ClosedDrops + s.Overflow + s.Waiting
 	}
 	if in != out {
 		t.Errorf("frames sent + duplicated = %d, delivered + dropped = %d", in, out)

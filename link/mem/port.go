@@ -26,6 +26,13 @@ type Port struct {
 		gate gate
 		d    atomic.Pointer[dispatcher] // nil until Attach
 	}
+	in ingress // frames waiting for the receiver to make room
+
+	// The sending side's backpressure: its frames waiting in receivers'
+	// ingress queues, and how many may wait (-1: lossless, no limit; the
+	// NIC is paused instead).
+	backlog atomic.Int64
+	buffer  int
 
 	// eg is the sending side's fault state and delay line.
 	eg struct {
@@ -43,10 +50,19 @@ type Port struct {
 	c counters
 }
 
-// dispatcher boxes the interface for atomic.Pointer.
-type dispatcher struct{ link.Dispatcher }
+// dispatcher boxes the interface for atomic.Pointer, with the optional
+// interfaces it implements.
+type dispatcher struct {
+	link.Dispatcher
+	recv  link.Receiver // nil: it takes every frame Deliver gives it
+	waker link.Waker
+}
 
-var _ link.Link = (*Port)(nil)
+var (
+	_ link.Link       = (*Port)(nil)
+	_ link.Drainer    = (*Port)(nil)
+	_ link.Backlogger = (*Port)(nil)
+)
 
 // Addr returns the port's address (unmapped).
 func (p *Port) Addr() netip.Addr { return p.addr }
@@ -62,7 +78,10 @@ func (p *Port) Attach(d link.Dispatcher) {
 		p.rx.d.Store(nil)
 		return
 	}
-	p.rx.d.Store(&dispatcher{d})
+	box := &dispatcher{Dispatcher: d}
+	box.recv, _ = d.(link.Receiver)
+	box.waker, _ = d.(link.Waker)
+	p.rx.d.Store(box)
 }
 
 // SetFaults changes the port's faults at run time (tests turn loss on and
@@ -81,7 +100,11 @@ func (p *Port) SetFaults(f Faults) error {
 
 // Stats returns the port's counters, each read atomically (but not all at
 // one instant while frames are moving).
-func (p *Port) Stats() Stats { return p.c.snapshot() }
+func (p *Port) Stats() Stats {
+	s := p.c.snapshot()
+	s.Waiting = uint64(p.backlog.Load())
+	return s
+}
 
 // Close detaches the port from its switch (its address routes nowhere and
 // may be reused), waits for Deliver calls into its dispatcher that are in
@@ -102,6 +125,7 @@ func (p *Port) close() {
 	p.closed.Store(true)
 	p.sw.remove(p)
 	p.rx.gate.close()
+	p.in.release()
 
 	p.eg.Lock()
 	p.eg.closed = true

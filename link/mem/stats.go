@@ -18,6 +18,8 @@ type Stats struct {
 	NoRoute     uint64 // destination unknown, closed, or not parseable; dropped
 	Unattached  uint64 // destination port has no dispatcher yet; dropped
 	ClosedDrops uint64 // sent on a closed port, left queued at Close, or met a closing destination
+	Overflow    uint64 // the receiver had no room and the port's buffer (WithBuffer) was full; dropped
+	Waiting     uint64 // frames of this port now waiting for a receiver to make room (a gauge)
 }
 
 // counters are the live, atomically updated Stats.
@@ -27,6 +29,7 @@ type counters struct {
 
 	dropped, duplicated, reordered, corrupted, delayed atomic.Uint64
 	oversize, noRoute, unattached, closedDrops         atomic.Uint64
+	overflow                                           atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -37,7 +40,7 @@ func (c *counters) snapshot() Stats {
 		Reordered: c.reordered.Load(), Corrupted: c.corrupted.Load(),
 		Delayed: c.delayed.Load(), Oversize: c.oversize.Load(),
 		NoRoute: c.noRoute.Load(), Unattached: c.unattached.Load(),
-		ClosedDrops: c.closedDrops.Load(),
+		ClosedDrops: c.closedDrops.Load(), Overflow: c.overflow.Load(),
 	}
 }
 

@@ -65,13 +65,21 @@ func NewSwitch() *Switch {
 type Option func(*config)
 
 type config struct {
-	mtu int
+	mtu    int
+	buffer int
 }
 
 // WithMTU sets the largest frame the port sends (default link.MaxFrame);
 // longer frames are dropped and counted as Oversize, as a real port would.
 // n must be in [1, link.BigFrame].
 func WithMTU(n int) Option { return func(c *config) { c.mtu = n } }
+
+// WithBuffer makes the port lossy: at most n of its frames wait for a
+// receiver that has no room, and the rest are dropped (Overflow), as a
+// switch without PFC drops when its buffer is full; n = 0 drops whatever
+// the receiver cannot take at once. By default a port is lossless: its
+// frames wait, and its NIC is paused (see the package doc).
+func WithBuffer(n int) Option { return func(c *config) { c.buffer = n } }
 
 // Port adds a port with address addr (IPv4, IPv4-mapped IPv6 or IPv6; the
 // zone is ignored) whose sent frames suffer faults f. It fails if addr is
@@ -85,17 +93,21 @@ func (s *Switch) Port(addr netip.Addr, f Faults, opts ...Option) (*Port, error) 
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	cfg := config{mtu: link.MaxFrame}
+	cfg := config{mtu: link.MaxFrame, buffer: -1}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.mtu < 1 || cfg.mtu > link.BigFrame {
 		return nil, fmt.Errorf("mem: MTU %d out of range [1, %d]", cfg.mtu, link.BigFrame)
 	}
+	if cfg.buffer < -1 {
+		return nil, fmt.Errorf("mem: buffer of %d frames", cfg.buffer)
+	}
 	p := &Port{
 		sw:     s,
 		addr:   addr,
 		mtu:    cfg.mtu,
+		buffer: cfg.buffer,
 		epoch:  time.Now(),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),

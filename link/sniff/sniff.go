@@ -63,7 +63,8 @@ type Link struct {
 	mu   sync.Mutex // serializes pcap writes and Func calls
 	pcap *pcap.Writer
 	fn   Func
-	err  error // first pcap write error
+	err  error       // first pcap write error
+	snap []*link.Buf // TryDeliver's copies of the frames it offers
 }
 
 var _ link.Link = (*Link)(nil)
@@ -144,6 +145,11 @@ func (l *Link) Err() error {
 func (l *Link) record(dir Direction, bufs []*link.Buf) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.recordLocked(dir, bufs)
+}
+
+// recordLocked is record with l.mu held.
+func (l *Link) recordLocked(dir Direction, bufs []*link.Buf) {
 	ts := l.clock() // under the lock, so that records are in time order
 	for _, b := range bufs {
 		frame := b.Bytes()
@@ -168,4 +174,39 @@ func (d *dispatcher) Deliver(bufs []*link.Buf) {
 		d.l.record(RX, bufs)
 	}
 	d.d.Deliver(bufs)
+}
+
+// TryDeliver hands the frames to a NIC with a bounded queue, which takes
+// what fits, and records those as RX (link.Receiver); the rest stay with
+// the wrapped link, to be offered again. A NIC without one takes them all.
+// The frames are copied first: once the NIC has them, its engine may
+// process and release them at any moment, and which it took is known only
+// then.
+func (d *dispatcher) TryDeliver(bufs []*link.Buf) int {
+	r, ok := d.d.(link.Receiver)
+	if !ok {
+		d.Deliver(bufs)
+		return len(bufs)
+	}
+	l := d.l
+	l.mu.Lock() // the frames are recorded in the order the NIC takes them
+	defer l.mu.Unlock()
+	l.snap = l.snap[:0]
+	for _, b := range bufs {
+		l.snap = append(l.snap, b.Clone())
+	}
+	n := r.TryDeliver(bufs)
+	l.recordLocked(RX, l.snap[:n])
+	for _, c := range l.snap {
+		c.Release()
+	}
+	clear(l.snap)
+	return n
+}
+
+// Wake passes a lossless link's wake-up on to the NIC (link.Waker).
+func (d *dispatcher) Wake() {
+	if w, ok := d.d.(link.Waker); ok {
+		w.Wake()
+	}
 }

@@ -100,6 +100,16 @@
 // to Send is released exactly once and counted in exactly one Stats field
 // (see Stats for the balance).
 //
+// A NIC's receive queue is bounded (a link.Receiver): the link offers it
+// each batch with TryDeliver, keeps what it had no room for, and stops
+// reading the socket until the NIC calls Drained, so that the kernel's
+// socket buffer (8 MiB asked for; root may force it past
+// net.core.rmem_max) holds the frames that follow instead of the NIC
+// dropping them. UDP has no backpressure: a sender that outruns its
+// receiver for long enough overflows that buffer, and the kernel's drops
+// are counted (KernelDrops). A busy-polling NIC drives the same ring
+// itself (Poll, a link.Poller), without blocking.
+//
 // # Platforms
 //
 // Everything above is Linux (the _linux.go files). Elsewhere a portable

@@ -6,11 +6,18 @@ import "github.com/rnic/rnic/link"
 // or releases it if none is attached. keep is scratch space of at least
 // len(out). It runs on the receive goroutine or in Poll, both holding the
 // receive ring's lock, which the goroutine takes once more on its way out;
-// Close waits for that, so no Deliver starts after Close returns. It
-// returns how many frames it delivered.
-func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) int {
+// Close waits for that, so no Deliver starts after Close returns.
+//
+// With hold set and a dispatcher with a bounded queue (link.Receiver), it
+// offers the frames with TryDeliver and returns how many were taken: the
+// caller keeps the rest, in order, and offers them again after the NIC
+// drained (link.Drainer), while the socket's buffer holds what comes
+// next. Otherwise it returns len(out) once out is handed over or released.
+// out is compacted by RxLoss: the frames that remain are out[:n] of the
+// returned length n plus the ones the caller keeps, out[n:kept].
+func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold bool) (taken int, rest []*link.Buf) {
 	if len(out) == 0 {
-		return 0
+		return 0, nil
 	}
 	if l.rxLoss.on.Load() {
 		keep = keep[:len(out)]
@@ -30,7 +37,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) int {
 		clear(out[n:])
 		out = out[:n]
 		if n == 0 {
-			return 0
+			return 0, nil
 		}
 	}
 	d := l.d.Load()
@@ -39,16 +46,32 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally) int {
 			b.Release()
 		}
 		t.unattached += uint64(len(out))
-		return 0
+		return 0, nil
+	}
+	n := bytesOf(out) // before the hand-over: then the frames are the NIC's
+	if r, ok := d.Dispatcher.(link.Receiver); ok && hold {
+		k := r.TryDeliver(out)
+		t.frames += uint64(k)
+		t.bytes += uint64(n - bytesOf(out[k:]))
+		t.addTo(&l.c)
+		*t = rxTally{}
+		return k, out[k:]
 	}
 	t.frames += uint64(len(out))
-	for _, b := range out {
-		t.bytes += uint64(b.Len())
-	}
+	t.bytes += uint64(n)
 	// Count before Deliver, so that a dispatcher that has seen the frames
 	// also sees them in Stats.
 	t.addTo(&l.c)
 	*t = rxTally{}
 	d.Deliver(out)
-	return len(out)
+	return len(out), nil
+}
+
+// bytesOf returns the length of the frames of bufs.
+func bytesOf(bufs []*link.Buf) int {
+	n := 0
+	for _, b := range bufs {
+		n += b.Len()
+	}
+	return n
 }

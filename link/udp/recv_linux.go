@@ -40,8 +40,9 @@ type ring struct {
 	slots []*link.Buf // without GRO
 	big   [][]byte    // with GRO
 
-	out  []*link.Buf // frames of the current batch, for Deliver
-	keep []bool      // RxLoss decisions
+	out     []*link.Buf // frames of the current batch, for Deliver
+	keep    []bool      // RxLoss decisions
+	pending []*link.Buf // frames the NIC had no room for, oldest first
 
 	n     int        // datagrams the last recvmmsg returned
 	errno unix.Errno // its error, if any
@@ -102,7 +103,7 @@ func (r *ring) refill(i int) {
 	r.iovs[i].SetLen(len(p))
 }
 
-// free releases the slots' buffers.
+// free releases the slots' buffers and the frames still pending.
 func (r *ring) free() {
 	for i, b := range r.slots {
 		if b != nil {
@@ -110,6 +111,12 @@ func (r *ring) free() {
 			r.slots[i] = nil
 		}
 	}
+	for _, b := range r.pending {
+		b.Release()
+	}
+	clear(r.pending)
+	r.pending = r.pending[:0]
+	r.l.sys.pending.Store(0)
 }
 
 // recvmmsg is the RawConn.Read callback: false means "nothing yet, wait
@@ -138,8 +145,11 @@ func (r *ring) recvmmsg(fd uintptr) bool {
 }
 
 // routineReceive reads datagrams until Close, turns them into frames and
-// hands each batch to the dispatcher in one Deliver call. It shares its
-// ring with Poll: whoever holds l.rx takes the batches that are there.
+// hands each batch to the dispatcher in one Deliver call (TryDeliver for a
+// NIC with a bounded queue). It shares its ring with Poll: whoever holds
+// l.sys.rx takes the batches that are there. When the NIC's queue is full
+// it stops reading, so that the socket's buffer holds what comes next, and
+// waits for the NIC to drain.
 func (l *Link) routineReceive() {
 	defer close(l.done)
 	rc, raw := l.sys.udpRC, l.sys.rawReceive()
@@ -158,16 +168,42 @@ func (l *Link) routineReceive() {
 	}()
 	// The callback takes every batch waiting and then returns false, so
 	// that the runtime poller parks the goroutine until the socket is
-	// readable again; Read returns only when the socket is closed.
+	// readable again; it returns true (Read returns) when the NIC is full.
 	take := func(fd uintptr) bool {
 		l.sys.rx.Lock()
-		for r.read(fd) {
+		defer l.sys.rx.Unlock()
+		for {
+			if !r.offerPending() {
+				return true
+			}
+			if !r.read(fd) {
+				return false
+			}
 			r.deliverBatch()
 		}
-		l.sys.rx.Unlock()
-		return false
 	}
-	for rc.Read(take) == nil {
+	for {
+		if rc.Read(take) != nil {
+			return // closed
+		}
+		select {
+		case <-l.sys.drained:
+		case <-l.sys.stop:
+			return
+		}
+	}
+}
+
+// Drained is the NIC saying it has taken frames out of its queue
+// (link.Drainer): if frames are pending, the receive goroutine offers them
+// again and reads on.
+func (l *Link) Drained() {
+	if l.sys.pending.Load() == 0 {
+		return
+	}
+	select {
+	case l.sys.drained <- struct{}{}:
+	default:
 	}
 }
 
@@ -186,17 +222,37 @@ func (l *Link) Poll() int {
 	if r == nil || l.closed.Load() {
 		return 0
 	}
-	n := 0
+	before := len(r.pending)
+	if !r.offerPending() {
+		return before - len(r.pending)
+	}
+	n := before
 	l.sys.rx.rc.Control(func(fd uintptr) {
 		if r.read(fd) {
-			n = r.deliverBatch()
+			n += r.deliverBatch()
 		}
 	})
 	return n
 }
 
+// offerPending offers the frames the NIC had no room for again and reports
+// whether it took them all. The ring's lock is held.
+func (r *ring) offerPending() bool {
+	if len(r.pending) == 0 {
+		return true
+	}
+	var t rxTally
+	k, _ := r.l.deliver(r.pending, r.keep, &t, true)
+	n := copy(r.pending, r.pending[k:])
+	clear(r.pending[n:])
+	r.pending = r.pending[:n]
+	r.l.sys.pending.Store(int32(n))
+	return n == 0
+}
+
 // deliverBatch turns the datagrams of the last recvmmsg into frames and
-// hands them to the dispatcher; it returns how many it delivered.
+// hands them to the dispatcher; it returns how many it delivered. Those
+// the NIC had no room for are kept (pending).
 func (r *ring) deliverBatch() int {
 	l := r.l
 	var t rxTally
@@ -212,8 +268,12 @@ func (r *ring) deliverBatch() int {
 	if len(r.keep) < len(r.out) {
 		r.keep = make([]bool, cap(r.out))
 	}
-	n := l.deliver(r.out, r.keep, &t)
+	n, rest := l.deliver(r.out, r.keep, &t, true)
 	t.addTo(&l.c)
+	if len(rest) > 0 {
+		r.pending = append(r.pending, rest...)
+		l.sys.pending.Store(int32(len(r.pending)))
+	}
 	clear(r.out)
 	r.out = r.out[:0]
 	return n

@@ -24,6 +24,10 @@ type sys struct {
 // on its receive goroutine only (link.Poller).
 func (l *Link) Poll() int { return 0 }
 
+// Drained does nothing: the fallback hands every frame over with Deliver,
+// which drops what the NIC has no room for (link.Drainer).
+func (l *Link) Drained() {}
+
 // rawReceive reports false: the fallback has no raw socket.
 func (s *sys) rawReceive() bool { return false }
 
@@ -128,7 +132,7 @@ func (l *Link) routineReceive() {
 		}
 		l.rebuild(b, &src, from.Port(), 0)
 		out[0] = b
-		l.deliver(out, keep, &t)
+		l.deliver(out, keep, &t, false)
 		t.addTo(&l.c)
 	}
 }

@@ -31,6 +31,11 @@ type sys struct {
 		r  *ring           // nil until the goroutine starts, and after it returns
 		rc syscall.RawConn // the socket r reads
 	}
+	// The NIC's queue was full: frames wait in the ring (pending) and the
+	// goroutine stops reading until the NIC drains.
+	pending atomic.Int32  // len(r.pending)
+	drained chan struct{} // cap 1: the NIC took frames out of its queue
+	stop    chan struct{} // closed by close: a goroutine waiting for drained returns
 }
 
 // rawReceive reports whether frames come through the raw socket.
@@ -45,6 +50,8 @@ const sockBuf = 8 << 20
 // the UDP socket gets its drop-all filter before it binds, so that it never
 // queues a datagram.
 func (s *sys) open(l *Link) (err error) {
+	s.drained = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
 	o := &l.o
 	var rawFD = -1
 	defer func() {
@@ -235,6 +242,9 @@ func pollable(fd int, name string) (*os.File, syscall.RawConn, error) {
 
 // close closes the sockets, which wakes a receive waiting in the poller.
 func (s *sys) close() error {
+	if s.stop != nil {
+		close(s.stop)
+	}
 	var err error
 	if s.raw != nil {
 		err = s.raw.Close()
