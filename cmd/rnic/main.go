@@ -9,6 +9,7 @@ package main
 import (
 	"os"
 
+	"github.com/rnic/rnic"
 	"github.com/spf13/cobra"
 )
 
@@ -31,8 +32,11 @@ Start with "rnic demo": two NICs in one process doing every RDMA operation.
 "rnic perf" runs perftest's benchmarks over UDP; "rnic stat" shows the
 counters of the devices that run; "rnic sim" runs the same workloads on
 simulated hardware RNICs in virtual time.`,
+		Version:      rnic.Version,
 		SilenceUsage: true,
 	}
+	// "rnic version 0.2.0-dev", as "rnic --version" prints it.
+	root.SetVersionTemplate("rnic version {{.Version}}\n")
 	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd())
 	return root
 }
