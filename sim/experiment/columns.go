@@ -144,7 +144,7 @@ var paramColumns = []Column{
 	param("mr_per_qp", "one memory region per QP (perftest's --mr_per_qp)", func(s *perf.Spec) any { return s.MRPerQP }),
 	param("threads", "application threads per host", func(s *perf.Spec) any { return int64(s.Threads) }),
 	param("cq_mod", "one signaled completion every this many operations", func(s *perf.Spec) any { return int64(s.CQMod) }),
-	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(s.Inline) }),
+	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(max(s.Inline, 0)) }),
 	param("metadata", "payload bytes not moved", func(s *perf.Spec) any { return s.Metadata }),
 	param("mr_churn_ns", "MR re-registration interval, ns (0: none)", func(s *perf.Spec) any { return int64(s.MRChurn) }),
 	param("seed", "random seed", func(s *perf.Spec) any { return s.Seed }),
