@@ -245,6 +245,7 @@ func TestSimRefuses(t *testing.T) {
 		{[]string{"--test", "read_bw", "--inline", "64"}, "--inline 64: read_bw sends no payload"},
 		{[]string{"--tx-depth", "4", "--cq-mod", "8"}, "--tx-depth 4: below the completion moderation"},
 		{[]string{"--mr-churn", "-1us"}, "--mr-churn"},
+		{[]string{"--csv", "-", "--json", "-"}, "only one of them can go to standard output"},
 	} {
 		out, errw, err := runRnic(t, append([]string{"sim"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

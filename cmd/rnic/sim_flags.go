@@ -90,6 +90,9 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		}
 		sw.Limit = d
 	}
+	if f.csv == "-" && f.json == "-" {
+		return nil, fmt.Errorf("--csv - and --json -: only one of them can go to standard output")
+	}
 	if f.jobs < 1 {
 		return nil, fmt.Errorf("-j %d: want at least 1", f.jobs)
 	}
