@@ -63,6 +63,10 @@ type Options struct {
 	// Hardware sets the modelled hardware: SRAM cache sizes, DMA engines,
 	// the arbiter. Zero values take the defaults.
 	Hardware Hardware
+
+	// Publish makes the device visible to "rnic stat" until it closes
+	// (see Device.Publish); Open fails if it cannot.
+	Publish bool
 }
 
 // Hardware describes the NIC's internals.
@@ -185,6 +189,12 @@ func Open(o Options) (*Device, error) {
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
 		AtomicCap: AtomicHCA, ActiveMTU: c.MTU, GIDTableLen: 1,
 	}
+	if o.Publish {
+		if err := dev.Publish(); err != nil {
+			dev.Close()
+			return nil, err
+		}
+	}
 	return dev, nil
 }
 
@@ -223,6 +233,7 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	d.mu.Unlock()
+	d.unpublish()
 	return d.d.Close()
 }
 
