@@ -179,7 +179,7 @@ func Open(o Options) (*Device, error) {
 	}
 	dev := &Device{d: d, name: o.Name, pds: make(map[*PD]struct{})}
 	dev.attr = DeviceAttr{
-		FWVer:       "rnic 0.1",
+		FWVer:       "rnic " + Version,
 		MaxMRSize:   1 << 40,
 		PageSizeCap: 1<<12 | 1<<21 | 1<<30,
 		MaxQP:       c.MaxQP, MaxQPWR: c.MaxQPWR, MaxSGE: c.MaxSGE,
