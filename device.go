@@ -63,6 +63,10 @@ type Options struct {
 	// Hardware sets the modelled hardware: SRAM cache sizes, DMA engines,
 	// the arbiter. Zero values take the defaults.
 	Hardware Hardware
+
+	// Publish makes the device visible to "rnic stat" until it closes
+	// (see Device.Publish); Open fails if it cannot.
+	Publish bool
 }
 
 // Hardware describes the NIC's internals.
@@ -175,7 +179,7 @@ func Open(o Options) (*Device, error) {
 	}
 	dev := &Device{d: d, name: o.Name, pds: make(map[*PD]struct{})}
 	dev.attr = DeviceAttr{
-		FWVer:       "rnic 0.1",
+		FWVer:       "rnic " + Version,
 		MaxMRSize:   1 << 40,
 		PageSizeCap: 1<<12 | 1<<21 | 1<<30,
 		MaxQP:       c.MaxQP, MaxQPWR: c.MaxQPWR, MaxSGE: c.MaxSGE,
@@ -184,6 +188,12 @@ func Open(o Options) (*Device, error) {
 		MaxSRQ: c.MaxSRQ, MaxSRQWR: c.MaxSRQWR, MaxSRQSGE: c.MaxSGE,
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
 		AtomicCap: AtomicHCA, ActiveMTU: c.MTU, GIDTableLen: 1,
+	}
+	if o.Publish {
+		if err := dev.Publish(); err != nil {
+			dev.Close()
+			return nil, err
+		}
 	}
 	return dev, nil
 }
@@ -223,6 +233,7 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	d.mu.Unlock()
+	d.unpublish()
 	return d.d.Close()
 }
 

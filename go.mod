@@ -1,11 +1,11 @@
 module github.com/rnic/rnic
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/spf13/cobra v1.10.2
-	golang.org/x/sys v0.50.0
+	golang.org/x/sys v0.47.0
 	gonum.org/v1/plot v0.17.0
 )
 

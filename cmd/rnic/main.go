@@ -2,13 +2,14 @@
 // in pure Go. Its subcommands: demo runs two NICs in one process and
 // walks through every RDMA operation, showing the packets; perf runs
 // perftest's benchmarks against another rnic or a real perftest; stat shows
-// the counters of running devices; sim runs perftest-like workloads on
+// the counters and QPs of running devices; sim runs perftest-like workloads on
 // simulated RNICs in virtual time and sweeps their parameters.
 package main
 
 import (
 	"os"
 
+	"github.com/rnic/rnic"
 	"github.com/spf13/cobra"
 )
 
@@ -29,10 +30,14 @@ entries, an address translation unit, DMA engines and a protocol engine.
 
 Start with "rnic demo": two NICs in one process doing every RDMA operation.
 "rnic perf" runs perftest's benchmarks over UDP; "rnic stat" shows the
-counters of the devices that run; "rnic sim" runs the same workloads on
-simulated hardware RNICs in virtual time.`,
+counters and QPs of running devices (rnic perf's, and those of any program
+that publishes its own); "rnic sim" runs the same workloads on simulated
+hardware RNICs in virtual time.`,
+		Version:      rnic.Version,
 		SilenceUsage: true,
 	}
+	// "rnic version 0.2.0-dev", as "rnic --version" prints it.
+	root.SetVersionTemplate("rnic version {{.Version}}\n")
 	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd())
 	return root
 }

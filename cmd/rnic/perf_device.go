@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/statsrv"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/link/udp"
 )
@@ -21,14 +22,14 @@ var perfLink = func(addr netip.Addr, loss float64) (link.Link, error) {
 	return udp.Open(udp.Options{Addr: addr, Faults: udp.Faults{Seed: 1, Loss: loss}})
 }
 
-// perfDevices opens the devices of a perf run (perftest.Config.Open) and
-// owns what comes with each: the capture and the control socket for
-// "rnic stat".
+// perfDevices opens the devices of a perf run (perftest.Config.Open),
+// publishes them to "rnic stat" and owns what comes with each: the
+// capture and the trace files.
 type perfDevices struct {
 	capture *capture // nil without --pcap
 	errw    io.Writer
 	loss    float64
-	stats   []*statServer
+	devs    []*rnic.Device
 	traces  []*os.File // RNIC_TRACE files
 }
 
@@ -59,12 +60,12 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 		inner.Close()
 		return nil, err
 	}
-	st, err := serveStats(dev)
-	if err != nil {
+	// The run goes on without "rnic stat" if the device cannot be
+	// published (another process runs a device of the same name).
+	if err := dev.Publish(); err != nil {
 		fmt.Fprintf(p.errw, " rnic stat will not see %s: %v\n", dev.Name(), err)
-		return dev, nil
 	}
-	p.stats = append(p.stats, st)
+	p.devs = append(p.devs, dev)
 	return dev, nil
 }
 
@@ -72,24 +73,22 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 // stat" would have shown them: after a failed run they say where frames
 // went (drops, NAKs, retries) without a second attempt under a debugger.
 func (p *perfDevices) printCounters() {
-	for _, s := range p.stats {
-		st := deviceStats{name: s.dev.Name()}
-		for _, c := range s.dev.Counters() {
+	for _, d := range p.devs {
+		var nonzero []statsrv.Counter
+		for _, c := range d.Counters() {
 			if c.Value != 0 {
-				st.counters = append(st.counters, c)
+				nonzero = append(nonzero, statsrv.Counter{Name: c.Name, Value: c.Value})
 			}
 		}
-		fmt.Fprintln(p.errw, formatStatLine(st))
+		fmt.Fprintln(p.errw, formatStatLine(d.Name(), nonzero))
 	}
 }
 
-// close closes the control sockets and the capture; the devices are
-// closed already (perftest.Run closes its device).
+// close closes the capture and the trace files; the devices are closed
+// already (perftest.Run closes its device, and with it its control
+// socket).
 func (p *perfDevices) close() error {
 	var errs []error
-	for _, s := range p.stats {
-		errs = append(errs, s.Close())
-	}
 	if p.capture != nil {
 		errs = append(errs, p.capture.Close())
 	}

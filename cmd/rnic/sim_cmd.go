@@ -47,9 +47,12 @@ utilisation.
 
 Every workload flag takes a comma-separated list; sim runs every
 combination, one after another (or -j at once), and prints one row per
-run. Sizes take K, M and G suffixes, and a..b stands for the powers of two
-from a to b (--qps 1..4096). Results are deterministic: the same flags give
-the same CSV and JSON.
+run. A value that a run could not honour is refused before anything runs
+(--qps 0; --random, --tx-depth or --cq-mod above 1 with a latency test,
+which ping-pongs one buffer), so that the table never shows a parameter
+the run did not use. Sizes take K, M and G suffixes, and a..b stands for
+the powers of two from a to b (--qps 1..4096). Results are deterministic:
+the same flags give the same CSV and JSON.
 
 Tests: ` + strings.Join(tests, ", ") + `.
 
@@ -84,20 +87,20 @@ Examples:
 	fl.StringSliceVar(&f.profiles, "profile", []string{experiment.DefaultProfile}, "hardware profiles: built-in names or TOML files")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a profile parameter, key=value (key=v1,v2 sweeps it); repeatable")
 	fl.StringSliceVar(&f.tests, "test", []string{string(perf.WriteBW)}, "workloads")
-	fl.StringSliceVar(&f.sizes, "size", nil, "message sizes in bytes (default 65536 for bandwidth, 8 for latency tests)")
+	fl.StringSliceVar(&f.sizes, "size", nil, "message sizes in bytes (default 65536 for bandwidth, 8 for latency tests; atomic_bw always moves 8)")
 	fl.StringSliceVar(&f.qps, "qps", nil, "QPs per client (default 1)")
 	fl.StringSliceVar(&f.pairs, "pairs", nil, "client/server host pairs: 2×pairs hosts, or pairs+1 with --incast (default 1)")
 	fl.StringSliceVar(&f.incast, "incast", nil, "all clients send to one server (--incast=false,true sweeps)")
 	fl.StringSliceVar(&f.iters, "iters", nil, "operations per QP (default 1000)")
 	fl.StringSliceVar(&f.warmup, "warmup", nil, "operations per QP left out of the measurement (default 0)")
-	fl.StringSliceVar(&f.txDepth, "tx-depth", nil, "operations outstanding per QP (default 128 for bandwidth, 1 for latency)")
-	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes (default one message)")
-	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size (default 4K; 2M for huge pages)")
+	fl.StringSliceVar(&f.txDepth, "tx-depth", nil, "operations outstanding per QP, bandwidth tests (default 128; latency tests keep 1)")
+	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes, at least one message (default one message, at least 64)")
+	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size, a power of two from 4K to 1G (default 4K; 2M for huge pages)")
 	fl.StringSliceVar(&f.mrPerQP, "mr-per-qp", nil, "one memory region per QP, as perftest's --mr_per_qp (default: one per host, shared by its QPs)")
 	fl.StringSliceVar(&f.random, "random", nil, "offsets drawn uniformly from the footprint instead of in order (bandwidth tests; --random=false,true sweeps)")
 	fl.StringSliceVar(&f.threads, "threads", nil, "application threads per host (default 1)")
-	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations (default 1)")
-	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload (default 220 for write_lat and send_lat, 0 otherwise)")
+	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations, bandwidth tests (default 1; latency tests signal each)")
+	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload of WRITE and SEND tests, bytes; 0: none (default 220 for write_lat and send_lat, 0 otherwise)")
 	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
 	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")
 	fl.StringSliceVar(&f.seeds, "seed", nil, "random seeds")
@@ -106,7 +109,7 @@ Examples:
 	fl.StringVar(&f.csv, "csv", "", `write the results as CSV to this file ("-": standard output)`)
 	fl.StringVar(&f.json, "json", "", `write the results as JSON to this file ("-": standard output)`)
 	fl.StringVar(&f.plot, "plot", "", "plot --y against --x to this file (.png, .svg or .pdf)")
-	fl.StringVar(&f.x, "x", "", "plot: column on the X axis (default: the first swept parameter)")
+	fl.StringVar(&f.x, "x", "", "plot: column on the X axis (default: the first swept numeric parameter)")
 	fl.StringVar(&f.y, "y", "mops", "plot: column on the Y axis")
 	fl.StringVar(&f.series, "series", "", "plot: one line per value of this column (other swept parameters split lines too)")
 	fl.BoolVar(&f.logx, "logx", false, "plot: logarithmic X axis")

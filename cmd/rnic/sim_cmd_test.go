@@ -206,12 +206,68 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"--plot", "p.gif", "--qps", "1,2"}, "--plot p.gif: the file name must end in .png"},
 		{[]string{"--plot", "p.png"}, "no numeric parameter is swept"},
 		{[]string{"--plot", "p.png", "--x", "qps", "--y", "speed"}, `--y: no column "speed"`},
-		{[]string{"--iters", "5", "--warmup", "5"}, "1 of 1 runs failed"},
+		{[]string{"--iters", "5", "--warmup", "5"}, "--warmup 5: want fewer than iters (5)"},
 		{[]string{"unexpected"}, "unknown command"},
 	} {
 		_, _, err := runRnic(t, append([]string{"sim", "-q"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sim %v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestSimRefuses: values that are not meaningful are refused, naming the
+// flag, before anything runs; they used to run as something else (--qps 0
+// ran 1 QP, --random with a latency test ran in order) while the table
+// and CSV reported them as asked.
+func TestSimRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--qps", "0"}, "--qps 0: want at least 1"},
+		{[]string{"--qps", "1,0"}, "--qps 0: want at least 1"},
+		{[]string{"--qps=-1"}, `--qps: "-1" is not a non-negative number`},
+		{[]string{"--size", "0"}, "--size 0: want at least 1 byte"},
+		{[]string{"--pairs", "0"}, "--pairs 0"},
+		{[]string{"--iters", "0"}, "--iters 0"},
+		{[]string{"--tx-depth", "0"}, "--tx-depth 0"},
+		{[]string{"--threads", "0"}, "--threads 0"},
+		{[]string{"--cq-mod", "0"}, "--cq-mod 0"},
+		{[]string{"--footprint", "0"}, "--footprint 0: want at least one message"},
+		{[]string{"--footprint", "1K", "--size", "4K"}, "--footprint 1024: smaller than one message (size 4096)"},
+		{[]string{"--page-size", "0"}, "--page-size 0: want a power of two"},
+		{[]string{"--page-size", "3000"}, "--page-size 3000: want a power of two"},
+		{[]string{"--test", "write_lat", "--random"}, `--random true: write_lat ping-pongs one buffer; random offsets apply to bandwidth tests (in run "write_lat")`},
+		{[]string{"--test", "write_bw,read_lat", "--random=false,true"}, `--random true: read_lat ping-pongs one buffer`},
+		{[]string{"--test", "send_lat", "--tx-depth", "16"}, "--tx-depth 16: send_lat keeps one operation outstanding"},
+		{[]string{"--test", "write_lat", "--cq-mod", "8"}, "--cq-mod 8: write_lat signals every operation"},
+		{[]string{"--test", "read_bw", "--inline", "64"}, "--inline 64: read_bw sends no payload"},
+		{[]string{"--tx-depth", "4", "--cq-mod", "8"}, "--tx-depth 4: below the completion moderation"},
+		{[]string{"--mr-churn", "-1us"}, "--mr-churn"},
+		{[]string{"--csv", "-", "--json", "-"}, "only one of them can go to standard output"},
+	} {
+		out, errw, err := runRnic(t, append([]string{"sim"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sim %v: error %v, want %q", tc.args, err, tc.want)
+		}
+		if out != "" || strings.Contains(errw, "[1/") {
+			t.Errorf("sim %v ran something: %q %q", tc.args, out, errw)
+		}
+	}
+}
+
+// TestSimInlineZero: --inline 0 sends nothing inline (it ran write_lat
+// with the default 220), and the table says so.
+func TestSimInlineZero(t *testing.T) {
+	out, _, err := runRnic(t, "sim", "-q", "--test", "write_lat", "--size", "8", "--iters", "100", "--inline", "0,220", "--columns", "inline,lat_avg_ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inl, lat := tableColumn(t, out, "inline"), tableColumn(t, out, "lat_avg_ns")
+	none, err1 := strconv.ParseFloat(lat[0], 64)
+	inline, err2 := strconv.ParseFloat(lat[1], 64)
+	if len(inl) != 2 || inl[0] != "0" || inl[1] != "220" || err1 != nil || err2 != nil || none <= inline {
+		t.Errorf("inline %v, latency %v: without inline data a WRITE should take longer\n%s", inl, lat, out)
 	}
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rnic/rnic/sim/experiment"
+	"github.com/rnic/rnic/sim/perf"
 )
 
 // sweep turns the flags into a sweep; errors name the flag.
@@ -24,20 +28,30 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		}
 		sw.Tests = append(sw.Tests, t)
 	}
+	// Zero means "the default" to perf.Spec, so a 0 given on the command
+	// line would silently run as something else (--qps 0 ran 1 QP): it is
+	// refused, except where 0 means what it says (no warmup, no inline).
 	for _, l := range []struct {
 		flag string
 		in   []string
 		out  *[]int
+		zero string // why 0 is refused ("": 0 is meaningful)
 	}{
-		{"size", f.sizes, &sw.Sizes}, {"qps", f.qps, &sw.QPs}, {"pairs", f.pairs, &sw.Pairs},
-		{"iters", f.iters, &sw.Iters}, {"warmup", f.warmup, &sw.Warmup}, {"tx-depth", f.txDepth, &sw.TxDepth},
-		{"footprint", f.footprint, &sw.Footprint}, {"page-size", f.page, &sw.PageSize},
-		{"threads", f.threads, &sw.Threads}, {"cq-mod", f.cqMod, &sw.CQMod}, {"inline", f.inline, &sw.Inline},
+		{"size", f.sizes, &sw.Sizes, "want at least 1 byte"}, {"qps", f.qps, &sw.QPs, "want at least 1"},
+		{"pairs", f.pairs, &sw.Pairs, "want at least 1"}, {"iters", f.iters, &sw.Iters, "want at least 1"},
+		{"warmup", f.warmup, &sw.Warmup, ""}, {"tx-depth", f.txDepth, &sw.TxDepth, "want at least 1"},
+		{"footprint", f.footprint, &sw.Footprint, "want at least one message"},
+		{"page-size", f.page, &sw.PageSize, "want a power of two from 4K to 1G"},
+		{"threads", f.threads, &sw.Threads, "want at least 1"}, {"cq-mod", f.cqMod, &sw.CQMod, "want at least 1"},
+		{"inline", f.inline, &sw.Inline, ""},
 	} {
 		for _, s := range l.in {
 			v, err := experiment.ParseSizes(s)
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", l.flag, err)
+			}
+			if l.zero != "" && slices.Contains(v, 0) {
+				return nil, fmt.Errorf("--%s %s: %s", l.flag, s, l.zero)
 			}
 			*l.out = append(*l.out, v...)
 		}
@@ -76,13 +90,30 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		}
 		sw.Limit = d
 	}
+	if f.csv == "-" && f.json == "-" {
+		return nil, fmt.Errorf("--csv - and --json -: only one of them can go to standard output")
+	}
 	if f.jobs < 1 {
 		return nil, fmt.Errorf("-j %d: want at least 1", f.jobs)
 	}
 	if _, err := sw.Points(); err != nil {
+		var pe *experiment.PointError
+		var se *perf.SpecError
+		if errors.As(err, &pe) && errors.As(err, &se) {
+			// Name the flag, and the run of the sweep that has the value.
+			return nil, fmt.Errorf("--%s %v: %s (in run %q)", specFlag(se.Param), se.Value, se.Msg, pe.Label)
+		}
 		return nil, err
 	}
 	return sw, nil
+}
+
+// specFlag is the flag of a perf.Spec parameter, named as its column.
+func specFlag(param string) string {
+	if param == "mr_churn_ns" {
+		return "mr-churn"
+	}
+	return strings.ReplaceAll(param, "_", "-")
 }
 
 // plotSpec checks the plot flags before anything runs; X defaults to the

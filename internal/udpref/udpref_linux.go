@@ -90,14 +90,14 @@ func nameOf(sa unix.Sockaddr) rawName {
 
 // mmsg is a batch of datagram buffers with their headers.
 type mmsg struct {
-	hdrs []unix.Mmsghdr
+	hdrs []mmsghdr
 	iovs []unix.Iovec
 	bufs [][]byte
 	ctrl [][]byte
 }
 
 func newMmsg(n, size int, name *rawName, ctrl bool) *mmsg {
-	m := &mmsg{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), ctrl: make([][]byte, n)}
+	m := &mmsg{hdrs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), ctrl: make([][]byte, n)}
 	for i := range n {
 		m.bufs[i] = make([]byte, size)
 		m.iovs[i].Base = &m.bufs[i][0]

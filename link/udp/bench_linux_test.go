@@ -119,6 +119,13 @@ func (m *linkMover) drain() {
 	m.wait(0)
 }
 
+// mmsghdr is struct mmsghdr (the package has its own, which this
+// external test cannot name).
+type mmsghdr struct {
+	Hdr unix.Msghdr
+	Len uint32
+}
+
 // plainMover is the physical reference: the same datagrams between two
 // plain UDP sockets (one family, one pair of addresses as the links),
 // with sendmmsg and recvmmsg in the same batches and window, and nothing
@@ -127,7 +134,7 @@ func (m *linkMover) drain() {
 type plainMover struct {
 	*flow
 	tx, rx int
-	hdrs   []unix.Mmsghdr
+	hdrs   []mmsghdr
 	queued int
 	got    atomic.Int64
 }
@@ -154,7 +161,7 @@ func newPlainMover(tb testing.TB, ipv6 bool) *plainMover {
 	// in user space.
 	payload := make([]byte, benchDgram)
 	iovs := make([]unix.Iovec, benchBatch)
-	m.hdrs = make([]unix.Mmsghdr, benchBatch)
+	m.hdrs = make([]mmsghdr, benchBatch)
 	sa, salen := rawSockaddr(dst)
 	for i := range m.hdrs {
 		iovs[i].Base = &payload[0]
@@ -175,7 +182,7 @@ func (m *plainMover) receive(stop *atomic.Bool, done chan struct{}) {
 	tv := unix.Timeval{Usec: 20000}
 	unix.SetsockoptTimeval(m.rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	const n = 64
-	hdrs := make([]unix.Mmsghdr, n)
+	hdrs := make([]mmsghdr, n)
 	iovs := make([]unix.Iovec, n)
 	mem := make([]byte, n*link.MaxFrame)
 	for i := range hdrs {

@@ -33,7 +33,7 @@ type ring struct {
 	gro bool
 	off int // where a datagram lands in its slot's frame: 0 raw, the header length otherwise
 
-	hdrs  []unix.Mmsghdr
+	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	ctrl  []byte
@@ -65,7 +65,7 @@ func newRing(l *Link, raw, gro bool) *ring {
 	} else {
 		r.slots = make([]*link.Buf, n)
 	}
-	r.hdrs = make([]unix.Mmsghdr, n)
+	r.hdrs = make([]mmsghdr, n)
 	r.iovs = make([]unix.Iovec, n)
 	r.names = make([]unix.RawSockaddrInet6, n)
 	r.ctrl = make([]byte, n*rxCtrlSize)

@@ -25,7 +25,7 @@ var txCtrlSize = unix.CmsgSpace(2) + unix.CmsgSpace(4)
 // write is bound once so that passing it to RawConn.Write does not
 // allocate.
 type sysTx struct {
-	hdrs  []unix.Mmsghdr
+	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // IPv4 links use the first 16 bytes as a sockaddr_in
 	ctrl  []byte
@@ -42,7 +42,7 @@ type sysTx struct {
 
 func (x *sysTx) init(l *Link) {
 	n := l.o.Batch
-	x.hdrs = make([]unix.Mmsghdr, n)
+	x.hdrs = make([]mmsghdr, n)
 	x.iovs = make([]unix.Iovec, n)
 	x.names = make([]unix.RawSockaddrInet6, n)
 	x.ctrl = make([]byte, n*txCtrlSize)

@@ -144,7 +144,7 @@ var paramColumns = []Column{
 	param("mr_per_qp", "one memory region per QP (perftest's --mr_per_qp)", func(s *perf.Spec) any { return s.MRPerQP }),
 	param("threads", "application threads per host", func(s *perf.Spec) any { return int64(s.Threads) }),
 	param("cq_mod", "one signaled completion every this many operations", func(s *perf.Spec) any { return int64(s.CQMod) }),
-	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(s.Inline) }),
+	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(max(s.Inline, 0)) }),
 	param("metadata", "payload bytes not moved", func(s *perf.Spec) any { return s.Metadata }),
 	param("mr_churn_ns", "MR re-registration interval, ns (0: none)", func(s *perf.Spec) any { return int64(s.MRChurn) }),
 	param("seed", "random seed", func(s *perf.Spec) any { return s.Seed }),
@@ -241,11 +241,11 @@ var wallColumns = []Column{
 			}
 			return float64(r.Result.Events) / r.Wall.Seconds()
 		}},
-	{Name: "pkts_per_wall_s", Doc: "simulated packets per wall-clock second (all NICs, extrapolated from the first pair)", Kind: Wall, Numeric: true, Prec: 0,
+	{Name: "pkts_per_wall_s", Doc: "simulated packets per wall-clock second (every frame of every NIC)", Kind: Wall, Numeric: true, Prec: 0,
 		get: func(r *Row) any {
 			if r.Result == nil {
 				return nil
 			}
-			return r.packets() / r.Wall.Seconds()
+			return float64(r.Result.Packets) / r.Wall.Seconds()
 		}},
 }

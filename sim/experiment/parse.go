@@ -47,7 +47,7 @@ func ParseSize(s string) (int, error) {
 	}
 	v, err := strconv.Atoi(t)
 	if err != nil || v < 0 || v > math.MaxInt/mult {
-		return 0, fmt.Errorf("%q is not a size (64, 4K, 2M, 1G)", s)
+		return 0, fmt.Errorf("%q is not a non-negative number (64, 4K, 2M, 1G)", s)
 	}
 	return v * mult, nil
 }

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	plottext "gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotFormats are the file formats a plot can be written in, by file
@@ -94,10 +98,43 @@ func WritePlot(w io.Writer, format string, sw *Sweep, cols []Column, rows []Row,
 	if err := ps.Check(cols, "plot."+format); err != nil {
 		return err
 	}
-	lines, err := ps.lines(sw, cols, rows)
+	p, legend, err := ps.build(sw, cols, rows)
 	if err != nil {
 		return err
 	}
+	width, height := ps.size()
+	cv, err := draw.NewFormattedCanvas(width, height, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(cv)
+	plotArea, legendArea := layout(p, &legend, dc)
+	p.Draw(plotArea)
+	legend.Draw(legendArea)
+	_, err = cv.WriteTo(w)
+	return err
+}
+
+// size returns the image's width and height: 20 cm × 10 cm by default.
+func (ps *PlotSpec) size() (width, height vg.Length) {
+	width, height = ps.Width, ps.Height
+	if width == 0 {
+		width = 20 * vg.Centimeter
+	}
+	if height == 0 {
+		height = 10 * vg.Centimeter
+	}
+	return width, height
+}
+
+// build makes the plot of the rows, and its legend apart from it (the
+// plot's own is left empty; see layout).
+func (ps *PlotSpec) build(sw *Sweep, cols []Column, rows []Row) (*plot.Plot, plot.Legend, error) {
+	lines, err := ps.lines(sw, cols, rows)
+	if err != nil {
+		return nil, plot.Legend{}, err
+	}
+	width, height := ps.size()
 	p := plot.New()
 	x, _ := Find(cols, ps.X)
 	y, _ := Find(cols, ps.Y)
@@ -108,13 +145,13 @@ func WritePlot(w io.Writer, format string, sw *Sweep, cols []Column, rows []Row,
 			p.Title.Text += " (" + profiles[0] + ")"
 		}
 	}
-	p.X.Label.Text = x.Name + " (" + x.Doc + ")"
-	p.Y.Label.Text = y.Name + " (" + y.Doc + ")"
+	p.X.Label.Text = axisLabel(p.X.Label.TextStyle, x, width-6*vg.Centimeter)
+	p.Y.Label.Text = axisLabel(p.Y.Label.TextStyle, y, height-3*vg.Centimeter)
 	if ps.LogX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
 	}
 	if ps.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	} else {
 		p.Y.Min = 0 // a linear Y axis from 0 does not exaggerate differences
 	}
@@ -127,25 +164,31 @@ func WritePlot(w io.Writer, format string, sw *Sweep, cols []Column, rows []Row,
 		args = append(args, l.xy)
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+		return nil, plot.Legend{}, err
 	}
 	if !ps.LogY {
 		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min) // headroom above the highest point
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	width, height := ps.Width, ps.Height
-	if width == 0 {
-		width = 16 * vg.Centimeter
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	return p, legend, nil
+}
+
+// layout splits the image into the plot's area and the legend's, to the
+// right of the plot with its top at the data area's: the legend is beside
+// the data rather than over it (inside the axes it covered the lines that
+// start in its corner). A plot without a legend takes the whole image.
+func layout(p *plot.Plot, legend *plot.Legend, dc draw.Canvas) (plotArea, legendArea draw.Canvas) {
+	legendW := legend.Rectangle(dc).Size().X
+	if legendW == 0 {
+		return dc, draw.Crop(dc, dc.Size().X, 0, 0, 0)
 	}
-	if height == 0 {
-		height = 10 * vg.Centimeter
-	}
-	c, err := p.WriterTo(width, height, format)
-	if err != nil {
-		return err
-	}
-	_, err = c.WriteTo(w)
-	return err
+	gap := 0.6 * vg.Centimeter
+	plotArea = draw.Crop(dc, 0, -(legendW + 2*gap), 0, 0)
+	top := p.DataCanvas(plotArea).Max.Y
+	legendArea = draw.Crop(dc, plotArea.Max.X-dc.Min.X+gap, 0, 0, top-dc.Max.Y)
+	return plotArea, legendArea
 }
 
 // lines groups the rows into lines, in the order they first appear, each
@@ -224,4 +267,72 @@ func (ps *PlotSpec) lineKeys(sw *Sweep, cols []Column) []*Column {
 		keys = append(keys, c)
 	}
 	return keys
+}
+
+// axisLabel is an axis's title: the column's name and what it is, or a
+// shorter form if that does not fit in room (a label longer than its axis
+// is cut off at the image's edge).
+func axisLabel(sty plottext.Style, c *Column, room vg.Length) string {
+	for _, l := range []string{
+		c.Name + " (" + c.Doc + ")",
+		c.Name + " (" + strings.TrimSpace(strings.Split(c.Doc, "(")[0]) + ")",
+	} {
+		if sty.Width(l) <= room {
+			return l
+		}
+	}
+	return c.Name
+}
+
+// logTicks marks a logarithmic axis at each power of ten and, where the
+// axis spans too little for two of those, at 2 and 5 times them (if that
+// gives three), else at every multiple: gonum's LogTicks labels powers of ten only, so an axis
+// within one decade (latencies from 1 to 6 µs) had no label at all. Below
+// that, a range too narrow for two such marks gets linear ticks.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0 && hi >= lo) {
+		return nil
+	}
+	const eps = 1e-9
+	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	for _, try := range []struct {
+		labelled string
+		enough   int
+	}{{"1", 2}, {"125", 3}, {"123456789", 2}} {
+		labelled := try.labelled
+		var ticks []plot.Tick
+		labels := 0
+		for e := first; e <= last; e++ {
+			for m := 1; m <= 9; m++ {
+				v := float64(m) * math.Pow10(e)
+				if e < 0 {
+					v = float64(m) / math.Pow10(-e) // 0.3, not 0.30000000000000004
+				}
+				if v < lo*(1-eps) || v > hi*(1+eps) {
+					continue
+				}
+				t := plot.Tick{Value: v}
+				if strings.ContainsRune(labelled, rune('0'+m)) {
+					t.Label = tickLabel(v)
+					labels++
+				}
+				ticks = append(ticks, t)
+			}
+		}
+		if labels >= try.enough {
+			return ticks
+		}
+	}
+	return plot.DefaultTicks{}.Ticks(lo, hi)
+}
+
+// tickLabel writes a tick's value without an exponent where it is short
+// enough (1000000, not 1e+06).
+func tickLabel(v float64) string {
+	if v >= 1e-3 && v < 1e9 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/sim/perf"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func TestSavePlot(t *testing.T) {
@@ -127,6 +130,82 @@ func TestLineKeys(t *testing.T) {
 		}
 		if got := strings.Join(names, " "); got != tc.want {
 			t.Errorf("%+v: line keys %q, want %q", tc.ps, got, tc.want)
+		}
+	}
+}
+
+// TestLogTicks: a logarithmic axis always has at least two labelled ticks
+// inside its range; gonum's LogTicks labelled only powers of ten, so
+// latencies between 1007 and 6367 ns had none.
+func TestLogTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   string // the labels, in order
+	}{
+		{1, 4096, "1 10 100 1000"},
+		{8, 32768, "10 100 1000 10000"},
+		{64, 4096, "100 1000"},
+		{1007, 6367, "2000 3000 4000 5000 6000"},
+		{1.5, 40, "2 5 10 20"},
+		{0.2, 0.9, "0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9"},
+		{1007, 1063, "1020 1040 1060"}, // within one multiple: linear ticks
+		{1e6, 1e9, "1000000 10000000 100000000 1e+09"},
+	} {
+		var labels []string
+		for _, tk := range (logTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Value < tc.lo || tk.Value > tc.hi {
+				t.Errorf("[%g, %g]: tick %g outside the range", tc.lo, tc.hi, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != tc.want {
+			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// TestPlotLayout: the legend lies beside the data area, not over it, its
+// top level with the data's; the Y axis of a --logy plot of values within
+// one decade has labels; axis titles fit their axes.
+func TestPlotLayout(t *testing.T) {
+	sw := tinySweep()
+	cols := sw.Columns(false)
+	rows := tinyRows(t)
+	for _, ps := range []PlotSpec{
+		{X: "qps", Y: "mops", Series: "test"},
+		{X: "qps", Y: "lat_p50_ns", Series: "test", LogX: true, LogY: true},
+		{X: "qps", Y: "mops", Series: "test", Width: 10 * vg.Centimeter, Height: 6 * vg.Centimeter},
+	} {
+		p, legend, err := ps.build(sw, cols, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h := ps.size()
+		dc := draw.New(vgimg.New(w, h))
+		plotArea, legendArea := layout(p, &legend, dc)
+		data := p.DataCanvas(plotArea)
+		if legendArea.Min.X < data.Max.X || legendArea.Max.X > dc.Max.X {
+			t.Errorf("%+v: legend x in [%v, %v], data area ends at %v, image at %v", ps, legendArea.Min.X, legendArea.Max.X, data.Max.X, dc.Max.X)
+		}
+		if legendArea.Max.Y != data.Max.Y {
+			t.Errorf("%+v: legend top %v, data area top %v", ps, legendArea.Max.Y, data.Max.Y)
+		}
+		if r := legend.Rectangle(legendArea); r.Size().X > legendArea.Size().X || r.Size().Y > legendArea.Size().Y {
+			t.Errorf("%+v: legend of %v does not fit its area %v", ps, r.Size(), legendArea.Size())
+		}
+		labels := 0
+		for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+			if tk.Label != "" && tk.Value >= p.Y.Min && tk.Value <= p.Y.Max {
+				labels++
+			}
+		}
+		if labels < 2 {
+			t.Errorf("%+v: Y axis [%g, %g] has %d tick labels", ps, p.Y.Min, p.Y.Max, labels)
+		}
+		if lw := p.Y.Label.TextStyle.Width(p.Y.Label.Text); lw > data.Size().Y+2*vg.Centimeter {
+			t.Errorf("%+v: Y title %q (%v) is longer than the axis (%v)", ps, p.Y.Label.Text, lw, data.Size().Y)
 		}
 	}
 }

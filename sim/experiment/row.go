@@ -3,7 +3,6 @@ package experiment
 import (
 	"time"
 
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim/perf"
 )
 
@@ -35,18 +34,4 @@ func Failed(rows []Row) int {
 		}
 	}
 	return n
-}
-
-// packets estimates the frames the run's NICs sent, from the first client
-// and the first server (perf.Result reports no others): clients and
-// servers of one experiment run the same workload.
-func (r *Row) packets() float64 {
-	res := r.Result
-	c := float64(res.Client.Counters[transport.TxPackets])
-	s := float64(res.Server.Counters[transport.TxPackets])
-	pairs := float64(res.Spec.Pairs)
-	if res.Spec.Incast {
-		return pairs*c + s
-	}
-	return pairs * (c + s)
 }

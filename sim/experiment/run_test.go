@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/perf"
 )
 
@@ -113,7 +114,8 @@ func TestJobsDoNotChangeResults(t *testing.T) {
 }
 
 func TestFailedRun(t *testing.T) {
-	sw := &Sweep{Tests: []perf.Test{perf.WriteLat}, Iters: []int{5}, Warmup: []int{0, 5}}
+	// 20 µs of virtual time is enough for five small WRITEs, not for 1000.
+	sw := &Sweep{Tests: []perf.Test{perf.WriteLat}, Iters: []int{5, 1000}, Limit: 20 * sim.Microsecond}
 	rows, err := Run(context.Background(), sw, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -130,10 +132,10 @@ func TestFailedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(csv.String(), "\n")
-	if !strings.Contains(lines[2], ",,") || !strings.Contains(lines[2], "warmup 5") {
+	if !strings.Contains(lines[2], ",,") || !strings.Contains(lines[2], "did not finish") {
 		t.Errorf("failed run in CSV: %q; want empty metrics and the error", lines[2])
 	}
-	if !strings.Contains(js.String(), `"gbps": null`) || !strings.Contains(js.String(), `"error": "perf: warmup 5`) {
+	if !strings.Contains(js.String(), `"gbps": null`) || !strings.Contains(js.String(), `"error": "perf: write_lat did not finish`) {
 		t.Errorf("failed run in JSON:\n%s", js.String())
 	}
 }

@@ -36,10 +36,12 @@ type Sweep struct {
 	Random    []bool
 	Threads   []int
 	CQMod     []int
-	Inline    []int
-	Metadata  []bool
-	MRChurn   []sim.Time
-	Seeds     []uint64
+	// Inline values are bytes; 0 sends nothing inline (perf.NoInline),
+	// and an empty list takes each test's default.
+	Inline   []int
+	Metadata []bool
+	MRChurn  []sim.Time
+	Seeds    []uint64
 
 	// Limit bounds each run's virtual time (0: perf's default).
 	Limit sim.Time
@@ -123,7 +125,12 @@ func (s *Sweep) dims() []dim {
 		list("random", s.Random, func(p *Point, v bool) { p.Spec.Random = v }),
 		list("threads", s.Threads, func(p *Point, v int) { p.Spec.Threads = v }),
 		list("cq_mod", s.CQMod, func(p *Point, v int) { p.Spec.CQMod = v }),
-		list("inline", s.Inline, func(p *Point, v int) { p.Spec.Inline = v }),
+		list("inline", s.Inline, func(p *Point, v int) {
+			if v == 0 && len(s.Inline) > 0 {
+				v = perf.NoInline // asked for none, not for the default
+			}
+			p.Spec.Inline = v
+		}),
 		list("metadata", s.Metadata, func(p *Point, v bool) { p.Spec.Metadata = v }),
 		list("mr_churn_ns", s.MRChurn, func(p *Point, v sim.Time) { p.Spec.MRChurn = v }),
 		list("seed", s.Seeds, func(p *Point, v uint64) { p.Spec.Seed = v }),
@@ -136,7 +143,9 @@ const maxPoints = 1 << 20
 
 // Points expands the sweep into its runs: the cartesian product of the
 // lists, in the order of the Sweep's fields with the last field changing
-// fastest.
+// fastest. A run whose parameters are not meaningful together (perf.Spec's
+// Validate) fails the sweep before anything runs, with a *PointError
+// that names the run and wraps the *perf.SpecError.
 func (s *Sweep) Points() ([]Point, error) {
 	ds := s.dims()
 	total := 1
@@ -166,6 +175,9 @@ func (s *Sweep) Points() ([]Point, error) {
 			}
 		}
 		p.Label = strings.Join(append([]string{string(p.Spec.Test)}, label...), " ")
+		if err := p.Spec.Validate(); err != nil {
+			return nil, &PointError{Label: p.Label, Err: err}
+		}
 		for k := len(ds) - 1; k >= 0; k-- {
 			if idx[k]++; idx[k] < ds[k].n {
 				break
@@ -175,6 +187,15 @@ func (s *Sweep) Points() ([]Point, error) {
 	}
 	return points, nil
 }
+
+// PointError says which run of a sweep cannot run as asked, and why.
+type PointError struct {
+	Label string // the run's Point.Label
+	Err   error
+}
+
+func (e *PointError) Error() string { return fmt.Sprintf("experiment: run %q: %v", e.Label, e.Err) }
+func (e *PointError) Unwrap() error { return e.Err }
 
 // varying returns the names of the parameters with more than one value.
 func (s *Sweep) varying() map[string]bool {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestPointsOrder(t *testing.T) {
 }
 
 func TestPointsFillSpec(t *testing.T) {
-	sw := Sweep{Tests: []perf.Test{perf.ReadLat}, Sizes: []int{8}, QPs: []int{4}, Pairs: []int{3}, Incast: []bool{true},
+	sw := Sweep{Tests: []perf.Test{perf.ReadBW}, Sizes: []int{8}, QPs: []int{4}, Pairs: []int{3}, Incast: []bool{true},
 		Iters: []int{100}, Warmup: []int{10}, TxDepth: []int{2}, Footprint: []int{1 << 20}, PageSize: []int{2 << 20},
 		Threads: []int{2}, CQMod: []int{1}, Inline: []int{0}, Metadata: []bool{true}, MRChurn: []sim.Time{5000},
 		Seeds: []uint64{7}, Limit: sim.Second, Sets: []Set{{"link.rate_gbps", []string{"200"}}}}
@@ -62,8 +63,9 @@ func TestPointsFillSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := perf.Spec{Test: perf.ReadLat, Size: 8, QPs: 4, Pairs: 3, Incast: true, Iters: 100, Warmup: 10, TxDepth: 2,
-		Footprint: 1 << 20, PageSize: 2 << 20, Threads: 2, CQMod: 1, Metadata: true, MRChurn: 5000, Seed: 7, Limit: sim.Second}
+	want := perf.Spec{Test: perf.ReadBW, Size: 8, QPs: 4, Pairs: 3, Incast: true, Iters: 100, Warmup: 10, TxDepth: 2,
+		Footprint: 1 << 20, PageSize: 2 << 20, Threads: 2, CQMod: 1, Inline: perf.NoInline, Metadata: true, MRChurn: 5000,
+		Seed: 7, Limit: sim.Second}
 	if len(points) != 1 || points[0].Spec != want || points[0].Profile != DefaultProfile ||
 		!reflect.DeepEqual(points[0].Sets, []string{"200"}) {
 		t.Errorf("got %+v\nwant spec %+v", points, want)
@@ -77,5 +79,41 @@ func TestPointsLimits(t *testing.T) {
 	}
 	if _, err := (&Sweep{Sets: []Set{{Values: []string{"1"}}}}).Points(); err == nil {
 		t.Error("an override without a key was accepted")
+	}
+}
+
+// TestPointsRefuse: a sweep with a run that cannot run as asked fails as
+// a whole, before anything runs, naming the run and the parameter.
+func TestPointsRefuse(t *testing.T) {
+	sw := Sweep{Tests: []perf.Test{perf.WriteBW, perf.WriteLat}, Random: []bool{false, true}}
+	_, err := sw.Points()
+	var pe *PointError
+	var se *perf.SpecError
+	if !errors.As(err, &pe) || !errors.As(err, &se) || pe.Label != "write_lat random=true" || se.Param != "random" {
+		t.Errorf("error %v, want a PointError for write_lat random=true about random", err)
+	}
+}
+
+// TestInlineSweep: an inline value of 0 sends nothing inline
+// (perf.NoInline); no value at all takes the test's default.
+func TestInlineSweep(t *testing.T) {
+	for _, tc := range []struct {
+		inline []int
+		want   []int
+	}{
+		{nil, []int{0}},
+		{[]int{0, 64}, []int{perf.NoInline, 64}},
+	} {
+		points, err := (&Sweep{Tests: []perf.Test{perf.WriteLat}, Inline: tc.inline}).Points()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, p := range points {
+			got = append(got, p.Spec.Inline)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Inline %v: specs have %v, want %v", tc.inline, got, tc.want)
+		}
 	}
 }

@@ -45,10 +45,13 @@ var Tests = []Test{WriteBW, ReadBW, SendBW, AtomicBW, WriteLat, ReadLat, SendLat
 
 func (t Test) latency() bool { return strings.HasSuffix(string(t), "_lat") }
 
-// Spec describes one simulated run.
+// Spec describes one simulated run. A zero field takes its default; a
+// value out of range, or one the test would not honour, makes Run (and
+// Validate) fail with a *SpecError rather than run something else.
 type Spec struct {
 	Test Test
-	// Size is the message size in bytes (atomics: 8).
+	// Size is the message size in bytes (default 65536 for bandwidth
+	// tests, 8 for latency tests; atomic_bw always moves 8).
 	Size int
 	// QPs is the number of QPs each client uses towards its server.
 	QPs int
@@ -61,11 +64,13 @@ type Spec struct {
 	Iters  int
 	Warmup int
 	// TxDepth is the number of operations a QP keeps outstanding
-	// (bandwidth tests; perftest's -t, default 128).
+	// (bandwidth tests; perftest's -t, default 128). Latency tests keep
+	// one and refuse more.
 	TxDepth int
-	// Footprint is the registered memory per QP, in bytes: successive
-	// operations move through it (default: one message), so a large
-	// footprint spreads accesses over many pages and MTT entries.
+	// Footprint is the registered memory per QP, in bytes, at least one
+	// message: successive operations move through it (default: one
+	// message, at least 64 bytes), so a large footprint spreads accesses
+	// over many pages and MTT entries.
 	Footprint int
 	// MRPerQP registers a memory region per QP (perftest's --mr_per_qp);
 	// by default, as perftest, a host registers one region that holds
@@ -76,19 +81,24 @@ type Spec struct {
 	// moving through it in order as perftest does: the access pattern of
 	// a key-value store or a parameter server, which defeats the
 	// translation caches once the footprint's pages outnumber them.
-	// Bandwidth tests only; latency tests ping-pong one buffer.
+	// Bandwidth tests only; latency tests ping-pong one buffer and refuse
+	// it.
 	Random bool
-	// PageSize is the MTT page size (4 KiB default, 2 MiB for huge pages).
+	// PageSize is the MTT page size, a power of two from 4 KiB (the
+	// default) to 1 GiB (2 MiB for huge pages).
 	PageSize int
 	// Inline sends payloads of up to this many bytes inline (perftest's
-	// -I; latency tests default to 220 as on mlx5).
+	// -I; write_lat and send_lat default to 220 as on mlx5, NoInline
+	// sends none). Only WRITE and SEND tests carry payload in requests;
+	// the others refuse a positive Inline.
 	Inline int
 	// Threads is the number of application threads per host (default 1,
 	// as perftest); QPs are spread over them round-robin.
 	Threads int
 	// CQMod signals every CQMod-th work request of a bandwidth test
 	// (perftest's --cq-mod; default 1: every one); one completion retires
-	// the unsignaled ones before it.
+	// the unsignaled ones before it. Latency tests signal every one and
+	// refuse more.
 	CQMod int
 	// Metadata moves lengths only (fast; no byte is checked).
 	Metadata bool
@@ -142,7 +152,34 @@ type NICStats struct {
 	Counters                                          transport.Counters
 }
 
+// NoInline, as Spec.Inline, sends nothing inline (0 takes the test's
+// default, which for write_lat and send_lat is 220 bytes).
+const NoInline = -1
+
+// SpecError says which parameter of a Spec is not meaningful. Param is
+// its name as rnic sim's result columns spell it ("tx_depth"), so that
+// the command line can name its flag.
+type SpecError struct {
+	Param string
+	Value any
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("perf: %s %v: %s", e.Param, e.Value, e.Msg) }
+
+// Validate reports whether the Spec can run as it says: the first
+// parameter that is out of range, or that the test would not honour (a
+// latency test keeps one operation outstanding in one buffer), as a
+// *SpecError. Zero fields take their defaults and are always valid.
+func (s Spec) Validate() error { return s.defaults() }
+
+// defaults fills the zero fields with their defaults and refuses values
+// that are out of range or that the test would ignore: a run never
+// reports a parameter it did not use.
 func (s *Spec) defaults() error {
+	bad := func(param string, v any, format string, args ...any) error {
+		return &SpecError{Param: param, Value: v, Msg: fmt.Sprintf(format, args...)}
+	}
 	if s.Test == "" {
 		s.Test = WriteBW
 	}
@@ -153,53 +190,87 @@ func (s *Spec) defaults() error {
 	if !valid {
 		return fmt.Errorf("perf: unknown test %q", s.Test)
 	}
-	if s.Test == AtomicBW {
-		s.Size = 8
+	for _, c := range []struct {
+		param string
+		v     int64
+	}{
+		{"size", int64(s.Size)}, {"qps", int64(s.QPs)}, {"pairs", int64(s.Pairs)}, {"iters", int64(s.Iters)},
+		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"footprint", int64(s.Footprint)},
+		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
+		{"mr_churn_ns", int64(s.MRChurn)}, {"limit", int64(s.Limit)},
+	} {
+		if c.v < 0 {
+			return bad(c.param, c.v, "negative")
+		}
 	}
-	if s.Size <= 0 {
+	if s.Inline < NoInline {
+		return bad("inline", s.Inline, "negative")
+	}
+	lat := s.Test.latency()
+	if s.Test == AtomicBW {
+		s.Size = 8 // an atomic moves 8 bytes, whatever was asked
+	}
+	if s.Size == 0 {
 		s.Size = 8
-		if !s.Test.latency() {
+		if !lat {
 			s.Size = 65536
 		}
 	}
-	if s.QPs <= 0 {
+	if s.QPs == 0 {
 		s.QPs = 1
 	}
-	if s.Pairs <= 0 {
+	if s.Pairs == 0 {
 		s.Pairs = 1
 	}
-	if s.Iters <= 0 {
+	if s.Iters == 0 {
 		s.Iters = 1000
 	}
-	if s.Warmup < 0 || s.Warmup >= s.Iters {
-		return fmt.Errorf("perf: warmup %d must be in [0, iters %d)", s.Warmup, s.Iters)
+	if s.Warmup >= s.Iters {
+		return bad("warmup", s.Warmup, "want fewer than iters (%d): warmup operations are not measured", s.Iters)
 	}
-	if s.TxDepth <= 0 {
+	switch {
+	case lat && s.TxDepth > 1:
+		return bad("tx_depth", s.TxDepth, "%s keeps one operation outstanding (a ping-pong)", s.Test)
+	case lat && s.CQMod > 1:
+		return bad("cq_mod", s.CQMod, "%s signals every operation (it waits for each one)", s.Test)
+	case lat && s.Random:
+		return bad("random", true, "%s ping-pongs one buffer; random offsets apply to bandwidth tests", s.Test)
+	}
+	if s.TxDepth == 0 {
 		s.TxDepth = 128
-		if s.Test.latency() {
+		if lat {
 			s.TxDepth = 1
 		}
 	}
-	if s.Footprint < s.Size {
+	if s.Footprint == 0 {
 		s.Footprint = max(s.Size, 64)
+	} else if s.Footprint < s.Size {
+		return bad("footprint", s.Footprint, "smaller than one message (size %d)", s.Size)
 	}
 	if s.PageSize == 0 {
 		s.PageSize = 4096
+	} else if s.PageSize&(s.PageSize-1) != 0 || s.PageSize < 4096 || s.PageSize > 1<<30 {
+		return bad("page_size", s.PageSize, "want a power of two from 4K to 1G")
 	}
-	if s.Inline == 0 && (s.Test == WriteLat || s.Test == SendLat) {
+	switch {
+	case s.Inline == NoInline:
+		s.Inline = 0
+	case s.Inline > 0 && s.Test != WriteBW && s.Test != WriteLat && s.Test != SendBW && s.Test != SendLat:
+		return bad("inline", s.Inline, "%s sends no payload with its requests (only WRITE and SEND data goes inline)", s.Test)
+	case s.Inline == 0 && (s.Test == WriteLat || s.Test == SendLat):
 		s.Inline = 220
 	}
 	if s.Limit == 0 {
 		s.Limit = 10 * sim.Second
 	}
-	if s.Threads <= 0 {
+	if s.Threads == 0 {
 		s.Threads = 1
 	}
-	if s.CQMod <= 0 || s.Test.latency() {
+	if s.CQMod == 0 {
 		s.CQMod = 1
 	}
 	if s.TxDepth < s.CQMod {
-		return fmt.Errorf("perf: tx depth %d below the completion moderation %d", s.TxDepth, s.CQMod)
+		return bad("tx_depth", s.TxDepth, "below the completion moderation (cq_mod %d): the queue would fill before a completion frees it", s.CQMod)
 	}
 	return nil
 }
