@@ -16,7 +16,11 @@ import (
 // perfFlags are the perf command's flags: perftest's, with its names and
 // defaults, plus --pcap and --timeout.
 type perfFlags struct {
-	dev, size, conn, atomic, pcap string
+	dev, size, conn, atomic string
+
+	pcap                string // --pcap: the capture's file
+	pcapSnap, pcapFiles int    // --pcap-snaplen, --pcap-filecount
+	pcapFileSize        string // --pcap-filesize
 
 	all, cpuFreq, gbits, noPeak bool
 
@@ -81,7 +85,10 @@ Examples:
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, UC or UD")
 	fl.StringVarP(&f.atomic, "atomic_type", "A", "FETCH_AND_ADD", "atomic_bw's operation: FETCH_AND_ADD or CMP_AND_SWAP")
 	fl.BoolVarP(&f.noPeak, "noPeak", "N", false, "do not compute the peak bandwidth")
-	fl.StringVar(&f.pcap, "pcap", "", "write every frame the NIC sends and receives to this pcap file")
+	fl.StringVar(&f.pcap, "pcap", "", "write every frame the NIC sends and receives to this pcap file (tcpdump -w)")
+	fl.IntVar(&f.pcapSnap, "pcap-snaplen", defaultSnapLen, "with --pcap: bytes kept of each frame, Ethernet header included (tcpdump -s; 0: whole frames); the default keeps every RoCEv2 header and the payload's first bytes")
+	fl.StringVar(&f.pcapFileSize, "pcap-filesize", "", "with --pcap: before writing a frame, start a new file if the current one is over this many million bytes (tcpdump -C; k, m, g: KiB, MiB, GiB); the next files are FILE1, FILE2, ...")
+	fl.IntVar(&f.pcapFiles, "pcap-filecount", 0, "with --pcap-filesize: keep this many files, FILE0 to FILE<n-1>, overwriting the oldest (tcpdump -W)")
 	fl.DurationVar(&f.timeout, "timeout", perftest.DefaultTimeout, "give up when the peer is silent this long")
 	fl.Float64Var(&f.loss, "loss", 0, "drop this fraction of the frames the NIC sends (seeded), to exercise loss recovery against a real peer")
 	return cmd
@@ -131,8 +138,12 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 		return fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
 	}
 	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss}
+	copts, err := f.captureOptions(cmd)
+	if err != nil {
+		return err
+	}
 	if f.pcap != "" {
-		if devs.capture, err = newCapture(f.pcap); err != nil {
+		if devs.capture, err = newCapture(f.pcap, copts); err != nil {
 			return err
 		}
 	}
@@ -149,4 +160,25 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 		return fmt.Errorf("perf %s: %w", cfg.Test, err)
 	}
 	return nil
+}
+
+// captureOptions checks the --pcap-* flags: they bound a capture, so
+// they need --pcap.
+func (f *perfFlags) captureOptions(cmd *cobra.Command) (captureOptions, error) {
+	o := captureOptions{snapLen: f.pcapSnap, fileCount: f.pcapFiles}
+	if f.pcap == "" {
+		for _, name := range []string{"pcap-snaplen", "pcap-filesize", "pcap-filecount"} {
+			if cmd.Flags().Changed(name) {
+				return o, fmt.Errorf("--%s needs --pcap: it bounds a capture", name)
+			}
+		}
+		return o, nil
+	}
+	if f.pcapFileSize != "" {
+		var err error
+		if o.fileSize, err = parseFileSize(f.pcapFileSize); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
