@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/link/udp"
+	"github.com/rnic/rnic/perftest"
 )
 
 // perfLink opens the network port of the device with address addr: a
@@ -68,19 +69,20 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 	return dev, nil
 }
 
-// printCounters writes every device's nonzero counters to errw, as "rnic
-// stat" would have shown them: after a failed run they say where frames
-// went (drops, NAKs, retries) without a second attempt under a debugger.
-func (p *perfDevices) printCounters() {
-	for _, s := range p.stats {
-		st := deviceStats{name: s.dev.Name()}
-		for _, c := range s.dev.Counters() {
-			if c.Value != 0 {
-				st.counters = append(st.counters, c)
-			}
-		}
-		fmt.Fprintln(p.errw, formatStatLine(st))
+// printCounters writes the counters of the run's device, as "rnic stat"
+// (rdma statistic show) shows them, when Run had opened it: all of them,
+// or only those that are not zero.
+func printCounters(w io.Writer, res *perftest.Result, all bool) {
+	if res == nil || res.Counters == nil {
+		return
 	}
+	st := deviceStats{name: res.Device}
+	for _, c := range res.Counters {
+		if all || c.Value != 0 {
+			st.counters = append(st.counters, c)
+		}
+	}
+	fmt.Fprintln(w, formatStatLine(st))
 }
 
 // close closes the control sockets and the capture; the devices are
