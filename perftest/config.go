@@ -93,7 +93,6 @@ type Config struct {
 	Histogram bool // -H: print every latency sample, sorted (latency tests)
 	Unsorted  bool // -U: print every latency sample, unsorted (latency tests)
 
-	TOS          int // -T (negative: unset): refused, as perftest refuses it without rdma_cm (-R)
 	TrafficClass int // --tclass: the GRH traffic class, the IP TOS or traffic class on the wire
 	SL           int // -S: service level, the arbiter's priority level in rnic
 
@@ -133,7 +132,7 @@ type Config struct {
 
 // NewConfig returns perftest's defaults for test t.
 func NewConfig(t Test) Config {
-	return Config{Test: t, Port: DefaultPort, Margin: -1, GIDIndex: -1, Inline: -1, QPTimeout: -1, Conn: rnic.RC, Atomic: FetchAndAdd, QPs: 1, TOS: -1}
+	return Config{Test: t, Port: DefaultPort, Margin: -1, GIDIndex: -1, Inline: -1, QPTimeout: -1, Conn: rnic.RC, Atomic: FetchAndAdd, QPs: 1}
 }
 
 // RateUnits are the units of --rate_limit (--rate_units).
@@ -386,9 +385,6 @@ func (c Config) resolve() (*params, error) {
 	} else if p.CPUUtil {
 		p.warn(" CPU Utilization works only with Duration mode.")
 	}
-	if p.TOS >= 0 {
-		return nil, fmt.Errorf("perftest: -T %d: TOS only valid for rdma_cm based QP and RawEth QP (rnic perf has neither -R nor RawEth; --tclass sets the traffic class)", p.TOS)
-	}
 	if verb == VerbSend && !lat && !p.client && !p.Duplex {
 		p.noPeak = true
 	}
@@ -436,8 +432,6 @@ func (c Config) resolve() (*params, error) {
 func (p *params) checkParser() error {
 	verb, lat := p.Test.Verb(), p.Test.Kind() == LAT
 	switch {
-	case p.TOS > 255:
-		return fmt.Errorf("perftest: TOS %d should be between 0 and 255", p.TOS)
 	case p.SL < 0 || p.SL > maxSL:
 		return fmt.Errorf("perftest: service level %d out of range: only %d service levels", p.SL, maxSL)
 	case p.TrafficClass < 0 || p.TrafficClass > 255:

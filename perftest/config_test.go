@@ -268,8 +268,6 @@ func TestResolveFlagErrors(t *testing.T) {
 		{"-l and -Q", func(c *Config) { c.PostList, c.CQMod, c.Size = 4, 3, 64 }, "post list size 4 must be a multiple of CQ moderation 3"},
 		{"-l past -t", func(c *Config) { c.PostList, c.TxDepth, c.Iters, c.Size = 20, 10, 100, 64 }, "larger than the tx depth"},
 		{"-l 0", func(c *Config) { c.PostList = -1 }, "post list size -1"},
-		{"-T", func(c *Config) { c.TOS = 5 }, "TOS only valid for rdma_cm based QP and RawEth QP"},
-		{"-T 300", func(c *Config) { c.TOS = 300 }, "TOS 300 should be between 0 and 255"},
 		{"-S 16", func(c *Config) { c.SL = 16 }, "only 15 service levels"},
 		{"--tclass 256", func(c *Config) { c.TrafficClass = 256 }, "traffic class 256 out of range"},
 		{"--run_infinitely on latency", func(c *Config) { c.Test, c.RunInfinitely = WriteLat, true }, "run_infinitely exists only in BW tests"},

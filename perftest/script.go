@@ -14,8 +14,10 @@ import (
 //
 //	write_bw, read_bw, atomic_bw: all, connect, all (print), one;
 //	    client: traffic; both: one ("finished"), bw report, close
+//	  with -b: both, per size: one, traffic, (with -a: one), bw report;
+//	    close
 //	send_bw: all, connect, one, all (print); per size: one, traffic
-//	    (with -a: one more); close
+//	    (-b: bw report), (with -a: one more); close
 //	write_lat: one, all, connect, all (print), one; traffic; no close
 //	read_lat: one, all, connect, all (print), one;
 //	    server: close; client: traffic, close
@@ -198,9 +200,12 @@ func (s *session) rdmaBW(ctx context.Context) error {
 			return err
 		}
 		if p.Duplex {
-			// perftest ≥ 4.6 syncs again, then both exchange reports.
-			if err := s.roundOne("sync after the run"); err != nil {
-				return err
+			// With -a, perftest ≥ 4.6 syncs again after each size; then
+			// both sides exchange reports.
+			if p.All {
+				if err := s.roundOne("sync after the run"); err != nil {
+					return err
+				}
 			}
 			if err := s.exchangeDuplex(rep); err != nil {
 				return err

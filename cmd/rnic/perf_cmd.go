@@ -38,7 +38,10 @@ type perfFlags struct {
 }
 
 // newPerfCmd returns "rnic perf <test> [flags] [server]".
-func newPerfCmd() *cobra.Command {
+func newPerfCmd() *cobra.Command { return perfCommand(runPerf) }
+
+// perfCommand returns the perf command with run as what it does.
+func perfCommand(run func(*cobra.Command, *perfFlags, []string) error) *cobra.Command {
 	var f perfFlags
 	tests := make([]string, 0, 7)
 	for _, t := range perftest.Tests() {
@@ -59,15 +62,25 @@ port 18515. With one, it is the client. -d selects the NIC's address (an IP
 address or an interface name; by default the address of the TCP
 connection; two NICs on one host need two addresses, as each binds UDP
 port 4791 on its own). While it runs, "rnic stat" shows the device's
-counters.
+counters; --counters prints them at the end of the run.
+
+As in perftest, the two sides agree on the MTU but not on -s, -a, -b,
+-l or --reversed: give both the same. A server started without the
+client's -a has buffers too small for its larger messages.
+
+--pcap FILE records the NIC's frames for tshark, bounded as tcpdump
+bounds a capture: --pcap-snaplen (tcpdump -s; default 128 bytes, every
+header), --pcap-filesize (tcpdump -C, million bytes) and --pcap-filecount
+(tcpdump -W, a ring of files FILE0...).
 
 Examples:
   rnic perf write_bw -d 127.0.0.1                       # server
   rnic perf write_bw -d 127.0.0.2 -s 4096 127.0.0.1     # client
-  rnic perf send_lat -d 127.0.0.2 -a -n 100 --pcap lat.pcap 127.0.0.1`,
+  rnic perf read_lat -d 127.0.0.1 -a                    # server for the next line
+  rnic perf read_lat -d 127.0.0.2 -a --pcap lat.pcap --pcap-filesize 50 --pcap-filecount 4 127.0.0.1`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPerf(cmd, &f, args)
+			return run(cmd, &f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -99,6 +112,7 @@ Examples:
 	fl.BoolVar(&f.runInf, "run_infinitely", false, "run until interrupted, printing the bandwidth every -D seconds (default 5; bw tests)")
 	fl.BoolVar(&f.mrPerQP, "mr_per_qp", false, "one memory region per QP instead of one for all (bw tests)")
 	fl.BoolVarP(&f.histogram, "report-histogrm", "H", false, "print every latency sample, sorted (latency tests; perftest's spelling)")
+	fl.BoolVar(&f.histogram, "report-histogram", false, "the same as -H, as perftest's help spells it")
 	fl.BoolVarP(&f.unsorted, "report-unsorted", "U", false, "print every latency sample in the order measured (latency tests)")
 	fl.IntVarP(&f.tos, "tos", "T", -1, "perftest's TOS for rdma_cm QPs (-R), which rnic perf does not have: refused; --tclass sets the traffic class")
 	fl.IntVar(&f.tclass, "tclass", 0, "traffic class of the GRH: the IP TOS (IPv4) or traffic class (IPv6) on the wire")
@@ -153,7 +167,7 @@ func (f *perfFlags) config(args []string) (perftest.Config, error) {
 		return c, fmt.Errorf("-u %d: QP timeout out of range [0, 31]", c.QPTimeout)
 	}
 	c.Duplex, c.Reversed, c.PostList, c.Events, c.RunInfinitely = f.duplex, f.reversed, f.postList, f.events, f.runInf
-	c.MRPerQP, c.Histogram, c.Unsorted, c.TOS, c.TrafficClass, c.SL = f.mrPerQP, f.histogram, f.unsorted, f.tos, f.tclass, f.sl
+	c.MRPerQP, c.Histogram, c.Unsorted, c.TrafficClass, c.SL = f.mrPerQP, f.histogram, f.unsorted, f.tclass, f.sl
 	c.CPUUtil, c.OutJSON, c.OutJSONFile, c.BurstSize, c.ReportCounters = f.cpuUtil, f.outJSON, f.outJSONFile, f.burst, f.reportCounters
 	if f.rateLimit != "" {
 		if c.RateLimit, err = strconv.ParseFloat(f.rateLimit, 64); err != nil || c.RateLimit <= 0 {
@@ -176,26 +190,11 @@ var rateFlags = []string{"rate_units", "rate_limit_type", "burst_size"}
 
 // runPerf runs the benchmark until it ends or the user interrupts it.
 func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
-	cfg, err := f.config(args)
+	cfg, copts, err := f.check(cmd, args)
 	if err != nil {
 		return err
-	}
-	if f.rateLimit == "" {
-		for _, name := range rateFlags {
-			if cmd.Flags().Changed(name) {
-				// perftest ignores them without a rate limit; rnic says so.
-				return fmt.Errorf("--%s needs --rate_limit", name)
-			}
-		}
-	}
-	if f.loss < 0 || f.loss >= 1 {
-		return fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
 	}
 	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss}
-	copts, err := f.captureOptions(cmd)
-	if err != nil {
-		return err
-	}
 	if f.pcap != "" {
 		if devs.capture, err = newCapture(f.pcap, copts); err != nil {
 			return err
@@ -220,6 +219,37 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 		printCounters(cmd.OutOrStdout(), res, true)
 	}
 	return nil
+}
+
+// check turns the command line into the run's configuration and the
+// capture's bounds, refusing flags that would mean nothing.
+func (f *perfFlags) check(cmd *cobra.Command, args []string) (perftest.Config, captureOptions, error) {
+	cfg, err := f.config(args)
+	if err != nil {
+		return cfg, captureOptions{}, err
+	}
+	if f.rateLimit == "" {
+		for _, name := range rateFlags {
+			if cmd.Flags().Changed(name) {
+				// perftest ignores them without a rate limit; rnic says so.
+				return cfg, captureOptions{}, fmt.Errorf("--%s needs --rate_limit", name)
+			}
+		}
+	}
+	if cmd.Flags().Changed("tos") {
+		// perftest's -T sets the TOS of rdma_cm QPs (-R) and Raw
+		// Ethernet QPs, neither of which rnic perf has; perftest refuses
+		// it without them, after checking its range.
+		if f.tos < 0 || f.tos > 255 {
+			return cfg, captureOptions{}, fmt.Errorf("-T %d: TOS should be between 0 and 255", f.tos)
+		}
+		return cfg, captureOptions{}, fmt.Errorf("-T %d: TOS only valid for rdma_cm based QP and RawEth QP (rnic perf has neither -R nor RawEth; --tclass sets the traffic class)", f.tos)
+	}
+	if f.loss < 0 || f.loss >= 1 {
+		return cfg, captureOptions{}, fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
+	}
+	copts, err := f.captureOptions(cmd)
+	return cfg, copts, err
 }
 
 // captureOptions checks the --pcap-* flags: they bound a capture, so
