@@ -73,6 +73,14 @@ func (s *session) armEvents() {
 	}
 }
 
+// side names this side in messages: perftest's machine.
+func (s *session) side() string {
+	if s.p.client {
+		return "client"
+	}
+	return "server"
+}
+
 // completionError reports a completion in error (NOTIFY_COMP_ERROR_*),
 // and says what the usual cause is when it is a buffer too small on one
 // side: perftest's two sides do not tell each other -s or -a, so a

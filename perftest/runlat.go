@@ -56,7 +56,7 @@ func (l *latRun) wait(ctx context.Context, cq *rnic.CQ, what string, done uint64
 		return false, l.s.stalled(err, what, done, l.iters)
 	}
 	if wc := l.wc[0]; wc.Status != rnic.WCSuccess {
-		return false, l.s.completionError(what, wc, l.size, done, done)
+		return false, l.s.completionError(l.s.side(), wc, l.size, done, done)
 	}
 	return false, nil
 }

@@ -45,7 +45,8 @@ type Options struct {
 	// both work). The Link serializes its writes, but a *pcap.Writer must
 	// not be used by anything else, another Link included, while the Link
 	// runs (a PacketWriter of one's own may be shared if it locks). After
-	// the first write error the Link stops writing; Err returns it.
+	// the first write error the Link stops writing; Err returns it. Leave
+	// it nil for no capture: a nil *pcap.Writer put in it is not nil.
 	Pcap PacketWriter
 
 	// Func, if set, is called with every frame. Calls are serialized (one
