@@ -25,6 +25,7 @@ type ConnParams struct {
 	QKey            uint32 // UD (0x11111111, perftest's)
 	TrafficClass    uint8
 	HopLimit        uint8
+	SL              uint8 // service level: the arbiter's priority level (0)
 }
 
 // Endpoint returns this QP's side of the exchange, with the PSN it will
@@ -75,7 +76,7 @@ func (qp *QP) Connect(peer Endpoint, p ConnParams) error {
 			modifyStep{QPAttr{State: QPSRTR}, QPAttrState},
 			modifyStep{QPAttr{State: QPSRTS, SQPSN: p.PSN}, QPAttrState | QPAttrSQPSN})
 	default:
-		ah := AHAttr{DGID: peer.GID, TrafficClass: p.TrafficClass, HopLimit: p.HopLimit}
+		ah := AHAttr{DGID: peer.GID, TrafficClass: p.TrafficClass, HopLimit: p.HopLimit, SL: p.SL}
 		rtr := QPAttr{State: QPSRTR, AH: ah, PathMTU: p.MTU, DestQPN: peer.QPN, RQPSN: peer.PSN}
 		rtrMask := QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
 		rts := QPAttr{State: QPSRTS, SQPSN: p.PSN}

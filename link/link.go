@@ -100,6 +100,18 @@ type Poller interface {
 	Poll() int
 }
 
+// WireWriter is implemented by links whose transport writes header
+// fields of a frame itself, with values other than the frame's: fields the
+// ICRC masks, such as the UDP checksum a kernel socket computes. A tap
+// that records what went on the wire (link/sniff) calls WireHeaders on its
+// own copy of each frame; the NIC's frames are never changed.
+type WireWriter interface {
+	// WireHeaders rewrites, in place, the header fields of frame that the
+	// link's transport writes to the values the wire carries. sent says
+	// whether the frame was handed to Send or delivered by the link.
+	WireHeaders(frame []byte, sent bool)
+}
+
 // Addresser is implemented by links that know the IP address they carry
 // frames for; a NIC opened on one takes it as its GID 0 by default.
 type Addresser interface {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -43,6 +44,9 @@ const (
 	defQKey       = 0x11111111
 	atomicAdd     = 1 // ATOMIC_ADD_VALUE
 	atomicSwap    = 0 // ATOMIC_SWAP_VALUE (compare is 0 too)
+	maxSL         = 15
+	defDuration   = 5 // DEF_DURATION: --run_infinitely's report interval
+	defJSONFile   = "perftest_out.json"
 )
 
 // Config is a test's parameters: perftest's command line. Start from
@@ -79,6 +83,35 @@ type Config struct {
 	ReportGbits bool // --report_gbits: Gb/s instead of MB/s
 	NoPeak      bool // -N: do not compute the peak bandwidth
 
+	Duplex        bool // -b: bidirectional (bw tests): both sides send
+	Reversed      bool // --reversed: the server sends, the client receives (both sides give it)
+	PostList      int  // -l: post lists of this many work requests (bw tests; 0: 1)
+	Events        bool // -e: sleep on CQ events instead of polling (not WRITE tests)
+	RunInfinitely bool // --run_infinitely: run until stopped, a report every Duration (5) seconds (bw tests)
+	MRPerQP       bool // --mr_per_qp: one memory region per QP instead of one shared
+
+	Histogram bool // -H: print every latency sample, sorted (latency tests)
+	Unsorted  bool // -U: print every latency sample, unsorted (latency tests)
+
+	TrafficClass int // --tclass: the GRH traffic class, the IP TOS or traffic class on the wire
+	SL           int // -S: service level, the arbiter's priority level in rnic
+
+	CPUUtil     bool   // --cpu_util: CPU utilization in the report (-D runs)
+	OutJSON     bool   // --out_json: write the report as JSON too
+	OutJSONFile string // --out_json_file (empty: perftest_out.json)
+
+	// The software rate limiter (--rate_limit, --rate_units,
+	// --rate_limit_type, --burst_size).
+	RateLimit     float64       // messages, MB/s or Gb/s (0: no limiter)
+	RateUnits     RateUnits     // (0: Gb/s)
+	RateLimitType RateLimitType // (0: as perftest, HW, which falls back to SW on RoCE)
+	BurstSize     int           // messages per burst (0: the tx depth)
+
+	// ReportCounters is -W: counters whose change is printed after each
+	// result line, comma-separated, as paths in a port's sysfs directory
+	// (hw_counters/out_of_sequence, counters/port_xmit_data).
+	ReportCounters string
+
 	// Open opens the device that carries the traffic, for the local
 	// address. Run closes it when it returns. Required.
 	Open func(local netip.Addr) (*rnic.Device, error)
@@ -102,21 +135,85 @@ func NewConfig(t Test) Config {
 	return Config{Test: t, Port: DefaultPort, Margin: -1, GIDIndex: -1, Inline: -1, QPTimeout: -1, Conn: rnic.RC, Atomic: FetchAndAdd, QPs: 1}
 }
 
+// RateUnits are the units of --rate_limit (--rate_units).
+type RateUnits int
+
+const (
+	RateGbps RateUnits = iota // g: Gb/s (perftest's default)
+	RateMBps                  // M: MiB/s
+	RatePps                   // p: messages per second
+)
+
+// ParseRateUnits parses --rate_units: M, g or p.
+func ParseRateUnits(s string) (RateUnits, error) {
+	switch s {
+	case "g":
+		return RateGbps, nil
+	case "M":
+		return RateMBps, nil
+	case "p":
+		return RatePps, nil
+	}
+	return 0, fmt.Errorf("perftest: invalid rate limit units %q: please use M, g or p", s)
+}
+
+// RateLimitType is --rate_limit_type.
+type RateLimitType int
+
+const (
+	RateLimitDefault RateLimitType = iota // not given: HW, which falls back to SW on a RoCE port
+	RateLimitSW                           // SW: perftest's own limiter, bursts with gaps
+	RateLimitHW                           // HW: the QP's static rate; refused, rnic has none
+	RateLimitPP                           // PP: packet pacing; refused, Raw Ethernet only
+)
+
+// ParseRateLimitType parses --rate_limit_type: HW, SW or PP.
+func ParseRateLimitType(s string) (RateLimitType, error) {
+	switch s {
+	case "SW":
+		return RateLimitSW, nil
+	case "HW":
+		return RateLimitHW, nil
+	case "PP":
+		return RateLimitPP, nil
+	}
+	return 0, fmt.Errorf("perftest: invalid rate limit type %q: please use HW, SW or PP", s)
+}
+
+// hwRates are the rates an HW rate limit may be given in, in Gb/s (the
+// ibv_rate values perftest accepts).
+var hwRates = []float64{2.5, 5, 10, 14, 20, 25, 30, 40, 56, 60, 80, 100, 112, 120, 168, 200, 300}
+
 // params are the parameters in force: Config after perftest's defaults
 // and dependencies (parser, force_dependecies), then the exchange.
 type params struct {
 	Config
-	client   bool
-	duration bool
-	iters    int // per QP; 0 in duration mode
-	margin   int
-	txDepth  int
-	rxDepth  int
-	cqMod    int
-	inline   int
-	noPeak   bool
-	outReads int
-	gidIndex int
+	// client is perftest's machine == CLIENT: the side that sends (the
+	// TCP client, or with --reversed the TCP server). tcpClient is the
+	// side with a server name: it connects, and writes first in every
+	// exchange step.
+	client    bool
+	tcpClient bool
+	duration  bool
+	iters     int // per QP; 0 in duration mode
+	margin    int
+	txDepth   int
+	rxDepth   int
+	cqMod     int
+	inline    int
+	noPeak    bool
+	outReads  int
+	gidIndex  int
+	postList  int
+
+	rateType  RateLimitType // in force: none (0), SW
+	rateHWSW  bool          // an HW limit (the default type) that falls back to SW at connect
+	burstSize int
+	cpuUtil   bool // --cpu_util in a -D run
+
+	// What perftest prints while it checks its parameters, to stdout and
+	// stderr: Run prints it first.
+	notes, warnings []string
 
 	cycleBuffer int // the larger of both sides'
 	cacheLine   int
@@ -132,7 +229,8 @@ func (c Config) resolve() (*params, error) {
 	if c.Open == nil {
 		return nil, errors.New("perftest: Config.Open is required")
 	}
-	p := &params{Config: c, client: c.Peer != "", cycleBuffer: defPageSize, cacheLine: defCacheLine}
+	p := &params{Config: c, tcpClient: c.Peer != "", cycleBuffer: defPageSize, cacheLine: defCacheLine}
+	p.client = p.tcpClient != c.Reversed // perftest's "fan-in addition"
 	if p.Conn == 0 {
 		p.Conn = rnic.RC
 	}
@@ -142,7 +240,13 @@ func (c Config) resolve() (*params, error) {
 	if p.QPs == 0 {
 		p.QPs = 1
 	}
+	if p.PostList == 0 {
+		p.PostList = 1
+	}
 	verb, lat := t.Verb(), t.Kind() == LAT
+	if err := p.checkParser(); err != nil {
+		return nil, err
+	}
 	switch {
 	case p.Port < 1 || p.Port > 65535:
 		return nil, fmt.Errorf("perftest: port %d out of range", p.Port)
@@ -226,14 +330,8 @@ func (c Config) resolve() (*params, error) {
 	}
 	p.gidIndex = max(p.GIDIndex, 0)
 	p.noPeak = p.NoPeak
-	p.duration = p.Duration > 0
+	p.duration = p.Duration > 0 && !p.RunInfinitely
 	p.margin = p.Margin
-	if p.duration && p.margin < 0 {
-		p.margin = p.Duration / 4
-	}
-	if p.duration && !(p.Duration > 2*p.margin) {
-		return nil, fmt.Errorf("perftest: duration %d must be more than twice the margin %d", p.Duration, p.margin)
-	}
 	p.inline = defaultInline(t, p.Conn, p.Inline)
 
 	// Dependencies (force_dependecies), in perftest's order.
@@ -246,19 +344,73 @@ func (c Config) resolve() (*params, error) {
 			p.rxDepth = min(p.iters, ucMaxRx)
 		}
 	}
-	if p.Size > cqModOffSize && p.Conn != rnic.UD && !p.All && p.CQMod == 0 {
-		p.cqMod = 1
+	// CQ moderation is off for large messages, except on UD, with -a
+	// (one value for every size) and with events.
+	if p.Size > cqModOffSize && p.Conn != rnic.UD && !p.All && !p.Events {
+		if p.CQMod == 0 {
+			p.cqMod = 1
+		} else if p.cqMod > 1 {
+			p.note("Warning: Large message requested and CQ moderation enabled\nWarning: It can lead to inaccurate results")
+		}
 	}
 	p.cqMod = min(p.cqMod, p.txDepth)
 	if p.All {
 		p.Size = maxSize
 	}
+	p.postList = p.PostList
+	if p.postList > 1 {
+		switch {
+		case lat:
+			return nil, errors.New("perftest: post list is supported in BW tests only")
+		case !p.duration && p.iters%p.postList != 0:
+			return nil, fmt.Errorf("perftest: number of iterations %d must be a multiple of post list size %d", p.iters, p.postList)
+		case p.CQMod == 0:
+			p.cqMod = p.postList
+			p.note("Post List requested - CQ moderation will be the size of the post list")
+		case p.postList%p.cqMod != 0:
+			return nil, fmt.Errorf("perftest: post list size %d must be a multiple of CQ moderation %d", p.postList, p.cqMod)
+		}
+		if p.postList > p.txDepth {
+			// perftest would wait forever for room for a whole list.
+			return nil, fmt.Errorf("perftest: post list size %d is larger than the tx depth %d: no list would fit", p.postList, p.txDepth)
+		}
+	}
 	if p.duration {
 		p.iters = 0
 		p.noPeak = true
+		if p.Events {
+			return nil, errors.New("perftest: duration mode doesn't work with events")
+		}
+		p.cpuUtil = p.CPUUtil
+	} else if p.CPUUtil {
+		p.warn(" CPU Utilization works only with Duration mode.")
 	}
-	if verb == VerbSend && !lat && !p.client {
+	if verb == VerbSend && !lat && !p.client && !p.Duplex {
 		p.noPeak = true
+	}
+	if p.RunInfinitely {
+		p.noPeak = true
+		switch {
+		case p.Events:
+			return nil, errors.New("perftest: run_infinitely does not support events feature yet")
+		case lat:
+			return nil, errors.New("perftest: run_infinitely exists only in BW tests for now")
+		case p.Duplex && verb == VerbSend:
+			return nil, errors.New("perftest: run_infinitely mode is not supported in SEND Bidirectional BW test")
+		case p.RateLimit > 0:
+			return nil, errors.New("perftest: run_infinitely does not support rate limit feature yet")
+		case p.All:
+			// perftest's --run_infinitely silently replaces -a.
+			return nil, errors.New("perftest: --run_infinitely and -a (all sizes) exclude each other")
+		}
+		if p.Duration == 0 {
+			p.Duration = defDuration // the report interval
+		}
+		p.duration = true
+		p.iters = 0
+	}
+	if err := p.resolveRateLimit(); err != nil {
+		return nil, err
 	}
 	if verb == VerbSend && p.rxDepth%2 == 1 && !p.All {
 		p.rxDepth++
@@ -266,8 +418,110 @@ func (c Config) resolve() (*params, error) {
 	if !p.duration && p.iters > noPeakIters && !lat {
 		p.noPeak = true
 	}
+	if p.duration && p.Margin < 0 {
+		p.margin = p.Duration / 4
+	}
+	if p.duration && !(p.Duration > 2*p.margin) {
+		return nil, fmt.Errorf("perftest: duration %d must be more than twice the margin %d", p.Duration, p.margin)
+	}
 	return p, nil
 }
+
+// checkParser applies the checks perftest's parser makes on the flags
+// this package added to its first set.
+func (p *params) checkParser() error {
+	verb, lat := p.Test.Verb(), p.Test.Kind() == LAT
+	switch {
+	case p.SL < 0 || p.SL > maxSL:
+		return fmt.Errorf("perftest: service level %d out of range: only %d service levels", p.SL, maxSL)
+	case p.TrafficClass < 0 || p.TrafficClass > 255:
+		return fmt.Errorf("perftest: traffic class %d out of range [0, 255]", p.TrafficClass)
+	case p.Events && verb == VerbWrite:
+		return errors.New("perftest: events feature not available on WRITE verb")
+	case p.Duplex && lat:
+		return errors.New("perftest: bidirectional is only available in BW test")
+	case p.Histogram && !lat:
+		return errors.New("perftest: -H (report histogram) available only on latency tests")
+	case p.Unsorted && !lat:
+		return errors.New("perftest: -U (report unsorted) available only on latency tests")
+	case p.PostList < 1:
+		return fmt.Errorf("perftest: post list size %d must be at least 1", p.PostList)
+	case p.RateLimit < 0 || p.RateLimit == 0 && (p.RateLimitType != RateLimitDefault || p.RateUnits != RateGbps):
+		return errors.New("perftest: rate limit must be positive (--rate_limit)")
+	case p.RateUnits < RateGbps || p.RateUnits > RatePps:
+		return fmt.Errorf("perftest: invalid rate limit units %d", p.RateUnits)
+	case p.RateLimitType < RateLimitDefault || p.RateLimitType > RateLimitPP:
+		return fmt.Errorf("perftest: invalid rate limit type %d", p.RateLimitType)
+	case p.BurstSize < 0:
+		return fmt.Errorf("perftest: burst size %d must be non-negative", p.BurstSize)
+	case p.OutJSONFile != "" && !p.OutJSON:
+		// perftest writes no file without --out_json; rnic says so.
+		return errors.New("perftest: --out_json_file needs --out_json")
+	}
+	return nil
+}
+
+// resolveRateLimit applies perftest's rules for the rate limiter: an HW
+// limit (the default type) needs a rate of the ibv_rate table and no
+// packet units, and on a RoCE port falls back to the software limiter
+// (with perftest's message, printed at connect); asked for explicitly, it
+// is refused, as the QP refuses it, and packet pacing is Raw Ethernet's.
+func (p *params) resolveRateLimit() error {
+	verb, lat := p.Test.Verb(), p.Test.Kind() == LAT
+	t := p.RateLimitType
+	if p.RateLimit > 0 && t == RateLimitDefault {
+		t = RateLimitHW
+	}
+	if p.BurstSize > 0 && t == RateLimitDefault {
+		return errors.New("perftest: can't enable burst mode when rate limiter is off (--burst_size without --rate_limit)")
+	}
+	p.burstSize = p.BurstSize
+	if p.burstSize == 0 {
+		if t == RateLimitSW {
+			p.warn(fmt.Sprintf(" Setting burst size to tx depth = %d", p.txDepth))
+		}
+		p.burstSize = p.txDepth
+	}
+	switch t {
+	case RateLimitSW:
+		if !(p.Test.Kind() == BW) || verb == VerbAtomic || (verb == VerbSend && p.Duplex) {
+			return errors.New("perftest: SW rate limiter cannot be executed on non-BW, ATOMIC or bidirectional SEND tests")
+		}
+		p.rateType = RateLimitSW
+	case RateLimitHW:
+		var gbps float64
+		switch p.RateUnits {
+		case RateMBps:
+			gbps = p.RateLimit * 8 * 1024 * 1024 / 1e9
+		case RateGbps:
+			gbps = p.RateLimit
+		case RatePps:
+			return errors.New("perftest: pps rate limit units is not supported when setting HW rate limit")
+		}
+		if gbps > 0 && !slices.Contains(hwRates, p.RateLimit) {
+			return fmt.Errorf("perftest: unknown rate limit value %g: an HW rate limit is one of %v Gb/s (--rate_limit_type SW takes any)", p.RateLimit, hwRates)
+		}
+		if p.RateLimitType == RateLimitHW {
+			return errors.New("perftest: --rate_limit_type HW: the QP failed to accept HW rate limit (rnic has no hardware rate limiter, and a RoCE port takes none); use --rate_limit_type SW")
+		}
+		// perftest on RoCE: "The QP failed to accept HW rate limit,
+		// providing SW rate limit". Where its SW limiter would not run,
+		// rnic refuses rather than ignore the limit.
+		if lat || (verb == VerbSend && p.Duplex) {
+			return errors.New("perftest: the rate limit falls back to the SW rate limiter, which runs only in BW tests that are not bidirectional SEND")
+		}
+		p.rateType, p.rateHWSW = RateLimitSW, true
+	case RateLimitPP:
+		return errors.New("perftest: --rate_limit_type PP: packet pacing is only supported for Raw Ethernet")
+	}
+	return nil
+}
+
+// note records a line perftest prints on stdout after a result line.
+func (p *params) note(s string) { p.notes = append(p.notes, s) }
+
+// warn records a line perftest prints on stderr.
+func (p *params) warn(s string) { p.warnings = append(p.warnings, s) }
 
 // defaultInline is ctx_set_max_inline for a device perftest knows: the
 // user's value, or 220 (write) / 236 (send; 188 on UD) for latency tests

@@ -158,3 +158,144 @@ func TestParsers(t *testing.T) {
 		t.Error("ParseAtomicType(ADD) succeeded")
 	}
 }
+
+// TestResolveFlags checks the flags perftest's scripts use: what each
+// sets in force, and the lines perftest prints about them.
+func TestResolveFlags(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   func(*Config)
+		check func(t *testing.T, p *params)
+	}{
+		{"-l 4 sets the CQ moderation", func(c *Config) { c.Size, c.PostList = 64, 4 }, func(t *testing.T, p *params) {
+			if p.postList != 4 || p.cqMod != 4 || len(p.notes) != 1 || !strings.Contains(p.notes[0], "CQ moderation will be the size of the post list") {
+				t.Errorf("post list %d, cq_mod %d, notes %q", p.postList, p.cqMod, p.notes)
+			}
+		}},
+		{"-l 8 -Q 4", func(c *Config) { c.Size, c.PostList, c.CQMod = 64, 8, 4 }, func(t *testing.T, p *params) {
+			if p.postList != 8 || p.cqMod != 4 || len(p.notes) != 0 {
+				t.Errorf("post list %d, cq_mod %d, notes %q", p.postList, p.cqMod, p.notes)
+			}
+		}},
+		{"-e keeps CQ moderation on large messages", func(c *Config) { c.Test, c.Events = ReadBW, true }, func(t *testing.T, p *params) {
+			if p.cqMod != 100 {
+				t.Errorf("cq_mod %d, want 100", p.cqMod)
+			}
+		}},
+		{"-Q on large messages warns", func(c *Config) { c.CQMod = 10 }, func(t *testing.T, p *params) {
+			if p.cqMod != 10 || len(p.notes) != 1 || !strings.Contains(p.notes[0], "Large message requested and CQ moderation enabled") {
+				t.Errorf("cq_mod %d, notes %q", p.cqMod, p.notes)
+			}
+		}},
+		{"--reversed client", func(c *Config) { c.Reversed = true }, func(t *testing.T, p *params) {
+			if p.client || !p.tcpClient {
+				t.Errorf("client %v, tcp client %v: want the data server and the TCP client", p.client, p.tcpClient)
+			}
+		}},
+		{"--reversed server", func(c *Config) { c.Reversed, c.Peer = true, "" }, func(t *testing.T, p *params) {
+			if !p.client || p.tcpClient {
+				t.Errorf("client %v, tcp client %v: want the data client and the TCP server", p.client, p.tcpClient)
+			}
+		}},
+		{"send_bw -b server computes the peak", func(c *Config) { c.Test, c.Peer, c.Duplex = SendBW, "", true }, func(t *testing.T, p *params) {
+			if p.noPeak {
+				t.Error("noPeak: perftest's send_bw server skips the peak only without -b")
+			}
+		}},
+		{"--run_infinitely", func(c *Config) { c.RunInfinitely = true }, func(t *testing.T, p *params) {
+			if !p.duration || p.Duration != 5 || p.margin != 1 || !p.noPeak || p.iters != 0 {
+				t.Errorf("duration %v/%d margin %d noPeak %v iters %d", p.duration, p.Duration, p.margin, p.noPeak, p.iters)
+			}
+		}},
+		{"--cpu_util without -D warns", func(c *Config) { c.CPUUtil = true }, func(t *testing.T, p *params) {
+			if p.cpuUtil || len(p.warnings) != 1 || !strings.Contains(p.warnings[0], "CPU Utilization works only with Duration mode") {
+				t.Errorf("cpuUtil %v, warnings %q", p.cpuUtil, p.warnings)
+			}
+		}},
+		{"--cpu_util -D", func(c *Config) { c.CPUUtil, c.Duration = true, 4 }, func(t *testing.T, p *params) {
+			if !p.cpuUtil {
+				t.Error("cpu_util off")
+			}
+		}},
+		{"--rate_limit_type SW", func(c *Config) { c.RateLimit, c.RateLimitType, c.RateUnits = 1000, RateLimitSW, RatePps }, func(t *testing.T, p *params) {
+			if p.rateType != RateLimitSW || p.rateHWSW || p.burstSize != 128 || len(p.warnings) != 1 || p.warnings[0] != " Setting burst size to tx depth = 128" {
+				t.Errorf("rate type %v (HW fallback %v), burst %d, warnings %q", p.rateType, p.rateHWSW, p.burstSize, p.warnings)
+			}
+		}},
+		{"--rate_limit 10: HW, falls back to SW", func(c *Config) { c.RateLimit = 10 }, func(t *testing.T, p *params) {
+			if p.rateType != RateLimitSW || !p.rateHWSW || p.burstSize != 128 || len(p.warnings) != 0 {
+				t.Errorf("rate type %v (HW fallback %v), burst %d, warnings %q", p.rateType, p.rateHWSW, p.burstSize, p.warnings)
+			}
+		}},
+		{"--burst_size", func(c *Config) { c.RateLimit, c.RateLimitType, c.BurstSize = 5, RateLimitSW, 16 }, func(t *testing.T, p *params) {
+			if p.burstSize != 16 {
+				t.Errorf("burst %d", p.burstSize)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewConfig(WriteBW)
+			c.Peer, c.Open = "server", noOpen
+			tt.cfg(&c)
+			p, err := c.resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, p)
+		})
+	}
+}
+
+// TestResolveFlagErrors checks that each flag is refused where perftest
+// refuses it, with perftest's reason, and where rnic cannot do what it
+// asks, saying why; the refusals were compared with the messages of
+// perftest 4.5-0.17's own binaries.
+func TestResolveFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"-b on latency", func(c *Config) { c.Test, c.Duplex = ReadLat, true }, "bidirectional is only available in BW test"},
+		{"-e on write", func(c *Config) { c.Events = true }, "events feature not available on WRITE verb"},
+		{"-e on write_lat", func(c *Config) { c.Test, c.Events = WriteLat, true }, "events feature not available on WRITE verb"},
+		{"-e with -D", func(c *Config) { c.Test, c.Events, c.Duration = ReadBW, true, 4 }, "duration mode doesn't work with events"},
+		{"-H on bw", func(c *Config) { c.Histogram = true }, "available only on latency tests"},
+		{"-U on bw", func(c *Config) { c.Unsorted = true }, "available only on latency tests"},
+		{"-l on latency", func(c *Config) { c.Test, c.PostList = SendLat, 2 }, "post list is supported in BW tests only"},
+		{"-l and -n", func(c *Config) { c.PostList, c.Iters, c.Size = 3, 100, 64 }, "number of iterations 100 must be a multiple of post list size 3"},
+		{"-l and -Q", func(c *Config) { c.PostList, c.CQMod, c.Size = 4, 3, 64 }, "post list size 4 must be a multiple of CQ moderation 3"},
+		{"-l past -t", func(c *Config) { c.PostList, c.TxDepth, c.Iters, c.Size = 20, 10, 100, 64 }, "larger than the tx depth"},
+		{"-l 0", func(c *Config) { c.PostList = -1 }, "post list size -1"},
+		{"-S 16", func(c *Config) { c.SL = 16 }, "only 15 service levels"},
+		{"--tclass 256", func(c *Config) { c.TrafficClass = 256 }, "traffic class 256 out of range"},
+		{"--run_infinitely on latency", func(c *Config) { c.Test, c.RunInfinitely = WriteLat, true }, "run_infinitely exists only in BW tests"},
+		{"--run_infinitely -e", func(c *Config) { c.Test, c.RunInfinitely, c.Events = ReadBW, true, true }, "run_infinitely does not support events"},
+		{"--run_infinitely send -b", func(c *Config) { c.Test, c.RunInfinitely, c.Duplex = SendBW, true, true }, "not supported in SEND Bidirectional BW test"},
+		{"--run_infinitely rate", func(c *Config) { c.RunInfinitely, c.RateLimit, c.RateLimitType = true, 5, RateLimitSW }, "run_infinitely does not support rate limit"},
+		{"--run_infinitely -a", func(c *Config) { c.RunInfinitely, c.All = true, true }, "exclude each other"},
+		{"--out_json_file alone", func(c *Config) { c.OutJSONFile = "x.json" }, "--out_json_file needs --out_json"},
+		{"rate HW", func(c *Config) { c.RateLimit, c.RateLimitType = 10, RateLimitHW }, "failed to accept HW rate limit"},
+		{"rate PP", func(c *Config) { c.RateLimit, c.RateLimitType = 10, RateLimitPP }, "only supported for Raw Ethernet"},
+		{"rate HW value", func(c *Config) { c.RateLimit = 3 }, "unknown rate limit value 3"},
+		{"rate HW pps", func(c *Config) { c.RateLimit, c.RateUnits = 1000, RatePps }, "pps rate limit units is not supported when setting HW rate limit"},
+		{"rate SW atomic", func(c *Config) { c.Test, c.RateLimit, c.RateLimitType = AtomicBW, 5, RateLimitSW }, "SW rate limiter cannot be executed on non-BW, ATOMIC"},
+		{"rate SW latency", func(c *Config) { c.Test, c.RateLimit, c.RateLimitType = ReadLat, 5, RateLimitSW }, "non-BW"},
+		{"rate SW send -b", func(c *Config) { c.Test, c.RateLimit, c.RateLimitType, c.Duplex = SendBW, 5, RateLimitSW, true }, "bidirectional SEND"},
+		{"rate fallback latency", func(c *Config) { c.Test, c.RateLimit = ReadLat, 10 }, "runs only in BW tests"},
+		{"rate type alone", func(c *Config) { c.RateLimitType = RateLimitSW }, "rate limit must be positive"},
+		{"burst alone", func(c *Config) { c.BurstSize = 4 }, "can't enable burst mode when rate limiter is off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewConfig(WriteBW)
+			c.Peer, c.Open = "server", noOpen
+			tt.cfg(&c)
+			_, err := c.resolve()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

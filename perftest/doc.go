@@ -14,7 +14,16 @@
 // are perftest's (Config mirrors struct perftest_parameters); the
 // dependencies between them (tx depth capped at the iterations, CQ
 // moderation capped at the tx depth, ...) are applied as perftest's
-// force_dependecies does.
+// force_dependecies does, and a flag perftest refuses is refused with its
+// reason.
+//
+// As in perftest, the side that connects (and writes first in each
+// exchange step) and the side that sends the test's traffic are two
+// things: --reversed (Config.Reversed, on both sides) makes the server
+// send. -b (Duplex) makes both send, with perftest's extra
+// synchronization and report exchange, each side printing the sum. The
+// two sides do not tell each other -s, -a, -b, -l or --reversed: both
+// must be given the same.
 //
 // # Out-of-band exchange
 //

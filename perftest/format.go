@@ -3,6 +3,7 @@ package perftest
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,12 @@ func printTestInfo(w io.Writer, p *params, dev string) {
 		title += p.Atomic.String() + " "
 	}
 	if t.Kind() == BW {
+		if p.Duplex {
+			title += "Bidirectional "
+		}
+		if p.postList > 1 {
+			title += "Post List "
+		}
 		title += "BW "
 	} else {
 		title += "Latency "
@@ -45,6 +52,9 @@ func printTestInfo(w io.Writer, p *params, dev string) {
 	var b strings.Builder
 	b.WriteString(resultLine)
 	fmt.Fprintf(&b, "                    %s\n", title)
+	if p.Events {
+		fmt.Fprintf(&b, " Test with events. Using %s_comp0\n", dev)
+	}
 	fmt.Fprintf(&b, " Dual-port       : OFF\t\tDevice         : %s\n", dev)
 	fmt.Fprintf(&b, " Number of qps   : %d\t\tTransport type : IB\n", p.QPs)
 	fmt.Fprintf(&b, " Connection type : %s\t\tUsing SRQ      : OFF\n", p.Conn)
@@ -52,10 +62,13 @@ func printTestInfo(w io.Writer, p *params, dev string) {
 	// the buffer for the peer's last byte.
 	fmt.Fprintf(&b, " PCIe relax order: %s\n", onOff(t != WriteLat))
 	b.WriteString(" ibv_wr* API     : OFF\n")
-	if p.client {
+	if p.client || p.Duplex {
 		fmt.Fprintf(&b, " TX depth        : %d\n", p.txDepth)
 	}
-	if verb == VerbSend && !p.client {
+	if p.postList > 1 {
+		fmt.Fprintf(&b, " Post List       : %d\n", p.postList)
+	}
+	if verb == VerbSend && (!p.client || p.Duplex) {
 		fmt.Fprintf(&b, " RX depth        : %d\n", p.rxDepth)
 	}
 	if t.Kind() == BW {
@@ -121,6 +134,46 @@ func formatBW(r BWReport, gbits bool) string {
 	return fmt.Sprintf(" %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n", r.Size, r.Iters, r.BWPeak, r.BWAvg, r.MsgRate)
 }
 
+// withCPU ends a result line with the CPU utilization (REPORT_EXT_CPU_UTIL).
+func withCPU(line string, cpu float64) string {
+	return strings.TrimSuffix(line, "\n") + fmt.Sprintf("\t    %-3.2f\n", cpu)
+}
+
+// withCPUHeader ends a table header with the CPU column (RESULT_EXT_CPU_UTIL).
+func withCPUHeader(h string) string {
+	return strings.TrimSuffix(h, "\n") + "    CPU_Util[%]\n"
+}
+
+// latSamples prints a latency run's samples as print_report_lat does:
+// with -U every sample in the order measured, with -H the samples
+// sorted, the slowest two left out; each as "n, microseconds" under a
+// "#, usec" line, the value as C's %g prints it.
+func latSamples(r LatReport, unsorted, histogram bool) string {
+	var b strings.Builder
+	q := cyclesPerUsec * float64(r.rtt)
+	if unsorted {
+		b.WriteString("#, usec\n")
+		for i, d := range r.samples {
+			fmt.Fprintf(&b, "%d, %s\n", i+1, cG(float64(d)/q))
+		}
+	}
+	if histogram {
+		sorted := slices.Clone(r.samples)
+		slices.Sort(sorted)
+		b.WriteString("#, usec\n")
+		for i, d := range sorted[:max(len(sorted)-latMeasureTail, 0)] {
+			fmt.Fprintf(&b, "%d, %s\n", i+1, cG(float64(d)/q))
+		}
+	}
+	return b.String()
+}
+
+// cG formats v as C's printf("%g"): six significant digits, no trailing
+// zeros, an exponent below 1e-4 and from 1e6.
+func cG(v float64) string {
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
 // LatReport is a latency result in microseconds (print_report_lat).
 type LatReport struct {
 	Size    int
@@ -135,6 +188,9 @@ type LatReport struct {
 	// Duration-mode results (-D): the average and transactions per second.
 	Duration bool
 	TPS      float64
+
+	samples []int64 // the times between posts, ns, in the order measured (-H, -U)
+	rtt     int     // 2 for a ping-pong, 1 for READ and atomics
 }
 
 // latTableHeader returns the latency table's header line.

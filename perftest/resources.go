@@ -9,7 +9,7 @@ import (
 )
 
 // resources are the verbs objects of one side (ctx_init): one PD, a send
-// CQ and a receive CQ shared by the QPs, and per QP a registered buffer.
+// CQ and a receive CQ shared by the QPs, and the registered buffers.
 type resources struct {
 	p      *params
 	dev    *rnic.Device
@@ -20,14 +20,20 @@ type resources struct {
 	access rnic.Access
 }
 
-// qpRes is one QP and its buffer. The buffer has perftest's layout (with
-// --mr_per_qp): the first half is what this side sends or reads into, the
-// second half, at VAddr = start + BUFF_SIZE, is what the peer writes,
-// reads or receives into.
+// qpRes is one QP and its part of the buffers, laid out as perftest lays
+// them out (alloc_ctx, create_mr, set_up_connection, ctx_set_recv_wqes).
+// Without --mr_per_qp one region holds every QP's buffers: QP i sends
+// from (or reads into) base + i·BUFF_SIZE, and the peer reaches it at
+// base + (qps+i)·BUFF_SIZE. With --mr_per_qp each QP has its own region,
+// sends from its start and is reached at start + BUFF_SIZE. A send test
+// receives at base + (qps+i)·INC(BUFF_SIZE) (shared) or at the region's
+// start (per QP), past room for the GRH on UD.
 type qpRes struct {
 	qp       *rnic.QP
 	mr       *rnic.MR
-	buffSize int // BUFF_SIZE(size, cycle_buffer): the offset of the second half
+	buffSize int    // BUFF_SIZE(size, cycle_buffer)
+	buf      uint64 // ctx->buf[i]
+	recv     uint64 // the first receive buffer
 	ah       *rnic.AH
 	my, rem  Dest
 }
@@ -77,18 +83,42 @@ func newResources(p *params, dev *rnic.Device) (*resources, error) {
 	if p.Test.Verb() == VerbSend {
 		recvWR = p.rxDepth
 	}
-	for range nq {
-		q := &qpRes{buffSize: buffSize(p.Size, p.cycleBuffer)}
-		n := inc(q.buffSize, p.cacheLine) * 2
-		if p.Conn == rnic.UD {
-			n += p.cacheLine
-		}
-		buf := alignedBuffer(n, p.cycleBuffer)
+	bs := buffSize(p.Size, p.cycleBuffer)
+	perQP := inc(bs, p.cacheLine) * 2 // one QP's part: what it sends and what the peer reaches
+	regions := 1
+	regionLen := perQP * nq
+	if p.MRPerQP {
+		regions, regionLen = nq, perQP
+	}
+	if p.Conn == rnic.UD {
+		regionLen += p.cacheLine
+	}
+	mrs := make([]*rnic.MR, regions)
+	for i := range mrs {
+		buf := alignedBuffer(regionLen, p.cycleBuffer)
 		if p.Test != WriteLat { // write_lat polls its buffer: it starts zeroed
 			fillRandom(buf)
 		}
-		if q.mr, err = r.pd.RegMR(buf, r.access); err != nil {
+		if mrs[i], err = r.pd.RegMR(buf, r.access); err != nil {
 			return nil, err
+		}
+	}
+	for i := range nq {
+		q := &qpRes{buffSize: bs}
+		if p.MRPerQP {
+			q.mr = mrs[i]
+			q.buf = q.mr.Addr()
+			q.recv = q.buf
+			q.my.VAddr = q.buf + uint64(bs)
+		} else {
+			q.mr = mrs[0]
+			base := q.mr.Addr()
+			q.buf = base + uint64(i*bs)
+			q.recv = base + uint64((nq+i)*inc(bs, p.cacheLine))
+			q.my.VAddr = base + uint64((nq+i)*bs)
+		}
+		if p.Conn == rnic.UD {
+			q.recv += uint64(p.cacheLine - udAddition)
 		}
 		q.qp, err = r.pd.CreateQP(rnic.QPInitAttr{
 			Type: p.Conn, SendCQ: r.sendCQ, RecvCQ: r.recvCQ,
@@ -97,14 +127,15 @@ func newResources(p *params, dev *rnic.Device) (*resources, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.my = Dest{
-			OutReads: uint16(p.outReads), QPN: q.qp.QPN(), PSN: rand.Uint32() & 0xffffff,
-			RKey: q.mr.RKey(), VAddr: q.mr.Addr() + uint64(q.buffSize), GID: gid,
-		}
+		q.my.OutReads, q.my.QPN, q.my.PSN = uint16(p.outReads), q.qp.QPN(), rand.Uint32()&0xffffff
+		q.my.RKey, q.my.GID = q.mr.RKey(), gid
 		r.qps = append(r.qps, q)
 	}
 	return r, nil
 }
+
+// offset returns where address a is in q's region.
+func (q *qpRes) offset(a uint64) int64 { return int64(a - q.mr.Addr()) }
 
 // alignedBuffer returns n zeroed bytes starting at a multiple of align
 // (memalign), so that addresses look like perftest's.
@@ -142,13 +173,15 @@ func (r *resources) connect() error {
 			MaxRdAtomic:     clampRd(rem.OutReads, maxRd),
 			MaxDestRdAtomic: clampRd(q.my.OutReads, maxRd),
 			HopLimit:        0xFF,
+			TrafficClass:    uint8(p.TrafficClass), // --tclass: ah_attr.grh.traffic_class
+			SL:              uint8(p.SL),           // -S: ah_attr.sl
 		}
 		ep := rnic.Endpoint{GID: rem.GID, QPN: rem.QPN, PSN: rnic.PSN(rem.PSN)}
 		if err := q.qp.Connect(ep, cp); err != nil {
 			return fmt.Errorf("perftest: QP %d: %w", i, err)
 		}
 		if p.Conn == rnic.UD {
-			ah, err := r.pd.CreateAH(rnic.AHAttr{DGID: rem.GID, HopLimit: 0xFF})
+			ah, err := r.pd.CreateAH(rnic.AHAttr{DGID: rem.GID, HopLimit: 0xFF, TrafficClass: uint8(p.TrafficClass), SL: uint8(p.SL)})
 			if err != nil {
 				return fmt.Errorf("perftest: QP %d: %w", i, err)
 			}

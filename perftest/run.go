@@ -20,7 +20,12 @@ type Result struct {
 	Lat    []LatReport // latency tests (client; send_lat and write_lat: both sides)
 	Local  []Dest
 	Remote []Dest
-	MTU    int // the path MTU used, in bytes
+	MTU    int    // the path MTU used, in bytes
+	Device string // the device's name
+
+	// Counters are the device's counters when the run ended, taken just
+	// before Run closed the device (whether the run succeeded or not).
+	Counters []rnic.Counter
 }
 
 // session is one run: the exchange, the device and its resources.
@@ -32,7 +37,9 @@ type session struct {
 	out  io.Writer
 	errw io.Writer
 	r    *Result
-	rx   uint64 // rx_packets when Alive last looked
+	rx   uint64  // rx_packets when Alive last looked
+	cpu  float64 // the last run's CPU utilization (--cpu_util)
+	ctrs *counterReport
 }
 
 // Run runs the test cfg describes, as server or client, printing
@@ -47,17 +54,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if s.out == nil {
 		s.out = io.Discard
 	}
+	if s.ctrs, err = newCounterReport(cfg.ReportCounters); err != nil {
+		return nil, err
+	}
+	for _, n := range p.notes {
+		io.WriteString(s.out, resultLine+n+"\n")
+	}
+	if s.errw != nil {
+		for _, w := range p.warnings {
+			fmt.Fprintln(s.errw, w)
+		}
+	}
 	conn, err := s.establish(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.x = NewConn(ctx, conn, p.client)
+	s.x = NewConn(ctx, conn, p.tcpClient)
 	s.x.Timeout = p.Timeout
 	defer s.x.Close()
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
 	defer s.dev.Close()
+	defer func() { s.r.Counters = s.dev.Counters() }()
+	s.ctrs.open(s.dev)
+	if err := s.ctrs.check(); err != nil {
+		return s.r, err
+	}
 	if err := s.script(ctx); err != nil {
 		return s.r, err
 	}
@@ -72,10 +95,14 @@ func (s *session) timeout() time.Duration {
 }
 
 // establish makes the TCP connection: the server prints perftest's
-// banner and accepts one client, the client connects.
+// banner and accepts one client, the client connects. (perftest prints
+// the banner on the side that receives: the TCP client with --reversed.)
 func (s *session) establish(ctx context.Context) (net.Conn, error) {
 	p := s.p
-	if p.client {
+	if p.tcpClient {
+		if !p.client {
+			io.WriteString(s.out, waitBanner)
+		}
 		d := net.Dialer{Timeout: s.timeout()}
 		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Peer, strconv.Itoa(p.Port)))
 		if err != nil {
@@ -91,7 +118,9 @@ func (s *session) establish(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	defer ln.Close()
-	io.WriteString(s.out, waitBanner)
+	if !p.client {
+		io.WriteString(s.out, waitBanner) // once listening: a client may connect when it sees it
+	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	c, err := ln.Accept()
@@ -124,6 +153,7 @@ func (s *session) prepare() error {
 	if s.dev, err = p.Open(local); err != nil {
 		return fmt.Errorf("perftest: opening the device for %v: %w", local, err)
 	}
+	s.r.Device = s.dev.Name()
 	if err := s.exchangeMTU(); err != nil {
 		s.dev.Close()
 		return err

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/sniff"
 	"github.com/rnic/rnic/link/udp"
 	"github.com/rnic/rnic/wire"
 )
@@ -90,4 +93,65 @@ func runPairUDP(t *testing.T, cfg Config) (srv, cli *side) {
 		t.Fatalf("server: %v\nclient: %v\nserver output:\n%s\nclient output:\n%s", srv.err, cli.err, srv.out.String(), cli.out.String())
 	}
 	return srv, cli
+}
+
+// TestRunFlagsUDP runs the flags that change what goes on the wire or
+// into the exchange over link/udp, the way they meet a real perftest:
+// -b, --reversed, --tclass (the IP TOS of every frame either NIC sends,
+// as a capture of the link shows what the wire carried), -e and -l.
+func TestRunFlagsUDP(t *testing.T) {
+	skipIfPortTaken(t)
+	tests := []struct {
+		name string
+		cfg  func(*Config)
+		tos  uint8
+	}{
+		{"write_bw -b", func(c *Config) { c.Test, c.Size, c.Iters, c.Duplex = WriteBW, 65536, 200, true }, 0},
+		{"send_bw -b", func(c *Config) { c.Test, c.Size, c.Iters, c.Duplex = SendBW, 4096, 200, true }, 0},
+		{"read_bw --reversed", func(c *Config) { c.Test, c.Size, c.Iters, c.Reversed = ReadBW, 4096, 100, true }, 0},
+		{"write_lat --tclass", func(c *Config) { c.Test, c.Size, c.Iters, c.TrafficClass = WriteLat, 64, 100, 0x68 }, 0x68},
+		{"send_bw UD --tclass -e", func(c *Config) {
+			c.Test, c.Size, c.Iters, c.Conn, c.TrafficClass, c.Events = SendBW, 1024, 100, rnic.UD, 0xb8, true
+		}, 0xb8},
+		{"write_bw -l 8", func(c *Config) { c.Test, c.Size, c.Iters, c.PostList = WriteBW, 1024, 200, 8 }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			tos := map[uint8]int{}
+			open := func(a netip.Addr) (*rnic.Device, error) {
+				l, err := udp.Open(udp.Options{Addr: a})
+				if err != nil {
+					return nil, err
+				}
+				s := sniff.New(l, sniff.Options{Func: func(dir sniff.Direction, _ time.Time, f []byte) {
+					mu.Lock()
+					tos[wire.IPv4(f).TOS()]++
+					mu.Unlock()
+				}})
+				dev, err := rnic.Open(rnic.Options{Link: s, Name: "rnic_" + a.String()})
+				if err != nil {
+					l.Close()
+				}
+				return dev, err
+			}
+			cfg := NewConfig(WriteBW)
+			tt.cfg(&cfg)
+			srv, cli := startPair(t, cfg, open, udpSrv, udpCli)
+			if errors.Is(srv.err, syscall.EADDRINUSE) || errors.Is(cli.err, syscall.EADDRINUSE) {
+				t.Skipf("UDP port %d was taken meanwhile", wire.UDPPort)
+			}
+			if srv.err != nil || cli.err != nil {
+				t.Fatalf("server: %v\nclient: %v\n%s\n%s", srv.err, cli.err, srv.out.String(), cli.out.String())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tos) != 1 || tos[tt.tos] == 0 {
+				t.Errorf("IP TOS of the frames sent and received: %v, want all %#x", tos, tt.tos)
+			}
+			if cfg.Duplex && (counter(srv.res, "rx_packets") == 0 || srv.res.BW[0] != cli.res.BW[0]) {
+				t.Errorf("-b: server %+v, client %+v", srv.res.BW, cli.res.BW)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rnic/rnic"
 )
@@ -11,94 +12,206 @@ import (
 // pollBatch is how many completions one poll takes (CTX_POLL_BATCH).
 const pollBatch = 16
 
-// sender is one QP's send work request and its progress through the
-// buffers (the ctx->wr / scnt / ccnt of perftest).
+// sender is one QP's send work requests, a post list of postList of them
+// (the ctx->wr of perftest, chained), and its progress through the
+// buffers (scnt, ccnt).
 type sender struct {
 	q       *qpRes
-	wr      rnic.SendWR
-	sge     [1]rnic.SGE
+	wrs     []rnic.SendWR
+	sges    []rnic.SGE
 	myAddr  uint64 // first local address
 	remAddr uint64 // first remote address
 	scnt    uint64
 	ccnt    uint64
 }
 
-// newSender prepares QP q's work request for messages of size bytes
-// (ctx_set_send_reg_wqes).
+// newSender prepares QP i's work requests for messages of size bytes
+// (ctx_set_send_reg_wqes): a post list whose entries use consecutive
+// slots of the cycle buffer, each entry signaled when its place in the
+// list is a multiple of the CQ moderation. Latency tests use one entry
+// and set its flags themselves.
 func (s *session) newSender(i int, size int) *sender {
 	p, q := s.p, s.res.qps[i]
-	sd := &sender{q: q, myAddr: q.mr.Addr(), remAddr: q.rem.VAddr}
+	n := p.postList
+	sd := &sender{q: q, myAddr: q.buf, remAddr: q.rem.VAddr, wrs: make([]rnic.SendWR, n), sges: make([]rnic.SGE, n)}
 	length := size
 	if p.Test.Verb() == VerbAtomic {
 		length = defSizeAtomic
 	}
-	sd.sge[0] = rnic.SGE{Addr: sd.myAddr, Length: uint32(length), LKey: q.mr.LKey()}
-	sd.wr = rnic.SendWR{WRID: uint64(i), SGL: sd.sge[:], RemoteAddr: sd.remAddr, RKey: q.rem.RKey}
-	switch p.Test.Verb() {
-	case VerbWrite:
-		sd.wr.Opcode = rnic.WRRDMAWrite
-	case VerbRead:
-		sd.wr.Opcode = rnic.WRRDMARead
-	case VerbSend:
-		sd.wr.Opcode = rnic.WRSend
-		if p.Conn == rnic.UD {
-			sd.wr.AH, sd.wr.RemoteQPN, sd.wr.RemoteQKey = q.ah, q.rem.QPN, defQKey
+	bw := p.Test.Kind() == BW
+	for j := range n {
+		sge := rnic.SGE{Addr: sd.myAddr, Length: uint32(length), LKey: q.mr.LKey()}
+		wr := rnic.SendWR{WRID: uint64(i), RemoteAddr: sd.remAddr, RKey: q.rem.RKey}
+		if j > 0 {
+			prev := &sd.wrs[j-1]
+			sge.Addr, wr.RemoteAddr = sd.sges[j-1].Addr, prev.RemoteAddr
+			if bw && size <= p.cycleBuffer/2 {
+				sge.Addr = nextAddr(sge.Addr, sd.myAddr, size, uint64(j-1), p)
+			}
+			if bw && (p.Test.Verb() == VerbAtomic || size <= p.cycleBuffer/2 && p.Test.Verb() != VerbSend) {
+				wr.RemoteAddr = nextAddr(wr.RemoteAddr, sd.remAddr, size, uint64(j-1), p)
+			}
 		}
-	case VerbAtomic:
-		if p.Atomic == FetchAndAdd {
-			sd.wr.Opcode, sd.wr.CompareAdd = rnic.WRAtomicFetchAndAdd, atomicAdd
-		} else {
-			sd.wr.Opcode, sd.wr.Swap = rnic.WRAtomicCmpAndSwp, atomicSwap
+		sd.sges[j] = sge
+		if (j+1)%p.cqMod == 0 {
+			wr.Flags = rnic.SendSignaled
 		}
+		switch p.Test.Verb() {
+		case VerbWrite:
+			wr.Opcode = rnic.WRRDMAWrite
+		case VerbRead:
+			wr.Opcode = rnic.WRRDMARead
+		case VerbSend:
+			wr.Opcode = rnic.WRSend
+			if p.Conn == rnic.UD {
+				wr.AH, wr.RemoteQPN, wr.RemoteQKey = q.ah, q.rem.QPN, defQKey
+			}
+		case VerbAtomic:
+			if p.Atomic == FetchAndAdd {
+				wr.Opcode, wr.CompareAdd = rnic.WRAtomicFetchAndAdd, atomicAdd
+			} else {
+				wr.Opcode, wr.Swap = rnic.WRAtomicCmpAndSwp, atomicSwap
+			}
+		}
+		if (p.Test.Verb() == VerbSend || p.Test.Verb() == VerbWrite) && size <= p.inline {
+			wr.Flags |= rnic.SendInline
+		}
+		sd.wrs[j] = wr
 	}
-	if (p.Test.Verb() == VerbSend || p.Test.Verb() == VerbWrite) && size <= p.inline {
-		sd.wr.Flags |= rnic.SendInline
+	for j := range sd.wrs {
+		sd.wrs[j].SGL = sd.sges[j : j+1]
 	}
 	return sd
 }
 
-// post posts the work request, signaled or not.
-func (sd *sender) post(signaled bool) error {
-	if signaled {
-		sd.wr.Flags |= rnic.SendSignaled
-	} else {
-		sd.wr.Flags &^= rnic.SendSignaled
+// nextAddr is perftest's increase_loc_addr / increase_rem_addr: the next
+// slot of the cycle buffer after message cnt, back to first at the end.
+func nextAddr(a, first uint64, size int, cnt uint64, p *params) uint64 {
+	step := inc(size, p.cacheLine)
+	if (cnt+1)%uint64(p.cycleBuffer/step) == 0 {
+		return first
 	}
-	if err := sd.q.qp.PostSend(sd.wr); err != nil {
-		return fmt.Errorf("perftest: couldn't post send: qp %d scnt=%d: %w", sd.wr.WRID, sd.scnt, err)
+	return a + uint64(step)
+}
+
+// post posts the work request (one) signaled or not.
+func (sd *sender) post(signaled bool) error {
+	wr := &sd.wrs[0]
+	if signaled {
+		wr.Flags |= rnic.SendSignaled
+	} else {
+		wr.Flags &^= rnic.SendSignaled
+	}
+	return sd.postList()
+}
+
+// postList posts the whole post list with one doorbell.
+func (sd *sender) postList() error {
+	if err := sd.q.qp.PostSend(sd.wrs...); err != nil {
+		return fmt.Errorf("perftest: couldn't post send: qp %d scnt=%d: %w", sd.wrs[0].WRID, sd.scnt, err)
 	}
 	return nil
 }
 
-// advance moves the addresses on to the next slot of the cycle buffer,
-// as perftest does for messages up to half of it (increase_loc_addr,
-// increase_rem_addr), and counts the post.
+// advance moves a single work request on to the next slot of the cycle
+// buffer, as perftest does for messages up to half of it, and counts the
+// post. A post list keeps its addresses.
 func (sd *sender) advance(size int, p *params) {
-	if size <= p.cycleBuffer/2 {
-		step := inc(size, p.cacheLine)
-		wrap := (sd.scnt+1)%uint64(p.cycleBuffer/step) == 0
-		sd.sge[0].Addr += uint64(step)
-		if wrap {
-			sd.sge[0].Addr = sd.myAddr
-		}
+	if p.postList == 1 && size <= p.cycleBuffer/2 {
+		sd.sges[0].Addr = nextAddr(sd.sges[0].Addr, sd.myAddr, size, sd.scnt, p)
 		if p.Test.Verb() != VerbSend {
-			sd.wr.RemoteAddr += uint64(step)
-			if wrap {
-				sd.wr.RemoteAddr = sd.remAddr
-			}
+			sd.wrs[0].RemoteAddr = nextAddr(sd.wrs[0].RemoteAddr, sd.remAddr, size, sd.scnt, p)
 		}
 	}
-	sd.scnt++
+	sd.scnt += uint64(p.postList)
 }
 
-// runBW is run_iter_bw: the client posts messages of size bytes on every
-// QP, at most txDepth outstanding per QP, one signaled every cqMod, and
-// times posts and completions.
+// signaled reports whether message k of a single-request sender is
+// signaled: one every cqMod, and the last of an iterations run (the
+// flags run_iter_bw sets and clears around each post).
+func signaled(k, iters uint64, cqMod uint64, dur bool) bool {
+	return cqMod == 1 || k%cqMod == cqMod-1 || (!dur && k == iters-1)
+}
+
+// rateLimiter is perftest's software rate limiter (run_iter_bw): the
+// messages go in bursts of burstSize, a burst at most every gap.
+type rateLimiter struct {
+	on       bool
+	gap      time.Duration
+	burst    uint64
+	deadline time.Time // the earliest start of the next burst
+	sending  bool      // a burst is being sent
+	sent     uint64    // messages of the burst so far
+}
+
+// newRateLimiter computes the gap between bursts for messages of size
+// bytes: the rate in messages per second (truncated, as perftest's int),
+// the bursts per second it makes, the gap between them.
+func (s *session) newRateLimiter(size int) (*rateLimiter, error) {
+	p := s.p
+	rl := &rateLimiter{on: p.rateType == RateLimitSW, burst: uint64(p.burstSize)}
+	if !rl.on {
+		return rl, nil
+	}
+	var pps int
+	switch p.RateUnits {
+	case RateMBps:
+		pps = int(p.RateLimit / float64(size) * 1048576)
+	case RateGbps:
+		pps = int(p.RateLimit / float64(size*8) * 1e9)
+	case RatePps:
+		pps = int(p.RateLimit)
+	}
+	bursts := pps / p.burstSize
+	if bursts <= 0 {
+		return nil, fmt.Errorf("perftest: rate limit %g%s is %d messages of %d bytes per second, less than one burst of %d (--burst_size)",
+			p.RateLimit, [...]string{"Gb/s", "MB/s", "pps"}[p.RateUnits], pps, size, p.burstSize)
+	}
+	rl.gap = time.Duration(float64(time.Second) / float64(bursts))
+	return rl, nil
+}
+
+// ready reports whether a QP may post now, starting a burst if the gap
+// since the last one has passed.
+func (rl *rateLimiter) ready(now time.Time) bool {
+	if !rl.on || rl.sending {
+		return true
+	}
+	if rl.deadline.After(now) {
+		return false
+	}
+	rl.deadline, rl.sending, rl.sent = now.Add(rl.gap), true, 0
+	return true
+}
+
+// posted counts n messages of the burst.
+func (rl *rateLimiter) posted(n uint64) {
+	if rl.on {
+		if rl.sent += n; rl.sent >= rl.burst {
+			rl.sending = false
+		}
+	}
+}
+
+// holding reports whether the limiter holds the next burst back, and
+// until when.
+func (rl *rateLimiter) holding() (time.Time, bool) {
+	return rl.deadline, rl.on && !rl.sending
+}
+
+// runBW is run_iter_bw: this side posts messages of size bytes on every
+// QP, at most txDepth outstanding per QP, one signaled every cqMod (or
+// lists of postList), at the rate limiter's pace, and times posts and
+// completions.
 func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	p, nq := s.p, len(s.res.qps)
 	senders := make([]*sender, nq)
 	for i := range senders {
 		senders[i] = s.newSender(i, size)
+	}
+	rl, err := s.newRateLimiter(size)
+	if err != nil {
+		return BWReport{}, err
 	}
 	iters := uint64(p.iters)
 	tot := iters * uint64(nq)
@@ -110,7 +223,9 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	clk := newClock()
 	dur := newDurTimer(p)
 	dur.start(clk.now())
-	cqMod := uint64(p.cqMod)
+	cpu := s.newCPUUtil(clk, dur)
+	defer cpu.stop()
+	cqMod, pl := uint64(p.cqMod), uint64(p.postList)
 	var totS, totC, measured uint64
 	wcs := make([]rnic.WC, pollBatch)
 	prog := newProgress(s.errw, p.Test.String())
@@ -119,7 +234,13 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	}
 	for totS < tot || totC < tot || (dur.on && !dur.ended(clk.now())) {
 		for _, sd := range senders {
-			for (sd.scnt < iters || dur.on) && sd.scnt-sd.ccnt+1 <= uint64(p.txDepth) {
+			if !rl.ready(time.Now()) {
+				continue // straight to the completions until the gap is over
+			}
+			for (sd.scnt < iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
+				if _, held := rl.holding(); held {
+					break
+				}
 				now := clk.now()
 				if dur.ended(now) {
 					break
@@ -127,34 +248,49 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 				if !p.noPeak {
 					tposted[totS] = now
 				}
-				signaled := cqMod == 1 || sd.scnt%cqMod == cqMod-1 || (!dur.on && sd.scnt == iters-1)
-				if err := sd.post(signaled); err != nil {
+				if pl == 1 {
+					err = sd.post(signaled(sd.scnt, iters, cqMod, dur.on))
+				} else {
+					err = sd.postList()
+				}
+				if err != nil {
 					return BWReport{}, err
 				}
 				sd.advance(size, p)
-				totS++
+				totS += pl
+				rl.posted(pl)
 			}
 		}
 		if !(totC < tot || (dur.on && totC < totS)) {
+			if until, held := rl.holding(); held {
+				sleepUntil(ctx, until)
+			}
 			continue
 		}
 		deadline := clk.at(clk.now()).Add(s.timeout())
 		if dur.on {
 			deadline = clk.at(dur.end())
 		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		n, err := s.res.sendCQ.Wait(wctx, wcs)
-		cancel()
+		until, held := rl.holding()
+		if held && until.Before(deadline) {
+			deadline = until
+		}
+		n, err := s.waitCQ(ctx, s.res.sendCQ, wcs, deadline)
 		if err != nil {
-			if dur.on && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				break // the run is over
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				if held && !time.Now().Before(until) {
+					continue // time for the next burst
+				}
+				if dur.on {
+					break // the run is over
+				}
 			}
 			return BWReport{}, s.stalled(err, "completion", totC, tot)
 		}
 		now := clk.now()
 		for _, wc := range wcs[:n] {
 			if wc.Status != rnic.WCSuccess {
-				return BWReport{}, fmt.Errorf("perftest: completion with error at client: status %v, wr_id %d (scnt=%d, ccnt=%d)", wc.Status, wc.WRID, totS, totC)
+				return BWReport{}, s.completionError("client", wc, size, totS, totC)
 			}
 			if wc.WRID >= uint64(nq) {
 				return BWReport{}, fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
@@ -170,14 +306,37 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 		}
 		prog.tick(max(totC, measured), tot, p.Duration)
 	}
+	s.cpu = cpu.percent()
 	if dur.on {
 		tposted[0], tcompleted[0] = dur.window()
-		return computeBW(size, int(measured), tposted, tcompleted, true, p.cqMod, p.ReportGbits), nil
+		return computeBW(size, int(measured), tposted, tcompleted, true, p.cqMod, p.postList, p.ReportGbits), nil
 	}
 	if p.noPeak {
 		tcompleted[0] = clk.now()
 	}
-	return computeBW(size, int(tot), tposted, tcompleted, p.noPeak, p.cqMod, p.ReportGbits), nil
+	return computeBW(size, int(tot), tposted, tcompleted, p.noPeak, p.cqMod, p.postList, p.ReportGbits), nil
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+	}
 }
 
 // receiver is one QP's receive work request (ctx->rwr) and the address
@@ -198,10 +357,9 @@ func (s *session) postRecvs(size int) ([]*receiver, error) {
 	p := s.p
 	rs := make([]*receiver, len(s.res.qps))
 	for i, q := range s.res.qps {
-		r := &receiver{q: q, base: q.mr.Addr() + uint64(q.buffSize)}
+		r := &receiver{q: q, base: q.recv}
 		length := size
 		if p.Conn == rnic.UD {
-			r.base += uint64(p.cacheLine - udAddition)
 			length += udAddition
 		}
 		r.sge[0] = rnic.SGE{Addr: r.base, Length: uint32(length), LKey: q.mr.LKey()}
@@ -223,12 +381,21 @@ func (r *receiver) post(size int, p *params) error {
 		return fmt.Errorf("perftest: couldn't post recv: qp %d: %w", r.wr.WRID, err)
 	}
 	if length := int(r.sge[0].Length); length <= p.cycleBuffer/2 {
-		r.sge[0].Addr += uint64(inc(size, p.cacheLine))
-		if (r.posted+1)%uint64(p.cycleBuffer/inc(size, p.cacheLine)) == 0 {
-			r.sge[0].Addr = r.base
-		}
+		r.sge[0].Addr = nextAddr(r.sge[0].Addr, r.base, size, r.posted, p)
 	}
 	r.posted++
+	return nil
+}
+
+// repost re-posts a completed receive if the run still needs it.
+func (r *receiver) repost(size int, p *params, dur bool) error {
+	r.unused++
+	if (dur || r.posted+1 <= uint64(p.iters)) && r.unused >= 1 {
+		if err := r.post(size, p); err != nil {
+			return err
+		}
+		r.unused--
+	}
 	return nil
 }
 
@@ -241,6 +408,7 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 	tot := iters * uint64(nq)
 	clk := newClock()
 	dur := newDurTimer(p)
+	var cpu *cpuUtil
 	var first int64
 	var rcnt, measured uint64
 	started := false
@@ -251,9 +419,7 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 		if dur.on && started {
 			deadline = clk.at(dur.end())
 		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		n, err := s.res.recvCQ.Wait(wctx, wcs)
-		cancel()
+		n, err := s.waitCQ(ctx, s.res.recvCQ, wcs, deadline)
 		if err != nil {
 			if dur.on && started && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				break
@@ -264,33 +430,292 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 		if !started {
 			started, first = true, now // set_on_first_rx_packet
 			dur.start(now)
+			cpu = s.newCPUUtil(clk, dur)
+			defer cpu.stop()
 		}
 		for _, wc := range wcs[:n] {
 			if wc.Status != rnic.WCSuccess {
-				return BWReport{}, fmt.Errorf("perftest: completion with error at server: status %v, wr_id %d (rcnt=%d)", wc.Status, wc.WRID, rcnt)
+				return BWReport{}, s.completionError("server", wc, size, 0, rcnt)
 			}
 			if wc.WRID >= uint64(nq) {
 				return BWReport{}, fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
 			}
-			r := rs[wc.WRID]
 			rcnt++
-			r.unused++
 			if dur.sampling(now) {
 				measured++
 			}
-			if (dur.on || r.posted+1 <= iters) && r.unused >= 1 {
-				if err := r.post(size, p); err != nil {
-					return BWReport{}, err
-				}
-				r.unused--
+			if err := rs[wc.WRID].repost(size, p, dur.on); err != nil {
+				return BWReport{}, err
 			}
 		}
 		prog.tick(max(rcnt, measured), tot, p.Duration)
 	}
 	last := clk.now()
+	s.cpu = cpu.percent()
 	if dur.on {
 		from, to := dur.window()
-		return computeBW(size, int(measured), []int64{from}, []int64{to}, true, p.cqMod, p.ReportGbits), nil
+		return computeBW(size, int(measured), []int64{from}, []int64{to}, true, p.cqMod, 1, p.ReportGbits), nil
 	}
-	return computeBW(size, int(tot), []int64{first}, []int64{last}, true, p.cqMod, p.ReportGbits), nil
+	return computeBW(size, int(tot), []int64{first}, []int64{last}, true, p.cqMod, 1, p.ReportGbits), nil
+}
+
+// runBi is run_iter_bi: send_bw -b, where each side sends and receives
+// at once. The server starts sending when the client's first message
+// arrives; the report is of the messages sent.
+func (s *session) runBi(ctx context.Context, size int, rs []*receiver) (BWReport, error) {
+	p, nq := s.p, len(s.res.qps)
+	senders := make([]*sender, nq)
+	for i := range senders {
+		senders[i] = s.newSender(i, size)
+	}
+	iters := uint64(p.iters)
+	tot := iters * uint64(nq)
+	stamps := 1
+	if !p.noPeak {
+		stamps = int(tot)
+	}
+	tposted, tcompleted := make([]int64, stamps), make([]int64, stamps)
+	clk := newClock()
+	dur := newDurTimer(p)
+	var cpu *cpuUtil
+	cqMod, pl := uint64(p.cqMod), uint64(p.postList)
+	var totS, totC, totR, measured uint64
+	rwcs := make([]rnic.WC, max(p.rxDepth, 1))
+	wcs := make([]rnic.WC, pollBatch)
+	prog := newProgress(s.errw, p.Test.String())
+	if p.noPeak {
+		tposted[0] = clk.now()
+	}
+	beforeFirstRx := !p.client // the server waits for the client's first message
+	if !beforeFirstRx {
+		dur.start(clk.now())
+		cpu = s.newCPUUtil(clk, dur)
+		defer cpu.stop()
+	}
+	armed := false
+	for (dur.on && !dur.ended(clk.now())) || totC < tot || totR < tot {
+		for _, sd := range senders {
+			for !beforeFirstRx && (sd.scnt < iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
+				now := clk.now()
+				if !p.noPeak {
+					tposted[totS] = now
+				}
+				if dur.ended(now) {
+					break
+				}
+				var err error
+				if pl == 1 {
+					err = sd.post(signaled(sd.scnt, iters, cqMod, dur.on))
+				} else {
+					err = sd.postList()
+				}
+				if err != nil {
+					return BWReport{}, err
+				}
+				sd.advance(size, p)
+				totS += pl
+			}
+		}
+		// Receive first: RX has priority, so that fast sending does not
+		// exhaust the peer's receives (UC, UD).
+		moved := false
+		if n := s.res.recvCQ.Poll(rwcs); n > 0 {
+			moved = true
+			now := clk.now()
+			if beforeFirstRx {
+				beforeFirstRx = false
+				dur.start(now)
+				cpu = s.newCPUUtil(clk, dur)
+				defer cpu.stop()
+			}
+			for _, wc := range rwcs[:n] {
+				if wc.Status != rnic.WCSuccess {
+					return BWReport{}, s.completionError("receive", wc, size, totS, totR)
+				}
+				if wc.WRID >= uint64(nq) {
+					return BWReport{}, fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
+				}
+				totR++
+				if dur.sampling(now) {
+					measured++
+				}
+				if err := rs[wc.WRID].repost(size, p, dur.on); err != nil {
+					return BWReport{}, err
+				}
+			}
+		}
+		if n := s.res.sendCQ.Poll(wcs); n > 0 {
+			moved = true
+			now := clk.now()
+			for _, wc := range wcs[:n] {
+				if wc.Status != rnic.WCSuccess {
+					return BWReport{}, s.completionError("send", wc, size, totS, totC)
+				}
+				if wc.WRID >= uint64(nq) {
+					return BWReport{}, fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
+				}
+				senders[wc.WRID].ccnt += cqMod
+				totC += cqMod
+				if !p.noPeak {
+					tcompleted[min(totC, tot)-1] = now
+				}
+				if dur.sampling(now) {
+					measured += cqMod
+				}
+			}
+		}
+		if moved {
+			armed = false
+			prog.tick(max(totC, measured), tot, p.Duration)
+			continue
+		}
+		// Nothing arrived: arm both CQs' notifications and poll once more
+		// (a completion that came before the arming), then sleep until
+		// either CQ has something, instead of spinning on a machine the
+		// NICs' goroutines share.
+		if !armed {
+			s.res.recvCQ.ReqNotify(false)
+			s.res.sendCQ.ReqNotify(false)
+			armed = true
+			continue
+		}
+		deadline := time.Now().Add(s.timeout())
+		if dur.on && dur.started {
+			deadline = clk.at(dur.end())
+		}
+		if err := s.waitEither(ctx, deadline); err != nil {
+			if dur.on && dur.started && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				break
+			}
+			return BWReport{}, s.stalled(err, "completion", min(totC, totR), tot)
+		}
+		armed = false
+	}
+	s.cpu = cpu.percent()
+	if dur.on {
+		tposted[0], tcompleted[0] = dur.window()
+		return computeBW(size, int(measured), tposted, tcompleted, true, p.cqMod, p.postList, p.ReportGbits), nil
+	}
+	if p.noPeak {
+		tcompleted[0] = clk.now()
+	}
+	return computeBW(size, int(tot), tposted, tcompleted, p.noPeak, p.cqMod, p.postList, p.ReportGbits), nil
+}
+
+// runBWInfinitely is run_iter_bw_infinitely: this side sends as fast as
+// its queues allow, until the run is stopped (ctx), and every Duration
+// seconds prints the bandwidth of the period (print_bw_infinite_mode).
+func (s *session) runBWInfinitely(ctx context.Context, size int) error {
+	p, nq := s.p, len(s.res.qps)
+	senders := make([]*sender, nq)
+	for i := range senders {
+		senders[i] = s.newSender(i, size)
+	}
+	cqMod, pl := uint64(p.cqMod), uint64(p.postList)
+	var totS, totC uint64
+	wcs := make([]rnic.WC, pollBatch)
+	rep := s.newInfiniteReport(size)
+	for {
+		for _, sd := range senders {
+			for sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
+				var err error
+				if pl == 1 {
+					err = sd.post(signaled(sd.scnt, 0, cqMod, true))
+				} else {
+					err = sd.postList()
+				}
+				if err != nil {
+					return err
+				}
+				sd.scnt += pl // run_iter_bw_infinitely keeps the addresses
+				totS += pl
+			}
+		}
+		if totC >= totS {
+			continue
+		}
+		deadline := earliest(time.Now().Add(s.timeout()), rep.next)
+		n, err := s.waitCQ(ctx, s.res.sendCQ, wcs, deadline)
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !time.Now().Before(rep.next)) {
+			return s.stalled(err, "completion", totC, totS)
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != rnic.WCSuccess {
+				return s.completionError("client", wc, size, totS, totC)
+			}
+			if wc.WRID >= uint64(nq) {
+				return fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
+			}
+			senders[wc.WRID].ccnt += cqMod
+			totC += cqMod
+			rep.iters += cqMod
+		}
+		rep.tick()
+	}
+}
+
+// runBWInfinitelyServer is run_iter_bw_infinitely_server: send_bw's
+// server counts what arrives, re-posting receives, until stopped, with a
+// report every Duration seconds.
+func (s *session) runBWInfinitelyServer(ctx context.Context, size int, rs []*receiver) error {
+	p, nq := s.p, len(rs)
+	wcs := make([]rnic.WC, pollBatch)
+	rep := s.newInfiniteReport(size)
+	for {
+		deadline := earliest(time.Now().Add(s.timeout()), rep.next)
+		n, err := s.waitCQ(ctx, s.res.recvCQ, wcs, deadline)
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !time.Now().Before(rep.next)) {
+			return s.stalled(err, "message", rep.iters, 0)
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != rnic.WCSuccess {
+				return s.completionError("server", wc, size, 0, rep.iters)
+			}
+			if wc.WRID >= uint64(nq) {
+				return fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
+			}
+			rep.iters++
+			if err := rs[wc.WRID].repost(size, p, true); err != nil {
+				return err
+			}
+		}
+		rep.tick()
+	}
+}
+
+// infiniteReport prints --run_infinitely's report every Duration
+// seconds: the messages of the period over its length, no peak.
+type infiniteReport struct {
+	s         *session
+	size      int
+	iters     uint64 // messages so far
+	lastIters uint64
+	from      time.Time
+	next      time.Time
+}
+
+func (s *session) newInfiniteReport(size int) *infiniteReport {
+	now := time.Now()
+	return &infiniteReport{s: s, size: size, from: now, next: now.Add(time.Duration(s.p.Duration) * time.Second)}
+}
+
+// tick prints the report if the period is over.
+func (r *infiniteReport) tick() {
+	now := time.Now()
+	if now.Before(r.next) {
+		return
+	}
+	p := r.s.p
+	// A bidirectional RDMA run reports both directions: twice its own
+	// messages (run_inf_bi_factor).
+	factor := 1
+	if p.Duplex && p.Test.Verb() != VerbSend {
+		factor = 2
+	}
+	n := r.iters - r.lastIters
+	rep := computeBW(factor*r.size, int(n), []int64{0}, []int64{int64(now.Sub(r.from))}, true, p.cqMod, 1, p.ReportGbits)
+	rep.MsgRate *= float64(factor)
+	rep.Size = uint64(r.size)
+	r.s.printBW(rep)
+	r.lastIters, r.from, r.next = r.iters, now, now.Add(time.Duration(p.Duration)*time.Second)
 }

@@ -21,6 +21,7 @@ type latRun struct {
 	measured uint64
 	wc       [1]rnic.WC
 	prog     *progress
+	cpu      *cpuUtil
 }
 
 func (s *session) newLatRun(size int) *latRun {
@@ -32,6 +33,7 @@ func (s *session) newLatRun(size int) *latRun {
 
 // report computes the run's result; rtt is 2 for ping-pongs, 1 for READ.
 func (l *latRun) report(rtt int) LatReport {
+	l.done()
 	if l.dur.on {
 		from, to := l.dur.window()
 		return computeLatDuration(l.size, int(l.measured), to-from, rtt)
@@ -39,25 +41,38 @@ func (l *latRun) report(rtt int) LatReport {
 	return computeLat(l.size, int(l.iters), l.tposted, rtt)
 }
 
-// wait waits for one completion on cq, for at most the timeout, or in a
-// -D run until it ends (ended).
+// wait waits for one completion on cq (polling, or with -e sleeping on
+// its events), for at most the timeout, or in a -D run until it ends
+// (ended).
 func (l *latRun) wait(ctx context.Context, cq *rnic.CQ, what string, done uint64) (ended bool, err error) {
 	deadline := time.Now().Add(l.s.timeout())
 	if l.dur.on && l.dur.started {
 		deadline = l.clk.at(l.dur.end())
 	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if _, err := cq.Wait(wctx, l.wc[:]); err != nil {
+	if _, err := l.s.waitCQ(ctx, cq, l.wc[:], deadline); err != nil {
 		if l.dur.on && l.dur.started && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return true, nil
 		}
 		return false, l.s.stalled(err, what, done, l.iters)
 	}
-	if wc := &l.wc[0]; wc.Status != rnic.WCSuccess {
-		return false, fmt.Errorf("perftest: completion with error: status %v, wr_id %d, opcode %v", wc.Status, wc.WRID, wc.Opcode)
+	if wc := l.wc[0]; wc.Status != rnic.WCSuccess {
+		return false, l.s.completionError(l.s.side(), wc, l.size, done, done)
 	}
 	return false, nil
+}
+
+// startDur starts a -D run's clock (and its CPU readings) once.
+func (l *latRun) startDur() {
+	if !l.dur.started {
+		l.dur.start(l.clk.now())
+		l.cpu = l.s.newCPUUtil(l.clk, l.dur)
+	}
+}
+
+// done ends the run: the CPU utilization for the report.
+func (l *latRun) done() {
+	l.cpu.stop()
+	l.s.cpu = l.cpu.percent()
 }
 
 // stamp records the post of message scnt (iterations mode).
@@ -91,10 +106,10 @@ func (s *session) runWriteLat(ctx context.Context, size int) (LatReport, error) 
 	l := s.newLatRun(size)
 	q := s.res.qps[0]
 	sd := s.newSender(0, size)
-	sd.wr.Flags |= rnic.SendSignaled
-	postOff := int64(size - 1)
-	pollOff := int64(q.buffSize + size - 1)
-	l.dur.start(l.clk.now())
+	sd.wrs[0].Flags |= rnic.SendSignaled
+	postOff := q.offset(q.buf) + int64(size-1)
+	pollOff := q.offset(q.my.VAddr) + int64(size-1)
+	l.startDur()
 	var scnt, ccnt, rcnt uint64
 	for l.more(scnt) || (!l.dur.on && (ccnt < l.iters || rcnt < l.iters)) {
 		if l.more(rcnt) && !(scnt < 1 && !s.p.client) {
@@ -113,7 +128,7 @@ func (s *session) runWriteLat(ctx context.Context, size int) (LatReport, error) 
 			if _, err := q.mr.WriteAt([]byte{byte(scnt)}, postOff); err != nil {
 				return LatReport{}, err
 			}
-			if err := q.qp.PostSend(sd.wr); err != nil {
+			if err := q.qp.PostSend(sd.wrs[0]); err != nil {
 				return LatReport{}, fmt.Errorf("perftest: couldn't post send: scnt=%d: %w", scnt, err)
 			}
 		}
@@ -178,12 +193,12 @@ func (s *session) pollByte(ctx context.Context, mr *rnic.MR, off int64, want byt
 func (s *session) runReadLat(ctx context.Context, size int) (LatReport, error) {
 	l := s.newLatRun(size)
 	sd := s.newSender(0, size)
-	sd.wr.Flags |= rnic.SendSignaled
-	l.dur.start(l.clk.now())
+	sd.wrs[0].Flags |= rnic.SendSignaled
+	l.startDur()
 	for scnt := uint64(0); l.more(scnt); {
 		l.stamp(scnt)
 		scnt++
-		if err := sd.q.qp.PostSend(sd.wr); err != nil {
+		if err := sd.q.qp.PostSend(sd.wrs[0]); err != nil {
 			return LatReport{}, fmt.Errorf("perftest: couldn't post send: scnt=%d: %w", scnt, err)
 		}
 		ended, err := l.wait(ctx, s.res.sendCQ, "completion", scnt-1)
@@ -213,7 +228,7 @@ func (s *session) runSendLat(ctx context.Context, size int, rs []*receiver) (Lat
 			if ended {
 				break
 			}
-			l.dur.start(l.clk.now()) // set_on_first_rx_packet
+			l.startDur() // set_on_first_rx_packet
 			rcnt++
 			l.count()
 			if l.dur.on || rcnt+uint64(p.rxDepth) <= l.iters {

@@ -14,8 +14,10 @@ import (
 //
 //	write_bw, read_bw, atomic_bw: all, connect, all (print), one;
 //	    client: traffic; both: one ("finished"), bw report, close
+//	  with -b: both, per size: one, traffic, (with -a: one), bw report;
+//	    close
 //	send_bw: all, connect, one, all (print); per size: one, traffic
-//	    (with -a: one more); close
+//	    (-b: bw report), (with -a: one more); close
 //	write_lat: one, all, connect, all (print), one; traffic; no close
 //	read_lat: one, all, connect, all (print), one;
 //	    server: close; client: traffic, close
@@ -64,6 +66,10 @@ func (s *session) connect() error {
 	if err := s.res.connect(); err != nil {
 		return err
 	}
+	if s.p.rateHWSW && s.errw != nil {
+		// ctx_connect: a RoCE QP takes no static rate.
+		fmt.Fprintln(s.errw, "The QP failed to accept HW rate limit, providing SW rate limit")
+	}
 	for _, q := range s.res.qps {
 		s.r.Local = append(s.r.Local, q.my)
 	}
@@ -85,19 +91,69 @@ func (s *session) remotes() {
 
 func (s *session) closeExchange() error { return s.x.CloseExchange(s.res.qps[0].my) }
 
+// printBW prints a bandwidth result line (print_full_bw_report): with
+// the CPU utilization under --cpu_util, to the JSON file under
+// --out_json, with the -W counters.
 func (s *session) printBW(r BWReport) {
-	io.WriteString(s.out, formatBW(r, s.p.ReportGbits))
+	line := formatBW(r, s.p.ReportGbits)
+	if s.p.cpuUtil {
+		line = withCPU(line, s.cpu)
+	}
+	io.WriteString(s.out, line)
 	s.r.BW = append(s.r.BW, r)
+	s.writeJSON(jsonBW(r, s.p, s.cpu))
+	s.printCounters()
 }
 
+// printLat prints a latency result (print_report_lat): the samples
+// first under -U and -H, then the line.
 func (s *session) printLat(r LatReport) {
-	io.WriteString(s.out, formatLat(r))
+	if !r.Duration && (s.p.Unsorted || s.p.Histogram) {
+		io.WriteString(s.out, latSamples(r, s.p.Unsorted, s.p.Histogram))
+		io.WriteString(s.out, resultLine+s.tableHeader())
+	}
+	line := formatLat(r)
+	if s.p.cpuUtil {
+		line = withCPU(line, s.cpu)
+	}
+	io.WriteString(s.out, line)
 	s.r.Lat = append(s.r.Lat, r)
+	s.writeJSON(jsonLat(r, s.p, s.cpu))
+	s.printCounters()
 }
 
-// rdmaBW is write_bw, read_bw and atomic_bw: only the client moves data;
-// the server waits and prints the client's report.
+// tableHeader returns the result table's header line for the test.
+func (s *session) tableHeader() string {
+	h := bwTableHeader(s.p.ReportGbits)
+	if s.p.Test.Kind() == LAT {
+		h = latTableHeader(s.p.duration)
+	}
+	if s.p.cpuUtil {
+		h = withCPUHeader(h)
+	}
+	return h
+}
+
+// exchangeDuplex exchanges a bidirectional run's reports and prints
+// their sum (print_full_bw_report with both reports).
+func (s *session) exchangeDuplex(my BWReport) error {
+	rem, err := s.x.ExchangeReport(my)
+	if err != nil {
+		return err
+	}
+	sum := my
+	sum.BWPeak += rem.BWPeak
+	sum.BWAvg += rem.BWAvg
+	sum.MsgRate += rem.MsgRate
+	s.printBW(sum)
+	return nil
+}
+
+// rdmaBW is write_bw, read_bw and atomic_bw: only the client moves data
+// and the server waits and prints the client's report, or with -b both
+// move data, each printing the sum of both reports.
 func (s *session) rdmaBW(ctx context.Context) error {
+	p := s.p
 	if err := s.roundAll("QP info", false); err != nil {
 		return err
 	}
@@ -109,11 +165,12 @@ func (s *session) rdmaBW(ctx context.Context) error {
 		return err
 	}
 	s.remotes()
+	s.armEvents()
 	if err := s.roundOne("ready"); err != nil {
 		return err
 	}
-	io.WriteString(s.out, resultLine+bwTableHeader(s.p.ReportGbits))
-	if !s.p.client {
+	io.WriteString(s.out, resultLine+s.tableHeader())
+	if !p.client && !p.Duplex {
 		if err := s.roundOne("client finished"); err != nil {
 			return err
 		}
@@ -128,35 +185,76 @@ func (s *session) rdmaBW(ctx context.Context) error {
 		io.WriteString(s.out, resultLine)
 		return nil
 	}
+	if p.RunInfinitely {
+		return s.runBWInfinitely(ctx, p.Size)
+	}
 	var last BWReport
-	for _, size := range s.p.sizes() {
+	for _, size := range p.sizes() {
+		if p.Duplex {
+			if err := s.roundOne("sync before the run"); err != nil {
+				return err
+			}
+		}
 		rep, err := s.runBW(ctx, size)
 		if err != nil {
 			return err
 		}
-		s.printBW(rep)
+		if p.Duplex {
+			// With -a, perftest ≥ 4.6 syncs again after each size; then
+			// both sides exchange reports.
+			if p.All {
+				if err := s.roundOne("sync after the run"); err != nil {
+					return err
+				}
+			}
+			if err := s.exchangeDuplex(rep); err != nil {
+				return err
+			}
+		} else {
+			s.printBW(rep)
+		}
 		last = rep
 	}
 	io.WriteString(s.out, resultLine)
-	if err := s.roundOne("client finished"); err != nil {
-		return err
-	}
-	if _, err := s.x.ExchangeReport(last); err != nil {
-		return err
+	if !p.Duplex {
+		if err := s.roundOne("client finished"); err != nil {
+			return err
+		}
+		if _, err := s.x.ExchangeReport(last); err != nil {
+			return err
+		}
 	}
 	return s.closeExchange()
 }
 
 // sendBW is send_bw: the client sends, the server receives; each side
-// measures and prints its own side.
+// measures and prints its own side. With -b each side does both.
 func (s *session) sendBW(ctx context.Context) error {
+	p := s.p
 	if err := s.sendPreamble(); err != nil {
 		return err
 	}
-	io.WriteString(s.out, resultLine+bwTableHeader(s.p.ReportGbits))
-	for _, size := range s.p.sizes() {
+	s.armEvents()
+	io.WriteString(s.out, resultLine+s.tableHeader())
+	if p.RunInfinitely {
 		var rs []*receiver
-		if !s.p.client {
+		if !p.client {
+			var err error
+			if rs, err = s.postRecvs(p.Size); err != nil {
+				return err
+			}
+		}
+		if err := s.roundOne("receives posted"); err != nil {
+			return err
+		}
+		if p.client {
+			return s.runBWInfinitely(ctx, p.Size)
+		}
+		return s.runBWInfinitelyServer(ctx, p.Size, rs)
+	}
+	for _, size := range p.sizes() {
+		var rs []*receiver
+		if !p.client || p.Duplex {
 			var err error
 			if rs, err = s.postRecvs(size); err != nil {
 				return err
@@ -167,16 +265,26 @@ func (s *session) sendBW(ctx context.Context) error {
 		}
 		var rep BWReport
 		var err error
-		if s.p.client {
+		switch {
+		case p.Duplex:
+			rep, err = s.runBi(ctx, size, rs)
+		case p.client:
 			rep, err = s.runBW(ctx, size)
-		} else {
+		default:
 			rep, err = s.runBWServer(ctx, size, rs)
 		}
 		if err != nil {
 			return err
 		}
-		s.printBW(rep)
-		if s.p.All {
+		switch {
+		case !p.Duplex || p.duration:
+			s.printBW(rep)
+		default:
+			if err := s.exchangeDuplex(rep); err != nil {
+				return err
+			}
+		}
+		if p.All {
 			if err := s.roundOne("size done"); err != nil {
 				return err
 			}
@@ -221,6 +329,7 @@ func (s *session) latPreamble() error {
 		return err
 	}
 	s.remotes()
+	s.armEvents()
 	return s.roundOne("ready")
 }
 
@@ -232,7 +341,7 @@ func (s *session) writeLat(ctx context.Context) error {
 	if err := s.latPreamble(); err != nil {
 		return err
 	}
-	io.WriteString(s.out, resultLine+latTableHeader(s.p.duration))
+	io.WriteString(s.out, resultLine+s.tableHeader())
 	for _, size := range s.p.sizes() {
 		rep, err := s.runWriteLat(ctx, size)
 		if err != nil {
@@ -260,7 +369,7 @@ func (s *session) readLat(ctx context.Context) error {
 		io.WriteString(s.out, resultLine)
 		return nil
 	}
-	io.WriteString(s.out, resultLine+latTableHeader(s.p.duration))
+	io.WriteString(s.out, resultLine+s.tableHeader())
 	for _, size := range s.p.sizes() {
 		rep, err := s.runReadLat(ctx, size)
 		if err != nil {
@@ -280,7 +389,8 @@ func (s *session) sendLat(ctx context.Context) error {
 	if err := s.sendPreamble(); err != nil {
 		return err
 	}
-	io.WriteString(s.out, resultLine+latTableHeader(s.p.duration))
+	s.armEvents()
+	io.WriteString(s.out, resultLine+s.tableHeader())
 	for _, size := range s.p.sizes() {
 		rs, err := s.postRecvs(size)
 		if err != nil {

@@ -15,12 +15,13 @@ const (
 	latMeasureTail  = 2         // the slowest samples left out (LAT_MEASURE_TAIL)
 )
 
-// computeBW is print_report_bw for post_list 1: n messages of size bytes,
-// tposted[i] the time message i was posted, tcompleted[j] the time the
-// completion that covered message j arrived (for every cqMod-th j and the
-// last). With noPeak only tposted[0] and tcompleted[0] are used: the
-// start and the end of the measurement.
-func computeBW(size, n int, tposted, tcompleted []int64, noPeak bool, cqMod int, gbits bool) BWReport {
+// computeBW is print_report_bw: n messages of size bytes, tposted[i] the
+// time message i was posted (for the first of each post list of
+// postList), tcompleted[j] the time the completion that covered message j
+// arrived (for every cqMod-th j and the last). With noPeak only
+// tposted[0] and tcompleted[0] are used: the start and the end of the
+// measurement.
+func computeBW(size, n int, tposted, tcompleted []int64, noPeak bool, cqMod, postList int, gbits bool) BWReport {
 	r := BWReport{Size: uint64(size), Iters: uint64(n)}
 	if n == 0 || len(tposted) == 0 || len(tcompleted) == 0 {
 		return r
@@ -34,7 +35,7 @@ func computeBW(size, n int, tposted, tcompleted []int64, noPeak bool, cqMod int,
 		opt = math.MaxInt64
 	}
 	if !noPeak {
-		for i := range n {
+		for i := 0; i < n; i += max(postList, 1) {
 			for j := roundUp(i+1, cqMod) - 1; j < n; j += cqMod {
 				if t := (tcompleted[j] - tposted[i]) / int64(j-i+1); t < opt {
 					opt = t
@@ -86,6 +87,7 @@ func computeLat(size, iters int, tposted []int64, rtt int) LatReport {
 	for i := range delta {
 		delta[i] = tposted[i+1] - tposted[i]
 	}
+	r.samples, r.rtt = slices.Clone(delta), rtt
 	slices.Sort(delta)
 	measure -= latMeasureTail
 	q := cyclesPerUsec * float64(rtt)

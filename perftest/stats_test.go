@@ -25,7 +25,7 @@ func TestComputeBW(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := computeBW(size, 8, tposted, tcompleted, tt.noPeak, 4, tt.gbits)
+			r := computeBW(size, 8, tposted, tcompleted, tt.noPeak, 4, 1, tt.gbits)
 			if tt.noPeak {
 				// Only tposted[0] and tcompleted[0] count: here an empty run.
 				if r.BWPeak != 0 || r.BWAvg != 0 {
@@ -48,7 +48,7 @@ func TestComputeBW(t *testing.T) {
 func TestComputeBWLastSignaled(t *testing.T) {
 	tposted := []int64{0, 10, 20, 30, 40}
 	tcompleted := []int64{0, 0, 0, 400, 100} // completion of 0..3 late, of 4 early
-	r := computeBW(1<<20, 5, tposted, tcompleted, false, 4, false)
+	r := computeBW(1<<20, 5, tposted, tcompleted, false, 4, 1, false)
 	// Best: i=0, j=4: (100-0)/5 = 20 ns.
 	if want := 1e9 / 20.0; !near(r.BWPeak, want) {
 		t.Errorf("peak %v, want %v", r.BWPeak, want)

@@ -68,8 +68,8 @@ func (d *demo) setup() error {
 		n := &nic{name: fmt.Sprintf("rnic%d", i), port: port, psn: psns[i]}
 		d.nics[i] = n
 		opts := sniff.Options{Func: d.tap.observer(i)}
-		if i == 0 {
-			opts.Pcap = d.pcap // nil without --pcap
+		if i == 0 && d.pcap != nil { // a nil *pcap.Writer in the interface would be a writer
+			opts.Pcap = d.pcap
 		}
 		n.dev, err = rnic.Open(rnic.Options{Link: sniff.New(port, opts), Name: n.name, MTU: mtu})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,18 +17,31 @@ import (
 // perfFlags are the perf command's flags: perftest's, with its names and
 // defaults, plus --pcap and --timeout.
 type perfFlags struct {
-	dev, size, conn, atomic, pcap string
+	dev, size, conn, atomic string
+
+	pcap                string // --pcap: the capture's file
+	pcapSnap, pcapFiles int    // --pcap-snaplen, --pcap-filecount
+	pcapFileSize        string // --pcap-filesize
 
 	all, cpuFreq, gbits, noPeak bool
 
 	iters, duration, margin, qps, mtu, gid, port, tx, rx, cqMod, inline, qpTimeout int
+
+	duplex, reversed, events, runInf, mrPerQP, histogram, unsorted, cpuUtil, outJSON bool
+	postList, tos, tclass, sl, burst                                                 int
+	outJSONFile, rateLimit, rateUnits, rateType, reportCounters                      string
+
+	counters bool // --counters: print the device's counters after the run
 
 	timeout time.Duration
 	loss    float64 // seeded loss injected in the NIC's own link, on send
 }
 
 // newPerfCmd returns "rnic perf <test> [flags] [server]".
-func newPerfCmd() *cobra.Command {
+func newPerfCmd() *cobra.Command { return perfCommand(runPerf) }
+
+// perfCommand returns the perf command with run as what it does.
+func perfCommand(run func(*cobra.Command, *perfFlags, []string) error) *cobra.Command {
 	var f perfFlags
 	tests := make([]string, 0, 7)
 	for _, t := range perftest.Tests() {
@@ -48,15 +62,25 @@ port 18515. With one, it is the client. -d selects the NIC's address (an IP
 address or an interface name; by default the address of the TCP
 connection; two NICs on one host need two addresses, as each binds UDP
 port 4791 on its own). While it runs, "rnic stat" shows the device's
-counters.
+counters; --counters prints them at the end of the run.
+
+As in perftest, the two sides agree on the MTU but not on -s, -a, -b,
+-l or --reversed: give both the same. A server started without the
+client's -a has buffers too small for its larger messages.
+
+--pcap FILE records the NIC's frames for tshark, bounded as tcpdump
+bounds a capture: --pcap-snaplen (tcpdump -s; default 128 bytes, every
+header), --pcap-filesize (tcpdump -C, million bytes) and --pcap-filecount
+(tcpdump -W, a ring of files FILE0...).
 
 Examples:
   rnic perf write_bw -d 127.0.0.1                       # server
   rnic perf write_bw -d 127.0.0.2 -s 4096 127.0.0.1     # client
-  rnic perf send_lat -d 127.0.0.2 -a -n 100 --pcap lat.pcap 127.0.0.1`,
+  rnic perf read_lat -d 127.0.0.1 -a                    # server for the next line
+  rnic perf read_lat -d 127.0.0.2 -a --pcap lat.pcap --pcap-filesize 50 --pcap-filecount 4 127.0.0.1`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPerf(cmd, &f, args)
+			return run(cmd, &f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -81,7 +105,31 @@ Examples:
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, UC or UD")
 	fl.StringVarP(&f.atomic, "atomic_type", "A", "FETCH_AND_ADD", "atomic_bw's operation: FETCH_AND_ADD or CMP_AND_SWAP")
 	fl.BoolVarP(&f.noPeak, "noPeak", "N", false, "do not compute the peak bandwidth")
-	fl.StringVar(&f.pcap, "pcap", "", "write every frame the NIC sends and receives to this pcap file")
+	fl.BoolVarP(&f.duplex, "bidirectional", "b", false, "bidirectional bandwidth (bw tests): both sides send; give it to both")
+	fl.BoolVar(&f.reversed, "reversed", false, "reverse the traffic: the server sends to the client (give it to both sides)")
+	fl.IntVarP(&f.postList, "post_list", "l", 1, "post lists of this many send work requests, one doorbell each (bw tests)")
+	fl.BoolVarP(&f.events, "events", "e", false, "sleep on CQ events instead of polling (not write tests)")
+	fl.BoolVar(&f.runInf, "run_infinitely", false, "run until interrupted, printing the bandwidth every -D seconds (default 5; bw tests)")
+	fl.BoolVar(&f.mrPerQP, "mr_per_qp", false, "one memory region per QP instead of one for all (bw tests)")
+	fl.BoolVarP(&f.histogram, "report-histogrm", "H", false, "print every latency sample, sorted (latency tests; perftest's spelling)")
+	fl.BoolVar(&f.histogram, "report-histogram", false, "the same as -H, as perftest's help spells it")
+	fl.BoolVarP(&f.unsorted, "report-unsorted", "U", false, "print every latency sample in the order measured (latency tests)")
+	fl.IntVarP(&f.tos, "tos", "T", -1, "perftest's TOS for rdma_cm QPs (-R), which rnic perf does not have: refused; --tclass sets the traffic class")
+	fl.IntVar(&f.tclass, "tclass", 0, "traffic class of the GRH: the IP TOS (IPv4) or traffic class (IPv6) on the wire")
+	fl.IntVarP(&f.sl, "sl", "S", 0, "service level (0-15): the priority level of the NIC's arbiter")
+	fl.BoolVar(&f.cpuUtil, "cpu_util", false, "show the CPU utilization in the report (-D runs)")
+	fl.BoolVar(&f.outJSON, "out_json", false, "write each result to a JSON file too")
+	fl.StringVar(&f.outJSONFile, "out_json_file", "", "with --out_json: the JSON file (default perftest_out.json)")
+	fl.StringVar(&f.rateLimit, "rate_limit", "", "the most a QP sends: in Gb/s, or --rate_units (bw tests; perftest's software limiter)")
+	fl.StringVar(&f.rateUnits, "rate_units", "g", "units of --rate_limit: M (MiB/s), g (Gb/s) or p (messages/s)")
+	fl.StringVar(&f.rateType, "rate_limit_type", "", "SW: perftest's software limiter; HW and PP are refused (no hardware limiter, no Raw Ethernet). Not given: HW, which falls back to SW as on a RoCE port")
+	fl.IntVar(&f.burst, "burst_size", 0, "with --rate_limit: messages per burst (default: the tx depth)")
+	fl.StringVarP(&f.reportCounters, "report-counters", "W", "", "after each result, the change of these counters: hw_counters/<name> (rnic stat's names), counters/port_{xmit,rcv}_{data,packets}, comma-separated")
+	fl.BoolVar(&f.counters, "counters", false, "after a run, print the device's counters as rdma statistic show does")
+	fl.StringVar(&f.pcap, "pcap", "", "write every frame the NIC sends and receives to this pcap file (tcpdump -w)")
+	fl.IntVar(&f.pcapSnap, "pcap-snaplen", defaultSnapLen, "with --pcap: bytes kept of each frame, Ethernet header included (tcpdump -s; 0: whole frames); the default keeps every RoCEv2 header and the payload's first bytes")
+	fl.StringVar(&f.pcapFileSize, "pcap-filesize", "", "with --pcap: before writing a frame, start a new file if the current one is over this many million bytes (tcpdump -C; k, m, g: KiB, MiB, GiB); the next files are FILE1, FILE2, ...")
+	fl.IntVar(&f.pcapFiles, "pcap-filecount", 0, "with --pcap-filesize: keep this many files, FILE0 to FILE<n-1>, overwriting the oldest (tcpdump -W)")
 	fl.DurationVar(&f.timeout, "timeout", perftest.DefaultTimeout, "give up when the peer is silent this long")
 	fl.Float64Var(&f.loss, "loss", 0, "drop this fraction of the frames the NIC sends (seeded), to exercise loss recovery against a real peer")
 	return cmd
@@ -118,21 +166,37 @@ func (f *perfFlags) config(args []string) (perftest.Config, error) {
 	if c.QPTimeout < 0 {
 		return c, fmt.Errorf("-u %d: QP timeout out of range [0, 31]", c.QPTimeout)
 	}
+	c.Duplex, c.Reversed, c.PostList, c.Events, c.RunInfinitely = f.duplex, f.reversed, f.postList, f.events, f.runInf
+	c.MRPerQP, c.Histogram, c.Unsorted, c.TrafficClass, c.SL = f.mrPerQP, f.histogram, f.unsorted, f.tclass, f.sl
+	c.CPUUtil, c.OutJSON, c.OutJSONFile, c.BurstSize, c.ReportCounters = f.cpuUtil, f.outJSON, f.outJSONFile, f.burst, f.reportCounters
+	if f.rateLimit != "" {
+		if c.RateLimit, err = strconv.ParseFloat(f.rateLimit, 64); err != nil || c.RateLimit <= 0 {
+			return c, fmt.Errorf("--rate_limit %q: the rate limit must be a positive number", f.rateLimit)
+		}
+	}
+	if c.RateUnits, err = perftest.ParseRateUnits(f.rateUnits); err != nil {
+		return c, err
+	}
+	if f.rateType != "" {
+		if c.RateLimitType, err = perftest.ParseRateLimitType(f.rateType); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
+// rateFlags are the flags that mean something only with --rate_limit.
+var rateFlags = []string{"rate_units", "rate_limit_type", "burst_size"}
+
 // runPerf runs the benchmark until it ends or the user interrupts it.
 func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
-	cfg, err := f.config(args)
+	cfg, copts, err := f.check(cmd, args)
 	if err != nil {
 		return err
 	}
-	if f.loss < 0 || f.loss >= 1 {
-		return fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
-	}
 	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss}
 	if f.pcap != "" {
-		if devs.capture, err = newCapture(f.pcap); err != nil {
+		if devs.capture, err = newCapture(f.pcap, copts); err != nil {
 			return err
 		}
 	}
@@ -144,9 +208,67 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	if _, err := perftest.Run(ctx, cfg); err != nil {
-		devs.printCounters()
+	res, err := perftest.Run(ctx, cfg)
+	if err != nil {
+		// The counters say where frames went (drops, NAKs, retries)
+		// without a second attempt under a debugger.
+		printCounters(cmd.ErrOrStderr(), res, false)
 		return fmt.Errorf("perf %s: %w", cfg.Test, err)
 	}
+	if f.counters {
+		printCounters(cmd.OutOrStdout(), res, true)
+	}
 	return nil
+}
+
+// check turns the command line into the run's configuration and the
+// capture's bounds, refusing flags that would mean nothing.
+func (f *perfFlags) check(cmd *cobra.Command, args []string) (perftest.Config, captureOptions, error) {
+	cfg, err := f.config(args)
+	if err != nil {
+		return cfg, captureOptions{}, err
+	}
+	if f.rateLimit == "" {
+		for _, name := range rateFlags {
+			if cmd.Flags().Changed(name) {
+				// perftest ignores them without a rate limit; rnic says so.
+				return cfg, captureOptions{}, fmt.Errorf("--%s needs --rate_limit", name)
+			}
+		}
+	}
+	if cmd.Flags().Changed("tos") {
+		// perftest's -T sets the TOS of rdma_cm QPs (-R) and Raw
+		// Ethernet QPs, neither of which rnic perf has; perftest refuses
+		// it without them, after checking its range.
+		if f.tos < 0 || f.tos > 255 {
+			return cfg, captureOptions{}, fmt.Errorf("-T %d: TOS should be between 0 and 255", f.tos)
+		}
+		return cfg, captureOptions{}, fmt.Errorf("-T %d: TOS only valid for rdma_cm based QP and RawEth QP (rnic perf has neither -R nor RawEth; --tclass sets the traffic class)", f.tos)
+	}
+	if f.loss < 0 || f.loss >= 1 {
+		return cfg, captureOptions{}, fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
+	}
+	copts, err := f.captureOptions(cmd)
+	return cfg, copts, err
+}
+
+// captureOptions checks the --pcap-* flags: they bound a capture, so
+// they need --pcap.
+func (f *perfFlags) captureOptions(cmd *cobra.Command) (captureOptions, error) {
+	o := captureOptions{snapLen: f.pcapSnap, fileCount: f.pcapFiles}
+	if f.pcap == "" {
+		for _, name := range []string{"pcap-snaplen", "pcap-filesize", "pcap-filecount"} {
+			if cmd.Flags().Changed(name) {
+				return o, fmt.Errorf("--%s needs --pcap: it bounds a capture", name)
+			}
+		}
+		return o, nil
+	}
+	if f.pcapFileSize != "" {
+		var err error
+		if o.fileSize, err = parseFileSize(f.pcapFileSize); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }

@@ -114,12 +114,18 @@ func freePort(t *testing.T) string {
 // returns their outputs.
 func perfPair(t *testing.T, srvDev, cliDev string, flags ...string) (srv, cli string) {
 	t.Helper()
+	return perfPair2(t, srvDev, cliDev, flags, flags)
+}
+
+// perfPair2 is perfPair with flags of each side's own.
+func perfPair2(t *testing.T, srvDev, cliDev string, srvFlags, cliFlags []string) (srv, cli string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	port := freePort(t)
-	s := startCmd(ctx, append([]string{"perf", "-d", srvDev, "-p", port}, flags...)...)
+	s := startCmd(ctx, append([]string{"perf", "-d", srvDev, "-p", port}, srvFlags...)...)
 	s.waitFor(t, "Waiting for client to connect")
-	c := startCmd(ctx, append(append([]string{"perf", "-d", cliDev, "-p", port}, flags...), "127.0.0.1")...)
+	c := startCmd(ctx, append(append([]string{"perf", "-d", cliDev, "-p", port}, cliFlags...), "127.0.0.1")...)
 	cerr, serr := c.wait(t), s.wait(t)
 	if cerr != nil || serr != nil {
 		t.Fatalf("client: %v\n%s\nserver: %v\n%s", cerr, c.out.String(), serr, s.out.String())
@@ -225,27 +231,41 @@ func TestStatSeesRunningDevice(t *testing.T) {
 	}
 }
 
-// TestPerfPcap runs send_lat with --pcap on the client and checks that
-// the file parses, holds both directions, and that every frame's ICRC
-// verifies.
+// TestPerfPcap runs send_lat with --pcap on the client, with whole frames
+// and with the default snapshot length, and checks that the file parses,
+// holds both directions, and that every frame's ICRC verifies (whole
+// frames) or that every record keeps the headers and says how long the
+// frame was (cut frames).
 func TestPerfPcap(t *testing.T) {
 	useMemLinks(t)
-	path := filepath.Join(t.TempDir(), "lat.pcap")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	port := freePort(t)
-	s := startCmd(ctx, "perf", "send_lat", "-d", "10.0.0.1", "-p", port, "-n", "20", "-s", "3000")
-	s.waitFor(t, "Waiting for client")
-	c := startCmd(ctx, "perf", "send_lat", "-d", "10.0.0.2", "-p", port, "-n", "20", "-s", "3000", "--pcap", path, "127.0.0.1")
-	if err := errors.Join(c.wait(t), s.wait(t)); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, c.out.String(), s.out.String())
+	for _, snap := range []string{"0", ""} {
+		path := filepath.Join(t.TempDir(), "lat.pcap")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		port := freePort(t)
+		s := startCmd(ctx, "perf", "send_lat", "-d", "10.0.0.1", "-p", port, "-n", "20", "-s", "3000")
+		s.waitFor(t, "Waiting for client")
+		args := []string{"perf", "send_lat", "-d", "10.0.0.2", "-p", port, "-n", "20", "-s", "3000", "--pcap", path}
+		if snap != "" {
+			args = append(args, "--pcap-snaplen", snap)
+		}
+		c := startCmd(ctx, append(args, "127.0.0.1")...)
+		if err := errors.Join(c.wait(t), s.wait(t)); err != nil {
+			t.Fatalf("%v\n%s\n%s", err, c.out.String(), s.out.String())
+		}
+		cancel()
+		wantSnap := defaultSnapLen
+		if snap == "0" {
+			wantSnap = pcap.SnapLen
+		}
+		checkPcap(t, path, "10.0.0.2", "10.0.0.1", wantSnap)
 	}
-	checkPcap(t, path, "10.0.0.2", "10.0.0.1")
 }
 
-// checkPcap checks a capture of a and b's traffic: every frame is RoCEv2
-// on UDP 4791 with a valid ICRC, and both directions are there.
-func checkPcap(t *testing.T, path, a, b string) {
+// checkPcap checks a capture of a and b's traffic with snapshot length
+// snap: every frame is RoCEv2 on UDP 4791, with a valid ICRC if it was
+// kept whole, with its headers and its length otherwise, and both
+// directions are there.
+func checkPcap(t *testing.T, path, a, b string, snap int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -256,25 +276,36 @@ func checkPcap(t *testing.T, path, a, b string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.SnapLen() != uint32(snap) {
+		t.Errorf("snapshot length %d, want %d", r.SnapLen(), snap)
+	}
 	dirs := map[string]int{}
-	frames := 0
+	frames, cut := 0, 0
 	for {
-		data, _, err := r.Next()
+		rec, err := r.NextRecord()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		ip, ok := pcap.IPPacket(r.LinkType(), data)
-		if !ok || len(ip) < 28 || ip[0]>>4 != 4 {
-			t.Fatalf("record %d is not IPv4: % x", frames, data)
+		ip, ok := pcap.IPPacket(r.LinkType(), rec.Data)
+		if !ok || len(ip) < 40 || ip[0]>>4 != 4 {
+			t.Fatalf("record %d is not IPv4 with its headers: % x", frames, rec.Data)
 		}
 		if dport := int(ip[22])<<8 | int(ip[23]); dport != wire.UDPPort {
 			t.Errorf("record %d: UDP port %d", frames, dport)
 		}
-		if err := wire.CheckICRC(ip); err != nil {
-			t.Errorf("record %d: %v", frames, err)
+		whole := int(ip[2])<<8 | int(ip[3])
+		switch {
+		case len(rec.Data) > snap || rec.OrigLen != 14+whole:
+			t.Errorf("record %d: %d bytes kept of %d (IP length %d), snaplen %d", frames, len(rec.Data), rec.OrigLen, whole, snap)
+		case len(rec.Data) == rec.OrigLen:
+			if err := wire.CheckICRC(ip); err != nil {
+				t.Errorf("record %d: %v", frames, err)
+			}
+		default:
+			cut++
 		}
 		src, dst := netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
 		dirs[src.String()+">"+dst.String()]++
@@ -282,6 +313,51 @@ func checkPcap(t *testing.T, path, a, b string) {
 	}
 	if dirs[a+">"+b] == 0 || dirs[b+">"+a] == 0 {
 		t.Errorf("directions in the capture: %v", dirs)
+	}
+	if snap < 1000 && cut == 0 {
+		t.Errorf("snaplen %d cut none of %d frames", snap, frames)
+	}
+}
+
+// TestPerfPcapBounded runs write_bw with a capture bounded as the
+// README's example is (snapshot length, file size, ring of files) and
+// checks that the capture stays within the bounds: the ring's files and
+// no others, none over the size by more than the record that took it
+// over, no record over the snapshot length.
+func TestPerfPcapBounded(t *testing.T) {
+	useMemLinks(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bw.pcap")
+	flags := []string{"write_bw", "-s", "8192", "-n", "2000"}
+	perfPair2(t, "10.0.0.1", "10.0.0.2", flags,
+		append(flags, "--pcap", path, "--pcap-snaplen", "100", "--pcap-filesize", "20k", "--pcap-filecount", "3"))
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if fmt.Sprint(names) != "[bw.pcap0 bw.pcap1 bw.pcap2]" {
+		t.Fatalf("files %v, want the ring bw.pcap0..2", names)
+	}
+	var total int
+	for _, name := range names {
+		st, _ := os.Stat(filepath.Join(dir, name))
+		if st.Size() > 20<<10+16+100 {
+			t.Errorf("%s is %d bytes, over 20 KiB by more than a record", name, st.Size())
+		}
+		snap, recs := readFile(t, filepath.Join(dir, name))
+		if snap != 100 {
+			t.Errorf("%s: snaplen %d", name, snap)
+		}
+		for _, r := range recs {
+			if len(r.Data) > 100 {
+				t.Errorf("%s: a record of %d bytes", name, len(r.Data))
+			}
+		}
+		total += len(recs)
+	}
+	if total == 0 {
+		t.Error("the ring holds no records")
 	}
 }
 
@@ -314,5 +390,5 @@ func TestPerfCommandUDP(t *testing.T) {
 	if !strings.Contains(c.out.String(), "\n 8192       100  ") {
 		t.Errorf("client output:\n%s", c.out.String())
 	}
-	checkPcap(t, path, "127.0.0.2", "127.0.0.1")
+	checkPcap(t, path, "127.0.0.2", "127.0.0.1", defaultSnapLen)
 }

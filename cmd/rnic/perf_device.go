@@ -12,6 +12,7 @@ import (
 	"github.com/rnic/rnic/internal/statsrv"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/link/udp"
+	"github.com/rnic/rnic/perftest"
 )
 
 // perfLink opens the network port of the device with address addr: a
@@ -29,7 +30,6 @@ type perfDevices struct {
 	capture *capture // nil without --pcap
 	errw    io.Writer
 	loss    float64
-	devs    []*rnic.Device
 	traces  []*os.File // RNIC_TRACE files
 }
 
@@ -65,23 +65,24 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 	if err := dev.Publish(); err != nil {
 		fmt.Fprintf(p.errw, " rnic stat will not see %s: %v\n", dev.Name(), err)
 	}
-	p.devs = append(p.devs, dev)
 	return dev, nil
 }
 
-// printCounters writes every device's nonzero counters to errw, as "rnic
-// stat" would have shown them: after a failed run they say where frames
-// went (drops, NAKs, retries) without a second attempt under a debugger.
-func (p *perfDevices) printCounters() {
-	for _, d := range p.devs {
-		var nonzero []statsrv.Counter
-		for _, c := range d.Counters() {
-			if c.Value != 0 {
-				nonzero = append(nonzero, statsrv.Counter{Name: c.Name, Value: c.Value})
-			}
-		}
-		fmt.Fprintln(p.errw, formatStatLine(d.Name(), nonzero))
+// printCounters writes the counters of the run's device, as "rnic stat"
+// (rdma statistic show) shows them, when Run had opened it: all of them,
+// or only those that are not zero. Run takes them just before it closes
+// the device.
+func printCounters(w io.Writer, res *perftest.Result, all bool) {
+	if res == nil || res.Counters == nil {
+		return
 	}
+	var cs []statsrv.Counter
+	for _, c := range res.Counters {
+		if all || c.Value != 0 {
+			cs = append(cs, statsrv.Counter{Name: c.Name, Value: c.Value})
+		}
+	}
+	fmt.Fprintln(w, formatStatLine(res.Device, cs))
 }
 
 // close closes the capture and the trace files; the devices are closed

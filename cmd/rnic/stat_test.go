@@ -139,7 +139,7 @@ func startKVProgram(t *testing.T) *kvProgram {
 func TestStatLibraryProgram(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	p := startKVProgram(t)
-	comm := strings.TrimSpace(readFile(t, "/proc/self/comm"))
+	comm := strings.TrimSpace(readTextFile(t, "/proc/self/comm"))
 
 	// rnic stat: one line per device, in name order, with its counters.
 	out, _, err := runRnic(t, "stat")
@@ -315,7 +315,7 @@ func jsonObjects(t *testing.T, s string) []orderedObject {
 	return out
 }
 
-func readFile(t *testing.T, path string) string {
+func readTextFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

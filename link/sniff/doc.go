@@ -16,6 +16,14 @@
 // frame is recorded even if the wire then loses it, as tcpdump records
 // what leaves an interface.
 //
+// # What the wire carried
+//
+// The NIC builds whole frames, but a link on kernel sockets leaves some
+// header fields to the kernel (link/udp: the IPv6 UDP checksum). Such a
+// link says so by implementing link.WireWriter, and the Link records a
+// copy of each frame with those fields as the wire carries them, so that
+// a capture shows what tcpdump on the interface would have shown.
+//
 // With neither a pcap writer nor a callback configured, the Link only
 // forwards: Send calls the inner Send and Attach hands the NIC's
 // dispatcher straight to the inner link, so nothing is added per frame.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/link"
-	"github.com/rnic/rnic/wire/pcap"
 )
 
 // Direction says whether the NIC sent a frame or received it.
@@ -33,14 +32,22 @@ func (d Direction) String() string {
 // during the call: copy what must be kept.
 type Func func(dir Direction, ts time.Time, frame []byte)
 
+// PacketWriter records IP packets: a *pcap.Writer (wire/pcap), or a
+// writer that rotates files or bounds their size around one.
+type PacketWriter interface {
+	WriteIPPacket(ts time.Time, ip []byte) error
+}
+
 // Options say where frames are recorded. The zero value records nothing.
 type Options struct {
-	// Pcap, if set, receives every frame as one record, written with
-	// WriteIPPacket (so LinkTypeRaw and LinkTypeEthernet both work). The
-	// Link serializes its writes, but the Writer must not be used by
-	// anything else, another Link included, while the Link runs. After
-	// the first write error the Link stops writing; Err returns it.
-	Pcap *pcap.Writer
+	// Pcap, if set, receives every frame as one record, through
+	// WriteIPPacket (so a *pcap.Writer of LinkTypeRaw or LinkTypeEthernet
+	// both work). The Link serializes its writes, but a *pcap.Writer must
+	// not be used by anything else, another Link included, while the Link
+	// runs (a PacketWriter of one's own may be shared if it locks). After
+	// the first write error the Link stops writing; Err returns it. Leave
+	// it nil for no capture: a nil *pcap.Writer put in it is not nil.
+	Pcap PacketWriter
 
 	// Func, if set, is called with every frame. Calls are serialized (one
 	// at a time, in the order frames are recorded in the pcap) and made
@@ -60,11 +67,17 @@ type Link struct {
 	on    bool // something to record to
 	clock func() time.Time
 
-	mu   sync.Mutex // serializes pcap writes and Func calls
-	pcap *pcap.Writer
-	fn   Func
-	err  error       // first pcap write error
-	snap []*link.Buf // TryDeliver's copies of the frames it offers
+	// wire, if the inner link writes header fields itself
+	// (link.WireWriter), turns each frame into what the wire carries,
+	// in scratch: the recorded frame is the wire's, the NIC's is untouched.
+	wire link.WireWriter
+
+	mu      sync.Mutex // serializes pcap writes and Func calls
+	pcap    PacketWriter
+	fn      Func
+	err     error // first pcap write error
+	scratch []byte
+	snap    []*link.Buf // TryDeliver's copies of the frames it offers
 }
 
 var _ link.Link = (*Link)(nil)
@@ -81,6 +94,7 @@ func New(inner link.Link, opts Options) *Link {
 	if l.clock == nil {
 		l.clock = time.Now
 	}
+	l.wire, _ = inner.(link.WireWriter)
 	return l
 }
 
@@ -153,6 +167,11 @@ func (l *Link) recordLocked(dir Direction, bufs []*link.Buf) {
 	ts := l.clock() // under the lock, so that records are in time order
 	for _, b := range bufs {
 		frame := b.Bytes()
+		if l.wire != nil {
+			l.scratch = append(l.scratch[:0], frame...)
+			frame = l.scratch
+			l.wire.WireHeaders(frame, dir == TX)
+		}
 		if l.pcap != nil && l.err == nil {
 			l.err = l.pcap.WriteIPPacket(ts, frame)
 		}

@@ -333,3 +333,68 @@ func TestDirectionString(t *testing.T) {
 		t.Error(sniff.TX, sniff.RX, sniff.Direction(7))
 	}
 }
+
+// wireLink is a link whose transport writes header fields itself
+// (link.WireWriter): it keeps what it is sent, and says the wire carries
+// TTL 9 on what it sends and a UDP checksum of 0xbeef on what it
+// delivers.
+type wireLink struct {
+	d    link.Dispatcher
+	sent [][]byte
+}
+
+func (w *wireLink) Send(bufs []*link.Buf) {
+	for _, b := range bufs {
+		w.sent = append(w.sent, bytes.Clone(b.Bytes()))
+		b.Release()
+	}
+}
+func (w *wireLink) Attach(d link.Dispatcher) { w.d = d }
+func (w *wireLink) MTU() int                 { return link.MaxFrame }
+func (w *wireLink) Close() error             { return nil }
+func (w *wireLink) WireHeaders(f []byte, sent bool) {
+	if sent {
+		wire.IPv4(f).SetTTL(9)
+	} else {
+		wire.UDP(f[wire.IPv4HeaderSize:]).SetChecksum(0xbeef)
+	}
+}
+
+// TestWireHeaders checks that over a link.WireWriter the capture and the
+// callback get the frames as the wire carries them, while the inner link
+// and the NIC get the NIC's frames untouched.
+func TestWireHeaders(t *testing.T) {
+	inner := &wireLink{}
+	var file bytes.Buffer
+	w, err := pcap.NewWriter(&file, pcap.LinkTypeRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	s := sniff.New(inner, sniff.Options{Pcap: w, Func: func(_ sniff.Direction, _ time.Time, f []byte) { got = append(got, bytes.Clone(f)) }})
+	nic := newCollector(1)
+	s.Attach(nic)
+
+	out, in := sendFrame(addrA, addrB, 1), sendFrame(addrB, addrA, 2)
+	s.Send([]*link.Buf{bufOf(out)})
+	inner.d.Deliver([]*link.Buf{bufOf(in)})
+
+	if len(inner.sent) != 1 || !bytes.Equal(inner.sent[0], out) {
+		t.Errorf("the inner link got %x, want the NIC's frame %x", inner.sent, out)
+	}
+	if f := <-nic.ch; !bytes.Equal(f, in) {
+		t.Errorf("the NIC got %x, want the link's frame %x", f, in)
+	}
+	wantOut, wantIn := bytes.Clone(out), bytes.Clone(in)
+	wire.IPv4(wantOut).SetTTL(9)
+	wire.UDP(wantIn[wire.IPv4HeaderSize:]).SetChecksum(0xbeef)
+	recs := readPcap(t, file.Bytes(), pcap.LinkTypeRaw)
+	if len(recs) != 2 || len(got) != 2 {
+		t.Fatalf("recorded %d records and %d callbacks, want 2 each", len(recs), len(got))
+	}
+	for i, want := range [][]byte{wantOut, wantIn} {
+		if !bytes.Equal(recs[i].ip, want) || !bytes.Equal(got[i], want) {
+			t.Errorf("frame %d recorded as %x (pcap) and %x (callback), want the wire's %x", i, recs[i].ip, got[i], want)
+		}
+	}
+}

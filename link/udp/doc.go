@@ -29,6 +29,22 @@
 // without a TOS control message: every datagram has ID 0 and DF, equals
 // the frame up to the masked fields, and passes wire.CheckICRC.
 //
+// # Fields the ICRC masks
+//
+// The ICRC masks the TTL or hop limit, the traffic class and the UDP
+// checksum, so the link could leave them to the kernel; it does not,
+// because a capture of the NIC's frames (link/sniff, rnic perf --pcap)
+// must be what the wire carried. Each datagram gets the frame's traffic
+// class (IP_TOS, IPV6_TCLASS) and its TTL or hop limit (IP_TTL,
+// IPV6_HOPLIMIT) as control messages; IPv4 goes without a UDP checksum
+// (SO_NO_CHECK: 0, as the frame says and as rxe sends), and IPv6 without
+// automatic flow labels. An IPv6 socket must compute the UDP checksum (and
+// GSO needs it): the link says so through link.WireWriter, and a capture
+// computes it too. On receive, the rebuilt headers take the TTL or hop
+// limit and the traffic class the kernel reports. TestKernelIPv4Header,
+// TestKernelIPv6Header and TestCaptureIsWire compare captures with what a
+// raw socket sees.
+//
 // # GSO: IPv6 only
 //
 // UDP_SEGMENT lets one sendmsg carry a run of equal-size frames to one

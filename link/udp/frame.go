@@ -22,6 +22,7 @@ type txFrame struct {
 	dst  [16]byte // IPv4 in the first 4 bytes, or IPv6
 	port uint16   // UDP destination port
 	tos  uint8    // IPv4 TOS or IPv6 traffic class
+	ttl  uint8    // IPv4 TTL or IPv6 hop limit
 }
 
 // verdict is the outcome of a frame check.
@@ -38,7 +39,9 @@ const (
 // link's socket, would write exactly the IP and UDP header fields that f
 // carries and its ICRC covers, and fills t's destination if so. Fields the
 // ICRC masks (TOS, TTL, flow label, hop limit, checksums) are not checked;
-// the traffic class travels as a control message.
+// the traffic class and the TTL or hop limit travel as control messages,
+// so that the datagram carries the frame's (an IPv4 TTL of 0, which the
+// kernel cannot send, is a mismatch).
 func (l *Link) checkTx(f []byte, t *txFrame) verdict {
 	if len(f) > l.mtu {
 		return oversize
@@ -55,12 +58,12 @@ func (l *Link) checkTx(f []byte, t *txFrame) verdict {
 		// The kernel writes no options, ID 0 (unconnected socket, DF) and
 		// DF; a frame with anything else would fail its ICRC.
 		if l.o.v6 || ip.IHL() != 5 || ip.ID() != 0 || binary.BigEndian.Uint16(f[6:]) != ipv4DF ||
-			ip.Src() != [4]byte(l.src[:4]) {
+			ip.Src() != [4]byte(l.src[:4]) || ip.TTL() == 0 {
 			return mismatch
 		}
 		t.dst = [16]byte{}
 		copy(t.dst[:4], f[16:20])
-		t.tos = ip.TOS()
+		t.tos, t.ttl = ip.TOS(), ip.TTL()
 	case 6:
 		if len(f) < wire.IPv6HeaderSize+wire.UDPHeaderSize+minPayload {
 			return malformed
@@ -74,7 +77,7 @@ func (l *Link) checkTx(f []byte, t *txFrame) verdict {
 		if !l.o.v6 || ip.Src() != l.src || wire.GID(t.dst).IsIPv4() {
 			return mismatch
 		}
-		t.tos = ip.TrafficClass()
+		t.tos, t.ttl = ip.TrafficClass(), ip.HopLimit()
 	default:
 		return malformed
 	}
@@ -91,23 +94,27 @@ func (l *Link) checkTx(f []byte, t *txFrame) verdict {
 
 // rebuild writes the IP and UDP headers in front of a datagram received on
 // the UDP socket: f is the whole frame, its UDP payload already at
-// f[l.hl:]. src holds the sender's address (IPv4 in the first 4 bytes) and
-// tos the TOS or traffic class the kernel reported.
+// f[l.hl:]. src holds the sender's address (IPv4 in the first 4 bytes),
+// tos the TOS or traffic class and ttl the TTL or hop limit the kernel
+// reported.
 //
 // IPv6: every field the ICRC covers (payload length, next header,
 // addresses, UDP ports and length) is known exactly, so the frame is as
 // the sender's kernel wrote it, up to masked fields. IPv4: the ID and the
 // flags are not reported by the socket; the header gets ID 0 and DF (what
 // a link/udp peer writes) and the frame is marked link.FlagIPRebuilt,
-// because an rxe peer writes a random ID the ICRC covers.
-func (l *Link) rebuild(b *link.Buf, src *[16]byte, srcPort uint16, tos uint8) {
+// because an rxe peer writes a random ID the ICRC covers. The UDP checksum
+// is not reported either and is written 0, what link/udp and rxe send on
+// IPv4; IPv6 datagrams carry one, which WireHeaders recomputes for a
+// capture.
+func (l *Link) rebuild(b *link.Buf, src *[16]byte, srcPort uint16, tos, ttl uint8) {
 	f := b.Bytes()
 	if l.o.v6 {
 		wire.IPv6(f).Encode(&wire.IPv6Fields{
 			TrafficClass:  tos,
 			PayloadLength: uint16(len(f) - wire.IPv6HeaderSize),
 			NextHeader:    wire.IPProtocolUDP,
-			HopLimit:      wire.DefaultHopLimit,
+			HopLimit:      ttl,
 			Src:           *src,
 			Dst:           l.src,
 		})
@@ -117,7 +124,7 @@ func (l *Link) rebuild(b *link.Buf, src *[16]byte, srcPort uint16, tos uint8) {
 			TOS:         tos,
 			TotalLength: uint16(len(f)),
 			Flags:       wire.IPv4FlagDF,
-			TTL:         wire.DefaultHopLimit,
+			TTL:         ttl,
 			Protocol:    wire.IPProtocolUDP,
 			Src:         [4]byte(src[:4]),
 			Dst:         [4]byte(l.src[:4]),

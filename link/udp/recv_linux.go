@@ -5,12 +5,14 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire"
 	"golang.org/x/sys/unix"
 )
 
 // rxCtrlSize is the control buffer of one received datagram: SO_RXQ_OVFL
-// (u32), IP_TOS (u8) or IPV6_TCLASS (int), and UDP_GRO (int).
-var rxCtrlSize = 3 * unix.CmsgSpace(4)
+// (u32), IP_TOS (u8) or IPV6_TCLASS (int), IP_TTL or IPV6_HOPLIMIT (int),
+// and UDP_GRO (int).
+var rxCtrlSize = 4 * unix.CmsgSpace(4)
 
 // groSlot is the size of a receive slot with GRO: the largest UDP payload.
 const groSlot = 1 << 16
@@ -284,7 +286,7 @@ func (r *ring) take(i int, t *rxTally) {
 	l := r.l
 	mh := &r.hdrs[i]
 	n := int(mh.Len)
-	src, srcPort, tos, gso := r.parseMeta(i)
+	src, srcPort, tos, ttl, gso := r.parseMeta(i)
 	if r.raw {
 		t.raw++
 	} else {
@@ -312,7 +314,7 @@ func (r *ring) take(i int, t *rxTally) {
 		}
 		b := r.slots[i]
 		b.SetLen(r.off + n)
-		l.rebuild(b, &src, srcPort, tos)
+		l.rebuild(b, &src, srcPort, tos, ttl)
 		r.out = append(r.out, b)
 		r.refill(i)
 		return
@@ -341,14 +343,15 @@ func (r *ring) take(i int, t *rxTally) {
 		}
 		b := link.Get(r.off + len(seg))
 		copy(b.Bytes()[r.off:], seg)
-		l.rebuild(b, &src, srcPort, tos)
+		l.rebuild(b, &src, srcPort, tos, ttl)
 		r.out = append(r.out, b)
 	}
 }
 
 // parseMeta returns datagram i's source (socket path) and what its control
 // messages say, and records the kernel's drop count.
-func (r *ring) parseMeta(i int) (src [16]byte, port uint16, tos uint8, gso int) {
+func (r *ring) parseMeta(i int) (src [16]byte, port uint16, tos, ttl uint8, gso int) {
+	ttl = wire.DefaultHopLimit // if the kernel did not say
 	h := &r.hdrs[i].Hdr
 	if !r.raw {
 		sa := &r.names[i]
@@ -376,6 +379,10 @@ func (r *ring) parseMeta(i int) (src [16]byte, port uint16, tos uint8, gso int) 
 			tos = data[0]
 		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
 			tos = uint8(binary.NativeEndian.Uint32(data))
+		case c.Level == unix.IPPROTO_IP && c.Type == unix.IP_TTL && len(data) >= 4:
+			ttl = uint8(binary.NativeEndian.Uint32(data))
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
+			ttl = uint8(binary.NativeEndian.Uint32(data))
 		case c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO && len(data) >= 4:
 			gso = int(binary.NativeEndian.Uint32(data))
 		}

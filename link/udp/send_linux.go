@@ -17,8 +17,9 @@ const (
 )
 
 // txCtrlSize is the control buffer of one outgoing message: UDP_SEGMENT
-// (u16) and IPV6_TCLASS or IP_TOS (int), each in its own aligned cmsg.
-var txCtrlSize = unix.CmsgSpace(2) + unix.CmsgSpace(4)
+// (u16), IPV6_TCLASS or IP_TOS (int) and IPV6_HOPLIMIT or IP_TTL (int),
+// each in its own aligned cmsg.
+var txCtrlSize = unix.CmsgSpace(2) + 2*unix.CmsgSpace(4)
 
 // sysTx is a Send call's system-call state: one sendmmsg vector of up to
 // Batch messages carrying up to Batch frames, built in place and reused.
@@ -123,7 +124,7 @@ func (x *sysTx) build(l *Link, frames []txFrame, gso bool) int {
 			for j < nf && j-i < maxGSOSegments {
 				g := &frames[j]
 				n := g.b.Len() - hl
-				if n > seg || total+n > maxGSOPayload || g.port != fr.port || g.tos != fr.tos || g.dst != fr.dst {
+				if n > seg || total+n > maxGSOPayload || g.port != fr.port || g.tos != fr.tos || g.ttl != fr.ttl || g.dst != fr.dst {
 					break
 				}
 				total += n
@@ -154,6 +155,14 @@ func (x *sysTx) build(l *Link, frames []txFrame, gso bool) int {
 			} else {
 				n += putCmsg(ctrl[n:], unix.IPPROTO_IP, unix.IP_TOS, 4, uint32(fr.tos))
 			}
+		}
+		// The frame's TTL or hop limit, always: the socket's default is a
+		// sysctl, and the wire must carry what the frame (and a capture of
+		// it) says.
+		if l.o.v6 {
+			n += putCmsg(ctrl[n:], unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT, 4, uint32(fr.ttl))
+		} else {
+			n += putCmsg(ctrl[n:], unix.IPPROTO_IP, unix.IP_TTL, 4, uint32(fr.ttl))
 		}
 		h.Control = nil
 		if n > 0 {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire"
 )
 
 // sys is the portable fallback: one net.UDPConn, a datagram per system
@@ -130,7 +131,7 @@ func (l *Link) routineReceive() {
 			a4 := a.As4()
 			copy(src[:], a4[:])
 		}
-		l.rebuild(b, &src, from.Port(), 0)
+		l.rebuild(b, &src, from.Port(), 0, wire.DefaultHopLimit)
 		out[0] = b
 		l.deliver(out, keep, &t, false)
 		t.addTo(&l.c)

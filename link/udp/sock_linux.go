@@ -124,8 +124,8 @@ func (s *sys) open(l *Link) (err error) {
 
 // openUDP makes the link's UDP socket, bound to Addr:Port, with DF set so
 // that the kernel writes IPv4 ID 0 (ip_select_ident_segs: an unconnected
-// socket and DF give ID 0), and asks for the receive metadata the rebuilt
-// headers need.
+// socket and DF give ID 0), with no IPv4 UDP checksum, and asks for the
+// receive metadata the rebuilt headers need (traffic class, TTL).
 func openUDP(l *Link, rawReceive bool) (fd int, scope uint32, err error) {
 	o := &l.o
 	family := unix.AF_INET
@@ -150,16 +150,31 @@ func openUDP(l *Link, rawReceive bool) (fd int, scope uint32, err error) {
 		opts = append(opts,
 			opt{unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1, "IPV6_V6ONLY"},
 			opt{unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, "IPV6_MTU_DISCOVER"},
-			opt{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS"})
+			opt{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS"},
+			opt{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1, "IPV6_RECVHOPLIMIT"})
 	} else {
+		// SO_NO_CHECK: the kernel sends UDP checksum 0, which is what the
+		// NIC's frames carry and what rxe sends (the ICRC protects the
+		// packet), so that a capture of the frames is what the wire
+		// carried. IPv6 must carry a checksum (and GSO needs one): there
+		// the kernel computes it, and WireHeaders tells a capture.
 		opts = append(opts,
 			opt{unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, "IP_MTU_DISCOVER"},
-			opt{unix.IPPROTO_IP, unix.IP_RECVTOS, 1, "IP_RECVTOS"})
+			opt{unix.IPPROTO_IP, unix.IP_RECVTOS, 1, "IP_RECVTOS"},
+			opt{unix.IPPROTO_IP, unix.IP_RECVTTL, 1, "IP_RECVTTL"},
+			opt{unix.SOL_SOCKET, unix.SO_NO_CHECK, 1, "SO_NO_CHECK"})
 	}
 	for _, p := range opts {
 		if err := unix.SetsockoptInt(fd, p.level, p.name, p.value); err != nil {
 			return -1, 0, fmt.Errorf("udp: setsockopt %s: %w", p.what, err)
 		}
+	}
+	if o.v6 {
+		// No automatic flow labels (a hash the kernel would put on the
+		// wire in place of the frame's 0), where the kernel has the
+		// option (Linux 4.3); the ICRC masks the flow label, so an older
+		// kernel only makes captures differ from the wire in it.
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_AUTOFLOWLABEL, 0)
 	}
 	setBuffers(fd, !rawReceive)
 	if rawReceive {

@@ -434,3 +434,115 @@ func FuzzPcapReader(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapLen writes packets longer and shorter than the snapshot length:
+// the global header declares it, each record keeps at most that many
+// bytes (the Ethernet header counted, as tcpdump -s counts it) and its
+// original length is the packet's, and RecordSize says what a record
+// costs in the file.
+func TestSnapLen(t *testing.T) {
+	long := append(append([]byte(nil), ipv4Packet...), make([]byte, 300)...)
+	tests := []struct {
+		lt       pcap.LinkType
+		snap     int
+		pkt      []byte
+		incl     int
+		origLen  int
+		wantSnap uint32
+	}{
+		{pcap.LinkTypeEthernet, 64, long, 64, 14 + len(long), 64},
+		{pcap.LinkTypeEthernet, 64, ipv4Packet, 14 + 20, 14 + 20, 64},
+		{pcap.LinkTypeEthernet, 10, long, 10, 14 + len(long), 10}, // inside the Ethernet header
+		{pcap.LinkTypeEthernet, 0, long, 14 + len(long), 14 + len(long), pcap.SnapLen},
+		{pcap.LinkTypeRaw, 64, long, 64, len(long), 64},
+		{pcap.LinkTypeRaw, 64, ipv4Packet, 20, 20, 64},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		w, err := pcap.NewWriterSnapLen(&buf, tt.lt, tt.snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteIPPacket(time.Unix(1700000000, 0), tt.pkt); err != nil {
+			t.Fatal(err)
+		}
+		r, err := pcap.NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SnapLen() != tt.wantSnap || uint32(w.SnapLen()) != tt.wantSnap {
+			t.Errorf("%v snap %d: file snaplen %d, writer %d, want %d", tt.lt, tt.snap, r.SnapLen(), w.SnapLen(), tt.wantSnap)
+		}
+		rec, err := r.NextRecord()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Data) != tt.incl || rec.OrigLen != tt.origLen {
+			t.Errorf("%v snap %d, %d-byte packet: incl_len %d orig_len %d, want %d and %d", tt.lt, tt.snap, len(tt.pkt), len(rec.Data), rec.OrigLen, tt.incl, tt.origLen)
+		}
+		head := tt.pkt
+		if tt.lt == pcap.LinkTypeEthernet {
+			head = append(mustHex("000000000000000000000000"+"0800"), tt.pkt...)
+		}
+		if !bytes.Equal(rec.Data, head[:tt.incl]) {
+			t.Errorf("%v snap %d: record %x, want the first %d bytes %x", tt.lt, tt.snap, rec.Data, tt.incl, head[:tt.incl])
+		}
+		if got := buf.Len() - 24; got != w.RecordSize(len(head)) {
+			t.Errorf("%v snap %d: record took %d bytes, RecordSize says %d", tt.lt, tt.snap, got, w.RecordSize(len(head)))
+		}
+	}
+	for _, bad := range []int{-1, pcap.MaxRecordSize + 1} {
+		if _, err := pcap.NewWriterSnapLen(io.Discard, pcap.LinkTypeRaw, bad); err == nil {
+			t.Errorf("snapshot length %d accepted", bad)
+		}
+	}
+}
+
+// TestTsharkSnapLen checks how tshark reads records cut by the snapshot
+// length: it gives the frame's length on the wire and the captured length,
+// decodes the headers a record kept, and says "Packet size limited during
+// capture" where a header itself was cut.
+func TestTsharkSnapLen(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not on PATH")
+	}
+	// host_write.pcap #25 again: 124 bytes of IP packet, 138 with Ethernet.
+	frame := mustHex("4500007c000040004011ae40c6120001c612000b12b712b700688caa0a00ffff0000001d809b535a" +
+		"00005641cc8630000000102d00000040" +
+		"00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9e0e7eef5fc030a11181f262d343b424950575e656c737a81888f969da4abb2b9" +
+		"9369699a")
+	tests := []struct {
+		snap int
+		want []string
+	}{
+		// Ethernet, IPv4, UDP, BTH and RETH are 70 bytes: all kept.
+		{80, []string{"138 bytes on wire", "80 bytes captured", "RDMA WRITE Only", "DMA Length: 64"}},
+		// Cut inside the UDP header.
+		{40, []string{"138 bytes on wire", "40 bytes captured", "Packet size limited during capture"}},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(t.TempDir(), "snap.pcap")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pcap.NewWriterSnapLen(f, pcap.LinkTypeEthernet, tt.snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteIPPacket(time.Now(), frame); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		out, err := exec.Command(tshark, "-r", path, "-V").CombinedOutput()
+		if err != nil {
+			t.Fatalf("tshark: %v\n%s", err, out)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("snaplen %d: tshark output lacks %q:\n%s", tt.snap, want, out)
+			}
+		}
+	}
+}

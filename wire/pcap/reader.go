@@ -61,32 +61,50 @@ func (r *Reader) LinkType() LinkType { return r.linkType }
 // SnapLen returns the file's snapshot length: no record holds more bytes.
 func (r *Reader) SnapLen() uint32 { return r.snapLen }
 
+// Record is one record of a capture.
+type Record struct {
+	// Data is the captured bytes, valid until the next call.
+	Data []byte
+	// Time is the record's timestamp.
+	Time time.Time
+	// OrigLen is the packet's length when it was captured; more than
+	// len(Data) when the snapshot length cut the packet.
+	OrigLen int
+}
+
 // Next returns the next record's captured bytes and timestamp. The bytes
 // are valid until the next call. At the end of the file it returns io.EOF;
 // a file cut inside a record gives io.ErrUnexpectedEOF.
 func (r *Reader) Next() (data []byte, ts time.Time, err error) {
+	rec, err := r.NextRecord()
+	return rec.Data, rec.Time, err
+}
+
+// NextRecord is Next with the record's original length.
+func (r *Reader) NextRecord() (Record, error) {
 	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
-		return nil, time.Time{}, err // io.EOF only if cleanly at a record boundary
+		return Record{}, err // io.EOF only if cleanly at a record boundary
 	}
 	sec := r.order.Uint32(r.hdr[0:])
 	frac := r.order.Uint32(r.hdr[4:])
 	n := r.order.Uint32(r.hdr[8:])
+	orig := r.order.Uint32(r.hdr[12:])
 	if n > MaxRecordSize {
-		return nil, time.Time{}, fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, n)
+		return Record{}, fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, n)
 	}
 	if cap(r.buf) < int(n) {
 		r.buf = make([]byte, n)
 	}
-	data = r.buf[:n]
+	data := r.buf[:n]
 	if _, err := io.ReadFull(r.r, data); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, time.Time{}, err
+		return Record{}, err
 	}
 	nsec := int64(frac)
 	if !r.nanos {
 		nsec *= 1000
 	}
-	return data, time.Unix(int64(sec), nsec), nil
+	return Record{Data: data, Time: time.Unix(int64(sec), nsec), OrigLen: int(orig)}, nil
 }
