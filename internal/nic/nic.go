@@ -204,10 +204,14 @@ func New(cfg Config) (*Device, error) {
 		QPCCache: cfg.QPCCache, CQCCache: cfg.CQCCache, Arbiter: cfg.Arbiter,
 		MaxQPRdAtom: cfg.MaxQPRdAtom, MaxQPInitRdAtom: cfg.MaxQPRdAtom,
 		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU, GID: wire.GIDFromAddr(cfg.Addr),
-		SrcPort: srcPort,
-		Kick:    d.wake,
-		Event:   d.event,
-		Trace:   cfg.Trace,
+		// The READ responses this NIC asks for at once: twice what its
+		// receive queue holds, plenty for any bandwidth-delay product
+		// (4 MiB in flight at MTU 4096).
+		MaxReadPSNs: uint32(2 * cfg.RxQueue),
+		SrcPort:     srcPort,
+		Kick:        d.wake,
+		Event:       d.event,
+		Trace:       cfg.Trace,
 	})
 	if err != nil {
 		return nil, err

@@ -124,6 +124,7 @@ func (e *Engine) afterCompletion(qp *QP, progress bool) {
 	req := &qp.req
 	if progress {
 		e.resetRetries(qp)
+		e.growWindow(qp)
 		if qp.sq.after(req.compIdx, req.next) {
 			// The responder acknowledged the WQE being sent again (an
 			// ACK that was late, not lost): carry on after it.
@@ -283,8 +284,13 @@ func (e *Engine) retryFromUna(qp *QP, force bool) bool {
 		return false
 	}
 	if req.retries == 0 {
-		if w := e.oldestPending(qp); w != nil {
+		if w, idx, ok := e.oldestPending(qp); ok {
 			e.wqeDone(qp, w, WCRetryExcErr)
+			if idx == req.next {
+				// It was being sent again (a retry window stops resends
+				// mid-message): it is over now, so it can retire.
+				req.next, req.off = idx+1, 0
+			}
 		}
 		return false
 	}
@@ -306,16 +312,17 @@ func (e *Engine) impliedNAK(qp *QP) {
 	}
 }
 
-// oldestPending returns the oldest WQE waiting for acknowledgement.
-func (e *Engine) oldestPending(qp *QP) *sendWQE {
+// oldestPending returns the oldest WQE waiting for acknowledgement, and
+// its send queue index.
+func (e *Engine) oldestPending(qp *QP) (*sendWQE, uint32, bool) {
 	req, sq := &qp.req, qp.sq
 	end := e.pendingEnd(qp)
 	for i := req.compIdx; i != end; i++ {
 		if w := sq.slot(i); w.state == wqePending {
-			return w
+			return w, i, true
 		}
 	}
-	return nil
+	return nil, 0, false
 }
 
 // retransTimeout is the local ACK timeout: nothing was acknowledged for
@@ -324,14 +331,16 @@ func (e *Engine) retransTimeout(qp *QP) {
 	if qp.attr.State != QPSRTS && qp.attr.State != QPSSQD {
 		return
 	}
-	if e.oldestPending(qp) == nil {
+	if _, _, ok := e.oldestPending(qp); !ok {
 		return
 	}
 	e.count(qp, LocalAckTimeoutErr)
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x requester: local ACK timeout (una %v psn %v, recovering %v)", qp.QPN, qp.req.una, qp.req.psn, qp.req.recovering)
 	}
-	e.retryFromUna(qp, true)
+	if e.retryFromUna(qp, true) {
+		e.cutWindow(qp)
+	}
 	if qp.req.retries > 0 || qp.req.retry {
 		if t := ackTimeout(qp.attr.Timeout); t != 0 {
 			qp.timer.retransAt = e.now + t

@@ -7,6 +7,7 @@ package transport
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,8 +31,11 @@ func TestGoBackN(t *testing.T) {
 			log := p.ab.log
 			// The NAK names the lost PSN and everything from it is resent.
 			// When the last packet is lost nothing shows the gap: the local
-			// ACK timer fires and the requester resends from the oldest
-			// unacknowledged PSN, 0 (only the last packet asked for an ACK).
+			// ACK timer fires and the requester goes back to the oldest
+			// unacknowledged PSN, 0 (only the last packet asked for an
+			// ACK), but with a retry window of one packet: it resends PSN 0
+			// asking for an ACK, the responder's ACK of the duplicate (PSN
+			// 3, all it has) moves una to 4, and only PSN 4 follows.
 			from := lost
 			if lost == 4 {
 				if len(log) != 5 {
@@ -43,10 +47,26 @@ func TestGoBackN(t *testing.T) {
 				}
 				p.advance(1)
 				log = p.ab.log
-				from = 0
-			} else {
-				expectFrame(t, p.ba.log[0].bytes, opcode(wire.OpRCAck), psn(uint32(lost)), syndrome(synSeqErr))
+				if len(log) != 7 {
+					t.Fatalf("A sent %d frames, want 7 (5, then PSN 0 and PSN 4):\n%s", len(log), p.ab.ops())
+				}
+				expectFrame(t, log[5].bytes, opcode(wire.OpRCWriteFirst), psn(0), ackReq(true), payload(p.A.mem[:1024]))
+				if !bytes.Equal(log[6].bytes, log[4].bytes) {
+					t.Errorf("resent PSN 4 differs from the original")
+				}
+				if got := p.A.counter(RetransPackets); got != 2 {
+					t.Errorf("roce_retrans_packets %d, want 2", got)
+				}
+				if got := p.A.counter(RetryWindowCuts); got != 1 {
+					t.Errorf("retry_window_cuts %d, want 1", got)
+				}
+				if !bytes.Equal(p.B.mem[8192:8192+5*1024], p.A.mem[:5*1024]) {
+					t.Error("data did not land")
+				}
+				expectWCs(t, p.A.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMAWrite})
+				return
 			}
+			expectFrame(t, p.ba.log[0].bytes, opcode(wire.OpRCAck), psn(uint32(lost)), syndrome(synSeqErr))
 			if len(log) != 5+5-from {
 				t.Fatalf("A sent %d frames, want %d:\n%s", len(log), 10-from, p.ab.ops())
 			}
@@ -296,9 +316,12 @@ func TestLocalAckTimeout(t *testing.T) {
 				if len(out) == 0 {
 					break
 				}
-				if len(out) != 3 || !bytes.Equal(out[0], orig[0]) || !bytes.Equal(out[1], orig[1]) || !bytes.Equal(out[2], orig[2]) {
+				// Go back to PSN 0, one packet at a time (the retry
+				// window), asking for an ACK.
+				if len(out) != 1 {
 					t.Fatalf("timeout %d: resent\n%s", k, describeAll(out))
 				}
+				expectFrame(t, out[0], opcode(wire.OpRCWriteFirst), psn(0), ackReq(true), payload(parse(t, orig[0]).Payload))
 				resends++
 				if resends > 10 {
 					t.Fatal("no end to the retries")
@@ -328,20 +351,18 @@ func TestLocalAckTimeoutProgress(t *testing.T) {
 	s := newSolo(t, nodeConfig{timeout: timeout, retryCnt: 1, ackReqEvery: 1})
 	s.n.post(SendWR{WRID: 1, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{s.n.sge(0, 3072)}, RemoteAddr: 0x1000, RKey: 1})
 	s.run()
-	// Timeout 1: one resend (retry_cnt 1 used up).
-	if out := s.tickAt(period); len(out) != 3 {
-		t.Fatalf("first timeout resent %d frames", len(out))
-	}
-	// Progress at period+10: ACK of PSN 0 restores the budget and restarts
-	// the timer from now.
+	// Timeout 1: one resend (retry_cnt 1 used up), of PSN 0 only: after a
+	// timeout the retry window is one packet.
+	expectFrames(t, s.tickAt(period), checks(opcode(wire.OpRCWriteFirst), psn(0)))
+	// Progress at period+10: ACK of PSN 0 restores the budget, restarts
+	// the timer from now and widens the window to two packets.
 	s.now = period + 10
-	s.send(hdrs{Op: wire.OpRCAck, PSN: 0, Syn: synACK})
+	expectFrames(t, s.send(hdrs{Op: wire.OpRCAck, PSN: 0, Syn: synACK}),
+		checks(opcode(wire.OpRCWriteMiddle), psn(1)), checks(opcode(wire.OpRCWriteLast), psn(2)))
 	if out := s.tickAt(s.now + period - 1); len(out) != 0 {
 		t.Fatal("timer not restarted by the ACK")
 	}
-	if out := s.tickAt(period + 10 + period); len(out) != 2 {
-		t.Fatalf("after progress, the timeout resent %d frames, want 2 (PSN 1, 2)", len(out))
-	}
+	expectFrames(t, s.tickAt(period+10+period), checks(opcode(wire.OpRCWriteMiddle), psn(1)))
 	s.send(hdrs{Op: wire.OpRCAck, PSN: 2, Syn: synACK, MSN: 1})
 	expectWCs(t, s.n.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMAWrite})
 
@@ -642,8 +663,8 @@ func TestAckDuringResend(t *testing.T) {
 	}
 	s.now = d
 	n.e.Tick(d)
-	n.e.Run(d, 2) // the resend gets as far as WRITE MIDDLE
-	expectFrames(t, s.take(), checks(opcode(wire.OpRCWriteFirst), psn(0)), checks(opcode(wire.OpRCWriteMiddle), psn(1)))
+	n.e.Run(d, 2) // the resend: WRITE FIRST, in a retry window of one packet
+	expectFrames(t, s.take(), checks(opcode(wire.OpRCWriteFirst), psn(0)))
 	start := time.Now()
 	out := s.send(hdrs{Op: wire.OpRCAck, PSN: 2, Syn: synACK, MSN: 1})
 	if el := time.Since(start); el > time.Second {
@@ -876,4 +897,82 @@ func TestReadRecoveryReplayLoses(t *testing.T) {
 	if got := n.counter(ImpliedNAKSeqErr); got != 2 {
 		t.Errorf("implied_nak_seq_err %d, want 2", got)
 	}
+}
+
+// TestRetryWindow checks the requester's retry window (see reqState):
+// after a local ACK timeout it goes back to the oldest unacknowledged PSN
+// but resends one packet, asking for an ACK, instead of all that were
+// outstanding, which would flood a responder too slow to have answered;
+// then each ACK widens the window by the PSNs it acknowledges (doubling)
+// up to half the flight at the timeout, and by one PSN per window after
+// that. The timer itself is not stretched.
+func TestRetryWindow(t *testing.T) {
+	const timeout = 8
+	s := newSolo(t, nodeConfig{timeout: timeout, retryCnt: 7})
+	n := s.n
+	for i := range 8 {
+		n.post(SendWR{WRID: uint64(i), Opcode: WRRDMAWrite, SGL: []SGE{n.sge(i*8, 8)}, RemoteAddr: 0x1000, RKey: 1})
+	}
+	if out := s.run(); len(out) != 8 {
+		t.Fatalf("%d frames", len(out))
+	}
+	psns := func(out [][]byte) []uint32 {
+		var p []uint32
+		for _, f := range out {
+			p = append(p, uint32(parse(t, f).BTH.PSN()))
+		}
+		return p
+	}
+	out := s.tickAt(4096 << timeout)
+	expectFrames(t, out, checks(opcode(wire.OpRCWriteOnly), psn(0), ackReq(true)))
+	// The flight was 8 PSNs: the window doubles up to 4, then grows by one.
+	for _, step := range []struct {
+		ack  uint32
+		want []uint32
+	}{
+		{0, []uint32{1, 2}},
+		{2, []uint32{3, 4, 5, 6}},
+		{6, []uint32{7}},
+	} {
+		got := psns(s.send(hdrs{Op: wire.OpRCAck, PSN: wire.PSN(step.ack), Syn: synACK, MSN: step.ack + 1}))
+		if !slices.Equal(got, step.want) {
+			t.Errorf("after the ACK of PSN %d: sent PSNs %v, want %v", step.ack, got, step.want)
+		}
+	}
+	if got := n.counter(RetryWindowCuts); got != 1 {
+		t.Errorf("retry_window_cuts %d, want 1", got)
+	}
+	if c := n.qp.req.cwnd; c != 5 {
+		t.Errorf("window %d after the ACKs, want 5 (4, then one more PSN once 4 were acknowledged)", c)
+	}
+}
+
+// TestReadBudget checks the engine's bound on the READ responses it has
+// asked for across QPs (Config.MaxReadPSNs): with room for 8 response
+// packets, four READs of 4 packets go out two at a time, the third when
+// the first has been answered; a READ larger than the whole budget still
+// goes when nothing else is outstanding.
+func TestReadBudget(t *testing.T) {
+	s := newSolo(t, nodeConfig{maxReadPSNs: 8, pathMTU: wire.MTU1024, maxRdAtomic: 4})
+	n := s.n
+	for i := range 4 {
+		n.post(SendWR{WRID: uint64(i), Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(i*4096, 4096)}, RemoteAddr: 0x10000, RKey: 1})
+	}
+	expectFrames(t, s.run(), checks(opcode(wire.OpRCReadRequest), psn(0)), checks(opcode(wire.OpRCReadRequest), psn(4)))
+	resp := func(p uint32, op wire.Opcode) hdrs {
+		h := hdrs{Op: op, PSN: wire.PSN(p), Syn: synACK, Payload: pattern(1024, byte(p))}
+		return h
+	}
+	out := s.send(resp(0, wire.OpRCReadRespFirst), resp(1, wire.OpRCReadRespMiddle), resp(2, wire.OpRCReadRespMiddle))
+	if len(out) != 0 {
+		t.Fatalf("a READ went out before the first was answered:\n%s", describeAll(out))
+	}
+	expectFrames(t, s.send(resp(3, wire.OpRCReadRespLast)), checks(opcode(wire.OpRCReadRequest), psn(8)))
+	if got := n.counter(ReadBudgetWaits); got == 0 {
+		t.Error("read_budget_waits not counted")
+	}
+
+	big := newSolo(t, nodeConfig{maxReadPSNs: 8, pathMTU: wire.MTU1024})
+	big.n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{big.n.sge(0, 16*1024)}, RemoteAddr: 0x10000, RKey: 1})
+	expectFrames(t, big.run(), checks(opcode(wire.OpRCReadRequest), psn(0), rethIs(0x10000, 1, 16*1024)))
 }

@@ -59,6 +59,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 // completions, as ibv_destroy_qp does.
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
+	e.releaseReads(qp)
 	qp.state.Store(uint32(QPSReset))
 	e.arb.Remove(qp.index)
 	e.qpc.Invalidate(qp.QPN)
@@ -280,6 +281,7 @@ func (e *Engine) reset(qp *QP) {
 	res, q := qp.resp.res, qp.resp.queue
 	clear(res)
 	q.reset()
+	e.releaseReads(qp)
 	qp.req = reqState{}
 	qp.resp = respState{res: res, queue: q, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	qp.timer.retransAt, qp.timer.rnrAt = 0, 0
@@ -351,6 +353,7 @@ func (e *Engine) flushSQ(qp *QP) {
 		e.cqe(qp, qp.sendCQN(), &wc, false)
 	}
 	qp.req.next, qp.req.compIdx, qp.req.off, qp.req.rdAtomic = pi, pi, 0, 0
+	e.releaseReads(qp)
 }
 
 // ForgetCQ drops a destroyed CQ's context from the CQC cache.

@@ -40,6 +40,8 @@ const (
 	ReadResponsesSent
 	ReadRespAhead     // READ responses kept past a gap (placed before the gap filled)
 	ReadReplayAborted // duplicate READs not answered: the region went away since the original
+	RetryWindowCuts   // local ACK timeouts after which the requester resent one request, not all (see reqState)
+	ReadBudgetWaits   // times a QP's READ waited for the NIC's budget of outstanding READ responses
 	numQPCounters
 
 	// Device only.
@@ -96,6 +98,8 @@ var counterNames = [numCounters]string{
 	ReadResponsesSent:       "read_responses_sent",
 	ReadRespAhead:           "read_resp_ahead",
 	ReadReplayAborted:       "read_replay_aborted",
+	RetryWindowCuts:         "retry_window_cuts",
+	ReadBudgetWaits:         "read_budget_waits",
 	RxICRCErrors:            "rx_icrc_encapsulated",
 	RxICRCUnverified:        "rx_icrc_unverified",
 	RxMalformed:             "rx_malformed",

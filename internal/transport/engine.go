@@ -34,6 +34,12 @@ type Config struct {
 	// AckReqEvery sets AckReq on every n-th packet of a long message (and
 	// always on the last), so the window keeps moving.
 	AckReqEvery uint32
+	// MaxReadPSNs bounds the response packets of the READs outstanding on
+	// all the engine's QPs together (0: no bound beyond max_rd_atomic per
+	// QP). Without it 64 QPs with 16 READs of 64 KiB each ask for 16,384
+	// packets at once: more than a slow responder's intake holds, and
+	// than this NIC's receive queue.
+	MaxReadPSNs uint32
 
 	// LocalMTU is the largest path MTU the link carries.
 	LocalMTU wire.MTU
@@ -95,6 +101,11 @@ type Engine struct {
 		rings   uint64
 		pending atomic.Int32 // len(q), readable without the lock
 	}
+
+	// The read budget (Config.MaxReadPSNs): response PSNs outstanding, and
+	// the QPs waiting for room.
+	readPSNs    uint32
+	readWaiters []*QP
 
 	// hold is what the driver's Hold says not to send now.
 	hold struct{ requests, responses bool }

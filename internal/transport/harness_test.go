@@ -59,7 +59,8 @@ type nodeConfig struct {
 	pathMTU         wire.MTU
 	maxUnacked      uint32
 	ackReqEvery     uint32
-	devRdAtom       uint8 // Config.MaxQPRdAtom and MaxQPInitRdAtom
+	maxReadPSNs     uint32 // Config.MaxReadPSNs (0: no read budget)
+	devRdAtom       uint8  // Config.MaxQPRdAtom and MaxQPInitRdAtom
 	sqPSN, rqPSN    wire.PSN
 	timeout         uint8
 	retryCnt        uint8
@@ -185,7 +186,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		QPCCache: qpcCache, CQCCache: cqcCache,
 		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: 16},
 		MaxQPRdAtom: cfg.devRdAtom, MaxQPInitRdAtom: cfg.devRdAtom,
-		MaxUnackedPSNs: cfg.maxUnacked, AckReqEvery: cfg.ackReqEvery,
+		MaxUnackedPSNs: cfg.maxUnacked, AckReqEvery: cfg.ackReqEvery, MaxReadPSNs: cfg.maxReadPSNs,
 		LocalMTU: cfg.localMTU, GID: gid,
 		Event: func(ev Event) { n.events = append(n.events, ev) },
 		Trace: func(s string) { n.trace = append(n.trace, s) },

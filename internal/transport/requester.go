@@ -34,6 +34,24 @@ type reqState struct {
 	drainSent  bool // SQ_DRAINED reported
 
 	rd readRecovery // READ responses received past a gap
+
+	// The retry window. A local ACK timeout says the responder did not
+	// answer in time: it may be slow, its intake overflowing. Resending
+	// everything outstanding at once (go-back-N) would flood it again, so
+	// after a timeout the requester keeps at most cwnd PSNs outstanding
+	// (a READ's response PSNs count), starting from one request, and lets
+	// the window grow with every PSN acknowledged: doubling up to
+	// ssthresh, half the flight at the timeout, then one PSN per window,
+	// until it is wide open again (cwnd 0). The timer is not stretched, so
+	// a dead peer still fails the QP after (retry_cnt + 1) timeouts.
+	cwnd, ssthresh uint32
+	cwndAcked      uint32   // PSNs acknowledged toward the next +1 above ssthresh
+	cwndUna        wire.PSN // una when the window last grew
+
+	// readPSNs are the response PSNs of this QP's READs outstanding, its
+	// share of the engine's read budget; readWait says it waits for room.
+	readPSNs uint32
+	readWait bool
 }
 
 // requestOpcodes maps (WR opcode, first, last) to the RC opcode; UC adds
@@ -121,6 +139,9 @@ func (e *Engine) requesterReady(qp *QP) bool {
 		if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
 			return false
 		}
+		if w.op == WRRDMARead && !e.readFits(qp, w) {
+			return false
+		}
 	}
 	return !e.windowFull(qp, w)
 }
@@ -140,11 +161,121 @@ func (e *Engine) windowFull(qp *QP, w *sendWQE) bool {
 		return false
 	}
 	out := qp.req.psn.Diff(qp.req.una)
+	want := int32(1)
 	if w.op == WRRDMARead {
-		rest := packets(w.length-min(w.length, qp.req.off), qp.mtu)
-		return out > 0 && out+int32(rest) > readPSNSpan
+		want = int32(packets(w.length-min(w.length, qp.req.off), qp.mtu))
+		if out > 0 && out+want > readPSNSpan {
+			return true
+		}
+	} else if out >= int32(e.cfg.MaxUnackedPSNs) {
+		return true
 	}
-	return out >= int32(e.cfg.MaxUnackedPSNs)
+	// After a timeout: at most cwnd PSNs, but always one request.
+	c := qp.req.cwnd
+	return c != 0 && out > 0 && out+want > int32(c)
+}
+
+// cutWindow shrinks the retry window to one request after a local ACK
+// timeout (see reqState).
+func (e *Engine) cutWindow(qp *QP) {
+	req := &qp.req
+	req.ssthresh = max(uint32(req.maxPSN.Diff(req.una))/2, 2)
+	req.cwnd, req.cwndAcked, req.cwndUna = 1, 0, req.una
+	e.count(qp, RetryWindowCuts)
+}
+
+// growWindow widens the retry window by what was acknowledged since it
+// last grew (see reqState), and opens it when it is wider than the
+// requester's window.
+func (e *Engine) growWindow(qp *QP) {
+	req := &qp.req
+	if req.cwnd == 0 {
+		return
+	}
+	d := req.una.Diff(req.cwndUna)
+	if d <= 0 {
+		return
+	}
+	req.cwndUna = req.una
+	acked := uint32(d)
+	if req.cwnd < req.ssthresh {
+		req.cwnd += acked
+	} else {
+		req.cwndAcked += acked
+		for req.cwndAcked >= req.cwnd {
+			req.cwndAcked -= req.cwnd
+			req.cwnd++
+		}
+	}
+	if req.cwnd >= 2*e.cfg.MaxUnackedPSNs {
+		req.cwnd = 0
+	}
+}
+
+// readFits reports whether the READ w may start now within the engine's
+// read budget (Config.MaxReadPSNs: the response PSNs of all QPs' READs
+// outstanding); if not, qp waits for room. A READ larger than the whole
+// budget starts when nothing else is outstanding.
+func (e *Engine) readFits(qp *QP, w *sendWQE) bool {
+	max := e.cfg.MaxReadPSNs
+	if max == 0 || e.readPSNs == 0 {
+		return true
+	}
+	if e.readPSNs+packets(w.length-min(w.length, qp.req.off), qp.mtu) <= max {
+		return true
+	}
+	if !qp.req.readWait {
+		qp.req.readWait = true
+		e.readWaiters = append(e.readWaiters, qp)
+		e.count(qp, ReadBudgetWaits)
+	}
+	return false
+}
+
+// readReserve takes the READ w's response PSNs from the read budget as
+// it starts (sent for the first time, or again after a rewind).
+func (e *Engine) readReserve(qp *QP, w *sendWQE) {
+	n := packets(w.length-min(w.length, qp.req.off), qp.mtu)
+	w.rdRes = n
+	qp.req.readPSNs += n
+	e.readPSNs += n
+}
+
+// readRelease gives a READ's response PSNs back to the read budget when it
+// is no longer outstanding (completed, failed, or to be sent again), and
+// wakes the QPs that waited for room.
+func (e *Engine) readRelease(qp *QP, w *sendWQE) {
+	n := w.rdRes
+	if n == 0 {
+		return
+	}
+	w.rdRes = 0
+	qp.req.readPSNs -= n
+	e.readPSNs -= n
+	e.wakeReadWaiters()
+}
+
+// releaseReads gives back every READ reservation of qp (its send queue is
+// flushed, reset or destroyed).
+func (e *Engine) releaseReads(qp *QP) {
+	sq := qp.sq
+	for i := sq.ci.Load(); i != sq.pi.Load(); i++ {
+		sq.slot(i).rdRes = 0
+	}
+	e.readPSNs -= qp.req.readPSNs
+	qp.req.readPSNs = 0
+	e.wakeReadWaiters()
+}
+
+func (e *Engine) wakeReadWaiters() {
+	for _, q := range e.readWaiters {
+		q.req.readWait = false
+		if !q.destroyed {
+			e.arb.Ring(q.index)
+		}
+	}
+	clear(e.readWaiters)
+	e.readWaiters = e.readWaiters[:0]
 }
 
 // serveRequests sends packets of the WQEs at the head of the send queue,
@@ -207,6 +338,9 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 			if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
 				break
 			}
+			if w.op == WRRDMARead && !e.readFits(qp, w) {
+				break
+			}
 			if qp.Type == UD && w.length > qp.mtu {
 				e.wqeDone(qp, w, WCLocLenErr)
 				req.next++
@@ -224,9 +358,15 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 					w.lastPSN = req.psn
 				}
 			}
+			if e.windowFull(qp, w) {
+				break
+			}
 			w.state = wqePending
 			if info.readAtom {
 				req.rdAtomic++
+			}
+			if w.op == WRRDMARead {
+				e.readReserve(qp, w)
 			}
 		}
 		if e.windowFull(qp, w) {
@@ -274,7 +414,11 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 	oi := op.Info()
 	b, f, h := e.newFrame(route, op, int(n))
 	pad := wire.PadLen(int(n))
-	ackReq := qp.Type == RC && (last || uint32(psn.Diff(w.firstPSN))%e.cfg.AckReqEvery == e.cfg.AckReqEvery-1)
+	// AckReq on the last packet, every AckReqEvery packets of a long
+	// message, and where the retry window closes: the responder ACKs
+	// only what asks for it, and the window waits for that ACK.
+	ackReq := qp.Type == RC && (last || uint32(psn.Diff(w.firstPSN))%e.cfg.AckReqEvery == e.cfg.AckReqEvery-1 ||
+		(req.cwnd != 0 && uint32(psn.Diff(req.una))+1 >= req.cwnd))
 	wire.BTH(f[h:]).Encode(&wire.BTHFields{
 		Opcode:   op,
 		SE:       last && w.flags&SendSolicited != 0 && (info.imm || w.op == WRSend || w.op == WRSendWithInv),
@@ -442,6 +586,7 @@ func (e *Engine) wqeDone(qp *QP, w *sendWQE, status WCStatus) {
 	}
 	if w.state == wqePending && wrInfos[w.op].readAtom {
 		qp.req.rdAtomic--
+		e.readRelease(qp, w)
 	}
 	w.state = wqeDone
 	w.status = status
@@ -520,6 +665,7 @@ func (e *Engine) rewind(qp *QP) {
 		}
 		if wrInfos[w.op].readAtom {
 			req.rdAtomic--
+			e.readRelease(qp, w)
 		}
 		w.state = wqePosted
 		if !found {

@@ -178,6 +178,7 @@ type sendWQE struct {
 	status   WCStatus
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
+	rdRes    uint32 // a pending READ's response PSNs taken from the read budget
 }
 
 type wqeState uint8
