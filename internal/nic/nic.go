@@ -149,9 +149,49 @@ func (c *Config) Defaults() {
 	}
 }
 
+// The largest values a configuration may ask for: beyond them a table or
+// a queue's ring would not fit the index types (QPNs and CQNs are 24
+// bits) or a ring's size would not fit memory. They are well above what
+// hardware RNICs offer (ConnectX: 32K WRs, 30 SGEs, 4M CQEs).
+const (
+	maxQPs      = 1<<24 - QPNBase
+	maxObjects  = 1 << 24 // CQs, MRs, SRQs
+	maxWR       = 1 << 16
+	maxSGE      = 256
+	maxInline   = 4096
+	maxCQE      = 1 << 22
+	maxRxQueue  = 1 << 16
+	maxDMAUnits = 256
+)
+
+// validate reports the first field of a configuration (defaults filled
+// in) out of range.
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name     string
+		v, limit int
+	}{
+		{"MaxQP", c.MaxQP, maxQPs}, {"MaxCQ", c.MaxCQ, maxObjects}, {"MaxMR", c.MaxMR, maxObjects},
+		{"MaxSRQ", c.MaxSRQ, maxObjects}, {"MaxQPWR", c.MaxQPWR, maxWR}, {"MaxSGE", c.MaxSGE, maxSGE},
+		{"MaxInline", c.MaxInline, maxInline}, {"MaxCQE", c.MaxCQE, maxCQE}, {"MaxSRQWR", c.MaxSRQWR, maxWR},
+		{"DMAEngines", c.DMAEngines, maxDMAUnits}, {"RxQueue", c.RxQueue, maxRxQueue},
+	} {
+		if f.v < 1 || f.v > f.limit {
+			return fmt.Errorf("nic: %s %d out of range [1, %d]", f.name, f.v, f.limit)
+		}
+	}
+	if c.PageShift < 12 || c.PageShift > 30 {
+		return fmt.Errorf("nic: page size 2^%d out of range [4 KiB, 1 GiB]", c.PageShift)
+	}
+	return nil
+}
+
 // New starts a device.
 func New(cfg Config) (*Device, error) {
 	cfg.Defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Link == nil {
 		return nil, errors.New("nic: no link")
 	}
@@ -242,9 +282,9 @@ func (d *Device) GID() wire.GID { return d.gid }
 // Engine runs f with the engine lock held: the control path's way in.
 func (d *Device) Engine(f func(e *transport.Engine)) {
 	d.mu.Lock()
+	defer d.wake()
+	defer d.mu.Unlock() // a panic in f must not leave the engine locked
 	f(d.eng)
-	d.mu.Unlock()
-	d.wake()
 }
 
 // Sync runs f with the engine lock held shared, without waking the
@@ -253,8 +293,8 @@ func (d *Device) Engine(f func(e *transport.Engine)) {
 // engine waiting (a waiting writer blocks new readers).
 func (d *Device) Sync(f func()) {
 	d.mu.RLock()
+	defer d.mu.RUnlock()
 	f()
-	d.mu.RUnlock()
 }
 
 // Deliver is the link's way in (link.Dispatcher). Frames addressed to

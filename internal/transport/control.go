@@ -18,6 +18,13 @@ var ErrAttr = errors.New("invalid QP attribute")
 // ErrNotSupported is wrapped when a feature this NIC lacks is asked for.
 var ErrNotSupported = errors.New("not supported")
 
+// Bounds of a QP's rings (see CreateQP).
+const (
+	maxRingDepth  = 1 << 20
+	maxRingSGEs   = 1 << 24
+	maxRingInline = 1 << 28
+)
+
 // CreateQP builds a QP in RESET with number qpn in table slot index (both
 // allocated by the device) and publishes it in the QP table.
 func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
@@ -28,6 +35,16 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 		return nil, fmt.Errorf("%w: a QP needs a send CQ and a receive CQ", ErrAttr)
 	}
 	c := in.Cap
+	// The rings are host memory the application gives the NIC; refuse
+	// sizes no device would offer rather than allocate them.
+	if d, sge := max(c.MaxSendWR, c.MaxRecvWR), max(c.MaxSendSGE, c.MaxRecvSGE); d > maxRingDepth ||
+		uint64(d)*uint64(max(sge, 1)) > maxRingSGEs || uint64(c.MaxSendWR)*uint64(c.MaxInlineData) > maxRingInline {
+		return nil, fmt.Errorf("%w: queues of %d/%d WRs with %d/%d SGEs and %d inline bytes are too large",
+			ErrAttr, c.MaxSendWR, c.MaxRecvWR, c.MaxSendSGE, c.MaxRecvSGE, c.MaxInlineData)
+	}
+	if err := e.arb.SetQueue(index, 0, 1); err != nil {
+		return nil, err
+	}
 	qp := &QP{
 		QPN: qpn, Type: in.Type, PD: in.PD, Opaque: in.Opaque,
 		scq: in.SendCQ, rcq: in.RecvCQ, srq: in.SRQ, sigAll: in.SigAll,
@@ -48,9 +65,6 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 	qp.attr.AV.SrcPort = e.sourcePort(qpn)
 	in.SendCQ.Refs.Add(1)
 	in.RecvCQ.Refs.Add(1)
-	if err := e.arb.SetQueue(index, 0, 1); err != nil {
-		return nil, err
-	}
 	e.cfg.QPs.Set(index, qp)
 	return qp, nil
 }
@@ -63,7 +77,7 @@ func (e *Engine) DestroyQP(qp *QP) {
 	qp.state.Store(uint32(QPSReset))
 	e.arb.Remove(qp.index)
 	e.qpc.Invalidate(qp.QPN)
-	qp.timer = qpTimers{}
+	e.unschedule(qp)
 	e.cfg.QPs.Release(qp.index)
 	qp.scq.Refs.Add(-1)
 	qp.rcq.Refs.Add(-1)
@@ -284,7 +298,7 @@ func (e *Engine) reset(qp *QP) {
 	e.releaseReads(qp)
 	qp.req = reqState{}
 	qp.resp = respState{res: res, queue: q, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
-	qp.timer.retransAt, qp.timer.rnrAt = 0, 0
+	e.unschedule(qp)
 	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0
 }
@@ -314,7 +328,7 @@ func (e *Engine) toSQE(qp *QP) {
 // flush completes every outstanding WQE of an ERR QP with WR_FLUSH_ERR.
 func (e *Engine) flush(qp *QP) {
 	e.arb.Remove(qp.index)
-	qp.timer.retransAt, qp.timer.rnrAt = 0, 0
+	e.unschedule(qp)
 	qp.req.rnrWait, qp.req.retry = false, false
 	qp.resp.queue.reset()
 	qp.resp.ack = false

@@ -266,3 +266,46 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestTimersLeaveWithTheQP checks that a destroyed or reset QP leaves the
+// engine's timer heap at once: its entry used to stay until its deadline
+// (with timeout 31, 2.4 hours), keeping the QP and its rings alive.
+func TestTimersLeaveWithTheQP(t *testing.T) {
+	s := newSolo(t, nodeConfig{timeout: 31})
+	n := s.n
+	var qps []*QP
+	for range 4 {
+		qp := n.createQP(RC, nil)
+		n.qp = qp
+		n.connect(gidB, 0xabcde)
+		qps = append(qps, qp)
+		n.post(SendWR{WRID: 1, Opcode: WRRDMAWrite, SGL: []SGE{n.sge(0, 8)}, RemoteAddr: 0x1000, RKey: 1})
+	}
+	s.run()
+	if len(n.e.timers) != 4 {
+		t.Fatalf("%d timer entries for 4 QPs waiting for ACKs", len(n.e.timers))
+	}
+	checkHeap := func() {
+		t.Helper()
+		for i, ent := range n.e.timers {
+			if ent.qp.timer.heapPos != i || ent.qp.timer.queuedAt != ent.at {
+				t.Fatalf("heap entry %d: QP says position %d, deadline %d (entry %d)", i, ent.qp.timer.heapPos, ent.qp.timer.queuedAt, ent.at)
+			}
+		}
+	}
+	checkHeap()
+	n.e.DestroyQP(qps[1])
+	checkHeap()
+	if err := n.e.Modify(qps[2], &QPAttr{State: QPSReset}, AttrState); err != nil {
+		t.Fatal(err)
+	}
+	checkHeap()
+	if len(n.e.timers) != 2 {
+		t.Fatalf("%d timer entries after destroying one QP and resetting another, want 2", len(n.e.timers))
+	}
+	n.e.DestroyQP(qps[0])
+	n.e.DestroyQP(qps[3])
+	if len(n.e.timers) != 0 {
+		t.Fatalf("%d timer entries after destroying every waiting QP", len(n.e.timers))
+	}
+}

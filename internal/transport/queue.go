@@ -28,8 +28,8 @@ type sendRing struct {
 func newSendRing(depth, maxSGE, maxInline uint32) *sendRing {
 	return &sendRing{
 		wqe:       make([]sendWQE, depth),
-		sge:       make([]SGE, depth*maxSGE),
-		inline:    make([]byte, depth*maxInline),
+		sge:       make([]SGE, int(depth)*int(maxSGE)),
+		inline:    make([]byte, int(depth)*int(maxInline)),
 		depth:     depth,
 		maxSGE:    maxSGE,
 		maxInline: maxInline,
@@ -68,7 +68,7 @@ type recvRing struct {
 func newRecvRing(depth, maxSGE uint32) *recvRing {
 	return &recvRing{
 		wqe:    make([]recvWQE, depth),
-		sge:    make([]SGE, depth*maxSGE),
+		sge:    make([]SGE, int(depth)*int(maxSGE)),
 		depth:  depth,
 		maxSGE: maxSGE,
 	}

@@ -3,15 +3,18 @@ package transport
 import "container/heap"
 
 // Each QP has two timers: the local ACK (retransmission) timer and the RNR
-// timer. A QP keeps its deadlines in its context; the engine keeps at most
-// a couple of heap entries per QP and checks them lazily: an entry whose
-// deadline no longer matches the QP's is stale and skipped, and an entry
-// that fires early (the deadline moved later) is pushed again. Resetting a
-// timer on every ACK therefore costs a store, not a heap operation.
+// timer. A QP keeps its deadlines in its context and has at most one entry
+// in the engine's heap, checked lazily: an entry that fires early (the
+// deadline moved later) is pushed again, so resetting a timer on every ACK
+// costs a store, not a heap operation. Only an earlier deadline moves the
+// entry up (heap.Fix). A QP that is destroyed or reset leaves the heap at
+// once (its entry would otherwise keep it, and its rings, alive until a
+// deadline that may be hours away).
 type qpTimers struct {
 	retransAt int64 // 0: off
 	rnrAt     int64 // 0: off
-	queuedAt  int64 // earliest heap entry for this QP; 0: none
+	queuedAt  int64 // the QP's heap entry's deadline; 0: none
+	heapPos   int   // its index in the heap, while queuedAt != 0
 }
 
 type timerEntry struct {
@@ -19,15 +22,25 @@ type timerEntry struct {
 	qp *QP
 }
 
+// timerHeap is a min-heap of deadlines; each entry's QP knows its index.
 type timerHeap []timerEntry
 
 func (h timerHeap) Len() int           { return len(h) }
 func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].qp.timer.heapPos = i
+	h[j].qp.timer.heapPos = j
+}
+func (h *timerHeap) Push(x any) {
+	ent := x.(timerEntry)
+	ent.qp.timer.heapPos = len(*h)
+	*h = append(*h, ent)
+}
 func (h *timerHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
+	old[len(old)-1] = timerEntry{}
 	*h = old[:len(old)-1]
 	return x
 }
@@ -44,18 +57,31 @@ func (t *qpTimers) nextDeadline() int64 {
 	}
 }
 
-// schedule makes sure a heap entry exists no later than the QP's earliest
-// deadline.
+// schedule makes sure the QP's heap entry is due no later than its
+// earliest deadline.
 func (e *Engine) schedule(qp *QP) {
 	d := qp.timer.nextDeadline()
 	if d == 0 {
 		return
 	}
-	if qp.timer.queuedAt != 0 && qp.timer.queuedAt <= d {
-		return
+	t := &qp.timer
+	switch {
+	case t.queuedAt == 0:
+		t.queuedAt = d
+		heap.Push(&e.timers, timerEntry{at: d, qp: qp})
+	case d < t.queuedAt:
+		t.queuedAt = d
+		e.timers[t.heapPos].at = d
+		heap.Fix(&e.timers, t.heapPos)
 	}
-	qp.timer.queuedAt = d
-	heap.Push(&e.timers, timerEntry{at: d, qp: qp})
+}
+
+// unschedule takes the QP's entry out of the heap and disarms its timers.
+func (e *Engine) unschedule(qp *QP) {
+	if qp.timer.queuedAt != 0 {
+		heap.Remove(&e.timers, qp.timer.heapPos)
+	}
+	qp.timer = qpTimers{}
 }
 
 // NextDeadline returns when Tick next has work, if ever.
@@ -70,14 +96,8 @@ func (e *Engine) NextDeadline() (int64, bool) {
 func (e *Engine) Tick(now int64) {
 	e.now = now
 	for len(e.timers) > 0 && e.timers[0].at <= now {
-		ent := heap.Pop(&e.timers).(timerEntry)
-		qp := ent.qp
-		if qp.timer.queuedAt == ent.at {
-			qp.timer.queuedAt = 0
-		}
-		if qp.destroyed {
-			continue
-		}
+		qp := heap.Pop(&e.timers).(timerEntry).qp
+		qp.timer.queuedAt = 0
 		if at := qp.timer.rnrAt; at != 0 && at <= now {
 			qp.timer.rnrAt = 0
 			e.rnrTimeout(qp)
