@@ -35,6 +35,12 @@ type CQ struct {
 	// Refs counts the QPs and SRQs that use this CQ; destroy fails while
 	// it is non-zero.
 	Refs atomic.Int32
+
+	// dead is closed by Shutdown, deadErr set before it: a Wait that
+	// sleeps wakes with deadErr.
+	dead    chan struct{}
+	deadErr error
+	shut    bool // under mu: dead and events are closed
 }
 
 const (
@@ -49,6 +55,33 @@ func NewCQ(cqn uint32, depth int) *CQ {
 		ring:   make([]WC, depth),
 		wake:   make(chan struct{}, 1),
 		events: make(chan struct{}, 1),
+		dead:   make(chan struct{}),
+	}
+}
+
+// Shutdown ends the CQ's life (its device closed, or it was destroyed):
+// every Wait, sleeping or to come, returns err, and the completion
+// channel is closed so that a goroutine receiving from it wakes. The NIC
+// must no longer write completions to it. Only the first call counts.
+func (c *CQ) Shutdown(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return
+	}
+	c.shut = true
+	c.deadErr = err
+	close(c.dead)
+	close(c.events)
+}
+
+// Err returns the error Shutdown gave, or nil while the CQ lives.
+func (c *CQ) Err() error {
+	select {
+	case <-c.dead:
+		return c.deadErr
+	default:
+		return nil
 	}
 }
 
@@ -74,17 +107,18 @@ func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 	fire := c.armed == armNext || (c.armed == armSolicited && (solicited || wc.Status != WCSuccess))
 	if fire {
 		c.armed = 0
+		// Under the lock, which Shutdown holds to close the channel.
+		if !c.shut {
+			select {
+			case c.events <- struct{}{}:
+			default:
+			}
+		}
 	}
 	c.mu.Unlock()
 	if c.waiters.Load() > 0 {
 		select {
 		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-	if fire {
-		select {
-		case c.events <- struct{}{}:
 		default:
 		}
 	}
@@ -102,6 +136,10 @@ func (c *CQ) Poll(dst []WC) int {
 	runtime.Gosched()
 	return c.poll(dst)
 }
+
+// TryPoll is Poll without the yield: it moves what the ring holds and
+// returns at once, for a caller that has already found completions.
+func (c *CQ) TryPoll(dst []WC) int { return c.poll(dst) }
 
 func (c *CQ) poll(dst []WC) int {
 	c.mu.Lock()
@@ -123,7 +161,7 @@ func (c *CQ) Overrun() bool {
 }
 
 // Wait blocks until at least one completion is available (then polls like
-// Poll) or ctx is done.
+// Poll), ctx is done, or Shutdown is called.
 func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 	if len(dst) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
@@ -149,6 +187,9 @@ func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 		case <-ctx.Done():
 			c.waiters.Add(-1)
 			return 0, ctx.Err()
+		case <-c.dead:
+			c.waiters.Add(-1)
+			return 0, c.deadErr
 		}
 	}
 }
