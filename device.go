@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,11 +51,12 @@ type Options struct {
 	// Open takes the link over: from a successful Open until Close, the
 	// device is the link's only user, and Close closes the link (every
 	// link alike, whatever its kind; a wrapper closes what it wraps).
-	// The caller must not send on it, attach to it or close it meanwhile,
-	// and a closed link cannot carry a new device: open a new one. If
-	// Open fails, the link stays the caller's, unchanged. A second Open
-	// on a link that a device owns (itself, or through a wrapper that
-	// Unwraps to it) fails with an error naming the link and its owner.
+	// The caller must not send on it, attach to it or close it meanwhile.
+	// A closed link cannot carry a new device, and Open refuses one
+	// (link/mem and link/udp report it): open a new link. If Open fails,
+	// the link stays the caller's, unchanged. A second Open on a link
+	// that a device owns (itself, or through a wrapper that Unwraps to
+	// it) fails with an error naming the link and its owner.
 	Link link.Link
 
 	// Addr is the NIC's IP address, its GID 0. If unset, the link's own
@@ -391,14 +393,11 @@ var owners = struct {
 	m map[link.Link]*Device
 }{m: map[link.Link]*Device{}}
 
-// chain returns l and the links it wraps (link/sniff's Unwrap), keeping
-// only the ones that can be map keys.
+// chain returns l and the links it wraps (link/sniff's Unwrap).
 func chain(l link.Link) []link.Link {
 	var out []link.Link
 	for l != nil && len(out) < 16 {
-		if v := reflect.ValueOf(l); v.Comparable() {
-			out = append(out, l)
-		}
+		out = append(out, l)
 		u, ok := l.(interface{ Unwrap() link.Link })
 		if !ok {
 			break
@@ -408,8 +407,17 @@ func chain(l link.Link) []link.Link {
 	return out
 }
 
+// claimLink makes d the owner of l and of every link l wraps. It refuses a
+// link that another device owns or that was closed (link/mem and
+// link/udp say so), since a NIC on it would send nothing.
 func claimLink(l link.Link, d *Device) error {
 	ls := chain(l)
+	for _, k := range ls {
+		if c, ok := k.(interface{ Closed() bool }); ok && c.Closed() {
+			return fmt.Errorf("rnic: Open %q: link %s is closed (Device.Close closes its link: open a new link for a new device)", d.name, describeLink(k))
+		}
+	}
+	ls = slices.DeleteFunc(ls, func(k link.Link) bool { return !reflect.ValueOf(k).Comparable() }) // cannot be map keys
 	owners.Lock()
 	defer owners.Unlock()
 	for _, k := range ls {
@@ -428,7 +436,7 @@ func releaseLink(l link.Link, d *Device) {
 	owners.Lock()
 	defer owners.Unlock()
 	for _, k := range chain(l) {
-		if owners.m[k] == d {
+		if reflect.ValueOf(k).Comparable() && owners.m[k] == d {
 			delete(owners.m, k)
 		}
 	}

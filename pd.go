@@ -353,7 +353,7 @@ func (mw *MW) Dealloc() error {
 	mw.mu.Lock()
 	defer mw.mu.Unlock()
 	if mw.dead {
-		return fmt.Errorf("rnic: Dealloc MW: %w: memory window was deallocated", ErrClosed)
+		return fmt.Errorf("rnic: Dealloc MW: %w: memory window %#x was deallocated", ErrClosed, mw.first)
 	}
 	var err error
 	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.RKey()) })

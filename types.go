@@ -175,7 +175,7 @@ func (ah *AH) Destroy() error {
 		return fmt.Errorf("rnic: Destroy AH: %w", err)
 	}
 	if ah.dead.Swap(true) {
-		return fmt.Errorf("rnic: Destroy AH: %w: already destroyed", ErrClosed)
+		return fmt.Errorf("rnic: Destroy AH: %w: address handle was destroyed", ErrClosed)
 	}
 	ah.pd.put()
 	return nil
