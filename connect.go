@@ -31,8 +31,10 @@ type ConnParams struct {
 	// Access are the remote rights this QP grants the peer's requests
 	// (qp_access_flags): AccessRemoteWrite for WRITEs, AccessRemoteRead
 	// for READs, AccessRemoteAtomic for atomics. 0 grants none, as in
-	// verbs: the peer's RDMA requests are refused with a NAK (invalid
-	// request) and its QP fails with WCRemInvReqErr. SENDs need no right.
+	// verbs: on RC the peer's RDMA requests are refused with a NAK
+	// (invalid request), its work request completes with WCRemInvReqErr
+	// and its QP enters the error state; on UC, which has no NAKs, a
+	// refused WRITE is dropped. SENDs need no right.
 	Access Access
 	// Timeout is the local ACK timeout exponent: 4.096 µs × 2^Timeout,
 	// 1..31 (0: 14, 67 ms; negative: verbs' 0, no timeout at all).

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/transport"
 )
 
 // PD is a protection domain (struct ibv_pd): QPs reach only the memory
@@ -213,20 +214,22 @@ func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
 // use inline in a work request: SGL: []rnic.SGE{mr.SGE(0, n)}.
 //
 // A range that is not inside the region (a negative off or length, off +
-// length past the end, a length above 2^32-1) gives an SGE that the NIC
-// refuses, never one that reaches other memory or silently shortens the
-// message: it starts one byte past the region's end and is at least one
-// byte long, so the work request fails with WCLocProtErr (an inline send:
-// PostSend returns an error) and nothing is read or written. This is
-// netip.PrefixFrom's approach: the mistake travels as an invalid value,
-// and shows where the value is used. CheckedSGE returns the error at
-// once instead.
+// length past the end) gives an SGE that the NIC refuses, never one that
+// reaches other memory or silently shortens the message: it starts one
+// byte past the region's end and is at least one byte long, so the work
+// request fails when the NIC uses it, and nothing is read or written. The
+// status is WCLocProtErr (the SGE is outside its region), unless a check
+// that comes first fails: WCLocLenErr for a receive shorter than the
+// message, WCRemAccessErr for a READ whose remote range is also too long;
+// an inline send fails at once, in PostSend. This is netip.PrefixFrom's
+// approach: the mistake travels as an invalid value and shows where the
+// value is used. CheckedSGE returns the error at once instead.
 func (mr *MR) SGE(off, length int) SGE {
 	s, err := mr.CheckedSGE(off, length)
 	if err != nil {
 		n := uint64(1)
 		if length > 1 {
-			n = min(uint64(length), 1<<32-1)
+			n = min(uint64(length), transport.MaxMsgSize) // a length PostSend accepts
 		}
 		return SGE{Addr: mr.addr + uint64(len(mr.buf)), Length: uint32(n), LKey: mr.key}
 	}
@@ -234,7 +237,8 @@ func (mr *MR) SGE(off, length int) SGE {
 }
 
 // CheckedSGE is SGE with the range checked: it returns an error naming the
-// range and the region when length bytes at off are not inside it.
+// range and the region when length bytes at off are not inside it (or
+// length does not fit an SGE's 32 bits).
 func (mr *MR) CheckedSGE(off, length int) (SGE, error) {
 	if off < 0 || length < 0 || off > len(mr.buf) || length > len(mr.buf)-off || uint64(length) > 1<<32-1 {
 		return SGE{}, fmt.Errorf("rnic: SGE of %d bytes at offset %d is outside the %d-byte region %#x (or longer than 2^32-1)", length, off, len(mr.buf), mr.key)

@@ -79,7 +79,11 @@ type SendWR struct {
 	AH *AH
 	// RemoteQPN is a UD send's destination QP (wr.ud.remote_qpn).
 	RemoteQPN uint32
-	// RemoteQKey is a UD send's Q_Key (wr.ud.remote_qkey).
+	// RemoteQKey is a UD send's Q_Key (wr.ud.remote_qkey); with the high
+	// bit set (0x80000000) the QP's own Q_Key is sent instead. 0 is a
+	// Q_Key like any other, not a default: a peer connected with
+	// ConnParams' default Q_Key 0x11111111 drops datagrams carrying 0 and
+	// counts them (rx_bad_qkey).
 	RemoteQKey uint32
 
 	// Bind describes a WRBindMW request (bind_mw).
