@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ func (r *RemoteRegion) UnmarshalText(b []byte) error {
 }
 
 func (r RemoteRegion) check() error {
-	if r.Addr+r.Len < r.Addr {
+	if r.Len > 0 && r.Addr+(r.Len-1) < r.Addr {
 		return fmt.Errorf("rnic: RemoteRegion: %d bytes at %#x wrap around the address space", r.Len, r.Addr)
 	}
 	return nil
@@ -265,7 +266,8 @@ const exchangeMagic = "rnX1"
 // A message longer than MaxPeerInfoBytes, or one that does not parse, is
 // an error. Exchange reads exactly the peer's message and nothing after
 // it, and clears c's deadline before it returns, so c remains usable; it
-// does not close c.
+// does not close c. After an error, where the stream stands is unknown:
+// close c.
 func Exchange(ctx context.Context, c net.Conn, mine PeerInfo) (PeerInfo, error) {
 	body, err := json.Marshal(mine)
 	if err != nil {
@@ -302,11 +304,21 @@ func Exchange(ctx context.Context, c net.Conn, mine PeerInfo) (PeerInfo, error) 
 	if ctx.Err() != nil {
 		return PeerInfo{}, fmt.Errorf("rnic: Exchange: %w", ctx.Err())
 	}
-	if rerr != nil {
-		return PeerInfo{}, fmt.Errorf("rnic: Exchange: reading the peer's details: %w", rerr)
-	}
-	if werr != nil {
-		return PeerInfo{}, fmt.Errorf("rnic: Exchange: sending ours: %w", werr)
+	// A timeout is ctx's deadline, which c had, passing a moment before
+	// ctx noticed (a writer interrupted after a failed read reports one
+	// too, but the read's error comes first).
+	_, hasDeadline := ctx.Deadline()
+	for _, e := range []struct {
+		err  error
+		what string
+	}{{rerr, "reading the peer's details"}, {werr, "sending ours"}} {
+		if e.err == nil {
+			continue
+		}
+		if hasDeadline && errors.Is(e.err, os.ErrDeadlineExceeded) {
+			return PeerInfo{}, fmt.Errorf("rnic: Exchange: %s: %w", e.what, context.DeadlineExceeded)
+		}
+		return PeerInfo{}, fmt.Errorf("rnic: Exchange: %s: %w", e.what, e.err)
 	}
 	return theirs, nil
 }
