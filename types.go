@@ -69,7 +69,12 @@ type SendWR struct {
 	// RKey is the peer's remote key for RemoteAddr.
 	RKey uint32
 	// CompareAdd is the compare value of WRAtomicCmpAndSwp and the
-	// addend of WRAtomicFetchAndAdd (wr.atomic.compare_add).
+	// addend of WRAtomicFetchAndAdd (wr.atomic.compare_add). An atomic
+	// treats the 8 bytes at RemoteAddr as a uint64 in the responder's
+	// host byte order and writes their original value into the SGE in
+	// the requester's host byte order (binary.NativeEndian), as Linux
+	// Soft-RoCE does; only the wire is big-endian. ConnectX hardware
+	// returns the original value big-endian instead (see Example_atomics).
 	CompareAdd uint64
 	// Swap is the value WRAtomicCmpAndSwp writes when the compare matches
 	// (wr.atomic.swap).
