@@ -3,21 +3,36 @@
 // SRAM caches for QP contexts and translation entries, an address
 // translation unit, a DMA engine cluster, a RoCEv2 protocol engine) that
 // really moves data between NICs, over an in-process link (link/mem) or
-// real networks.
+// real networks (link/udp).
 //
 // The objects and their life cycle follow libibverbs:
 //
-//	dev, _ := rnic.Open(rnic.Options{Link: port})
+//	dev, _ := rnic.Open(rnic.Options{Link: port})   // dev owns port; dev.Close closes it
 //	pd, _ := dev.AllocPD()
 //	mr, _ := pd.RegMR(buf, rnic.AccessLocalWrite|rnic.AccessRemoteWrite)
 //	cq, _ := dev.CreateCQ(256)
 //	qp, _ := pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq, Cap: ...})
-//	qp.Connect(peer, rnic.ConnParams{})       // or Modify through INIT, RTR, RTS
+//	cp := rnic.ConnParams{Access: rnic.AccessRemoteWrite}
+//	peer, _ := rnic.Exchange(ctx, conn, rnic.PeerInfo{Endpoint: qp.Endpoint(cp), Regions: ...})
+//	qp.Connect(peer.Endpoint, cp)                    // or Modify through INIT, RTR, RTS
 //	qp.PostSend(rnic.SendWR{Opcode: rnic.WRRDMAWrite, ...})
-//	n, _ := cq.Wait(ctx, wcs)
+//	n, err := cq.Wait(ctx, wcs)                      // or cq.Poll(wcs)
 //
 // Control-path calls return Go errors that name the problem; data-path
 // failures arrive as completion statuses (WC.Status), as on an RNIC.
+//
+// Every object follows one rule for its end (see Device): the first Close,
+// Dealloc, Dereg or Destroy frees it, any later call on it returns an
+// error wrapping ErrClosed, and after Device.Close so does every call on
+// every object of the device, while blocked waits wake. Zero values grant
+// nothing: ConnParams{} gives the peer no remote rights, Access 0 is local
+// read only.
+//
+// The types mirror libibverbs' (struct ibv_send_wr is SendWR, ibv_wc is
+// WC, enum ibv_wc_status is WCStatus, …) with the same values; they are
+// converted into the NIC's own at the boundary, one work request or
+// completion at a time and without allocating, so the data path (PostSend,
+// PostRecv, Poll, Wait) allocates nothing.
 package rnic
 
 import (
