@@ -82,12 +82,6 @@ func (cq *CQ) errDestroyed() error {
 	return fmt.Errorf("%w: CQ %d was destroyed", ErrClosed, cq.c.CQN)
 }
 
-// pollChunk is how many completions Poll and Wait take from the NIC's
-// ring per step: they are taken into a stack array of the engine's type
-// and converted into the caller's slice (see convert.go), 640 bytes
-// that cost less to clear than one cache miss.
-const pollChunk = 16
-
 // Poll moves up to len(wc) completions into wc, oldest first, and returns
 // how many (ibv_poll_cq): fewer than len(wc) only when the CQ is empty.
 // It never blocks and does not allocate. Once the CQ is empty after an
@@ -97,24 +91,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if err := cq.usable(); err != nil {
 		return 0, err
 	}
-	var buf [pollChunk]transport.WC
-	n := 0
-	for n < len(wc) {
-		m := min(pollChunk, len(wc)-n)
-		var k int
-		if n == 0 {
-			k = cq.c.Poll(buf[:m]) // yields the CPU to the NIC when empty
-		} else {
-			k = cq.c.TryPoll(buf[:m])
-		}
-		for i := range k {
-			wc[n+i].set(&buf[i])
-		}
-		n += k
-		if k < m {
-			break
-		}
-	}
+	n := cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)
 	if n == 0 && cq.c.Overrun() {
 		return 0, ErrCQOverrun
 	}
@@ -132,28 +109,11 @@ func (cq *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	if len(wc) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
 	}
-	var buf [pollChunk]transport.WC
-	m := min(pollChunk, len(wc))
-	k, err := cq.c.Wait(ctx, buf[:m])
+	n, err := cq.c.Wait(ctx, wcs(wc))
 	if errors.Is(err, transport.ErrCQOverrun) {
 		return 0, ErrCQOverrun
 	}
-	if err != nil {
-		return 0, err
-	}
-	for i := range k {
-		wc[i].set(&buf[i])
-	}
-	n := k
-	for k == m && n < len(wc) {
-		m = min(pollChunk, len(wc)-n)
-		k = cq.c.TryPoll(buf[:m])
-		for i := range k {
-			wc[n+i].set(&buf[i])
-		}
-		n += k
-	}
-	return n, nil
+	return n, err
 }
 
 // ReqNotify arms the completion channel for the next completion (or with

@@ -161,16 +161,30 @@ func TestSGLSharesMemory(t *testing.T) {
 	}
 }
 
-// TestWCConversion: every field survives.
-func TestWCConversion(t *testing.T) {
+// TestWCLayout: the engine's completion, seen through wcs, is the API's,
+// field by field.
+func TestWCLayout(t *testing.T) {
+	w := make([]WC, 2)
 	in := transport.WC{WRID: 1, Status: transport.WCRemAccessErr, Opcode: transport.WCRecvRDMAWithImm, Flags: transport.WCWithImm | transport.WCWithGRH,
 		VendorErr: 2, ByteLen: 3, ImmData: 4, InvalidatedRKey: 5, QPNum: 6, SrcQP: 7, PKeyIndex: 8, SL: 9}
-	var out WC
-	out.set(&in)
+	wcs(w)[1] = in
 	want := WC{WRID: 1, Status: WCRemAccessErr, Opcode: WCRecvRDMAWithImm, Flags: WCWithImm | WCWithGRH,
 		VendorErr: 2, ByteLen: 3, ImmData: 4, InvalidatedRKey: 5, QPNum: 6, SrcQP: 7, PKeyIndex: 8, SL: 9}
-	if out != want {
-		t.Fatalf("got %+v\nwant %+v", out, want)
+	if w[1] != want || w[0] != (WC{}) {
+		t.Fatalf("got %+v\nwant %+v", w, want)
+	}
+	a, c := reflect.TypeOf(WC{}), reflect.TypeOf(transport.WC{})
+	if a.NumField() != c.NumField() || a.Size() != c.Size() {
+		t.Fatalf("WC has %d fields, %d bytes; the engine's %d, %d", a.NumField(), a.Size(), c.NumField(), c.Size())
+	}
+	for i := range a.NumField() {
+		f, g := a.Field(i), c.Field(i)
+		if f.Name != g.Name || f.Offset != g.Offset || f.Type.Size() != g.Type.Size() || f.Type.Kind() != g.Type.Kind() {
+			t.Errorf("field %d: %s %v at %d, the engine's %s %v at %d", i, f.Name, f.Type, f.Offset, g.Name, g.Type, g.Offset)
+		}
+	}
+	if wcs(nil) != nil {
+		t.Error("wcs(nil) is not nil")
 	}
 }
 

@@ -24,6 +24,8 @@ type CQ struct {
 	head uint32 // oldest unpolled entry
 	n    uint32 // unpolled entries
 	err  bool   // overrun happened
+	// overrun mirrors err for readers without the lock.
+	overrun atomic.Bool
 
 	waiters atomic.Int32
 	wake    chan struct{} // cap 1: a completion arrived while a Wait slept
@@ -99,6 +101,7 @@ func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 	}
 	if c.n == uint32(len(c.ring)) {
 		c.err = true
+		c.overrun.Store(true)
 		c.mu.Unlock()
 		return false, true
 	}
@@ -137,10 +140,6 @@ func (c *CQ) Poll(dst []WC) int {
 	return c.poll(dst)
 }
 
-// TryPoll is Poll without the yield: it moves what the ring holds and
-// returns at once, for a caller that has already found completions.
-func (c *CQ) TryPoll(dst []WC) int { return c.poll(dst) }
-
 func (c *CQ) poll(dst []WC) int {
 	c.mu.Lock()
 	k := min(uint32(len(dst)), c.n)
@@ -153,12 +152,9 @@ func (c *CQ) poll(dst []WC) int {
 	return int(k)
 }
 
-// Overrun reports whether the CQ has overflowed.
-func (c *CQ) Overrun() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+// Overrun reports whether the CQ has overflowed. It takes no lock, so
+// that an empty busy poll can ask at no cost.
+func (c *CQ) Overrun() bool { return c.overrun.Load() }
 
 // Wait blocks until at least one completion is available (then polls like
 // Poll), ctx is done, or Shutdown is called.
