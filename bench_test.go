@@ -106,7 +106,14 @@ func benchWriteLat(b *testing.B, mode string) {
 		}
 		if mode == "poll" {
 			// Busy-poll, as perftest does.
-			for p.cqa.Poll(wcs) == 0 {
+			for {
+				n, err := p.cqa.Poll(wcs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n > 0 {
+					break
+				}
 			}
 		} else if _, err := p.cqa.Wait(context.Background(), wcs); err != nil {
 			b.Fatal(err)

@@ -55,8 +55,11 @@ func BenchmarkUDPLatency(b *testing.B) {
 					var n int
 					var err error
 					if mode == "poll" {
-						for n == 0 {
-							n = a.cq.Poll(wcs)
+						for n == 0 && err == nil {
+							n, err = a.cq.Poll(wcs)
+						}
+						if err != nil {
+							b.Fatal(err)
 						}
 					} else if n, err = a.cq.Wait(ctx, wcs); err != nil {
 						b.Fatal(err)

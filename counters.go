@@ -5,8 +5,8 @@ import "github.com/rnic/rnic/internal/transport"
 // Counter is one named counter value. Names follow Linux `rdma statistic`
 // (mlx5's hardware counters, the IB port counters) where one exists.
 type Counter struct {
-	Name  string
-	Value uint64
+	Name  string // e.g. "out_of_sequence", "qpc_cache_hit"
+	Value uint64 // counts since the device opened
 }
 
 // Counters returns the device's counters: the protocol engine's, then the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/internal/transport"
 )
@@ -15,18 +17,22 @@ type CQ struct {
 	dev   *Device
 	c     *transport.CQ
 	index uint32
-	dead  bool
+
+	mu   sync.Mutex // serializes Destroy
+	dead atomic.Bool
 }
 
-// ErrCQOverrun is returned by Wait once completions were lost because the
-// CQ was full; the CQ is then in error (IBV_EVENT_CQ_ERR).
-var ErrCQOverrun = transport.ErrCQOverrun
+// ErrCQOverrun is returned by Poll and Wait once the CQ is empty after it
+// overflowed: the NIC had a completion to write and no free entry, so
+// completions were lost and the CQ is in error (IBTA 11.4.2.1; the device
+// raises EventCQErr).
+var ErrCQOverrun = errors.New("rnic: completion queue overrun")
 
 // CreateCQ creates a completion queue with room for cqe completions
 // (ibv_create_cq).
 func (d *Device) CreateCQ(cqe int) (*CQ, error) {
-	if err := d.checkOpen(); err != nil {
-		return nil, err
+	if err := d.usable(); err != nil {
+		return nil, fmt.Errorf("rnic: CreateCQ: %w", err)
 	}
 	if cqe < 1 || cqe > d.attr.MaxCQE {
 		return nil, fmt.Errorf("rnic: CreateCQ: %d entries out of range [1, %d]", cqe, d.attr.MaxCQE)
@@ -39,6 +45,16 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	c.Progress = d.d.Progress
 	cq := &CQ{dev: d, c: c, index: index}
 	c.Opaque = cq
+	// Registered under the device's lock, which Close takes to collect
+	// the CQs it wakes: a CQ is either refused here or shut down there.
+	d.mu.Lock()
+	if d.closed.Load() {
+		d.mu.Unlock()
+		d.d.CQs.Release(index)
+		return nil, fmt.Errorf("rnic: CreateCQ: %w", d.errClosed())
+	}
+	d.cqs[cq] = struct{}{}
+	d.mu.Unlock()
 	d.d.CQs.Set(index, c)
 	return cq, nil
 }
@@ -52,27 +68,82 @@ func (cq *CQ) Handle() uint32 { return cq.c.CQN }
 // Depth returns the number of entries.
 func (cq *CQ) Depth() int { return cq.c.Depth() }
 
+// usable returns nil while the CQ and its device live.
+func (cq *CQ) usable() error {
+	if err := cq.dev.usable(); err != nil {
+		return err
+	}
+	if cq.dead.Load() {
+		return cq.errDestroyed()
+	}
+	return nil
+}
+
+func (cq *CQ) errDestroyed() error {
+	return fmt.Errorf("%w: CQ %d was destroyed", ErrClosed, cq.c.CQN)
+}
+
 // Poll moves up to len(wc) completions into wc, oldest first, and returns
-// how many (ibv_poll_cq). It never blocks and does not allocate.
-func (cq *CQ) Poll(wc []WC) int { return cq.c.Poll(wc) }
+// how many (ibv_poll_cq): fewer than len(wc) only when the CQ is empty.
+// It never blocks and does not allocate. Once the CQ is empty after an
+// overrun it returns ErrCQOverrun; on a destroyed CQ or a closed device,
+// an error wrapping ErrClosed.
+func (cq *CQ) Poll(wc []WC) (int, error) {
+	if err := cq.usable(); err != nil {
+		return 0, err
+	}
+	n := cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)
+	if n == 0 && cq.c.Overrun() {
+		return 0, ErrCQOverrun
+	}
+	return n, nil
+}
 
 // Wait blocks until at least one completion is available, then polls like
-// Poll; it returns ctx.Err() if ctx ends first, and ErrCQOverrun once the
-// CQ has overflowed.
-func (cq *CQ) Wait(ctx context.Context, wc []WC) (int, error) { return cq.c.Wait(ctx, wc) }
+// Poll. It returns ctx.Err() if ctx ends first, ErrCQOverrun once the CQ
+// is empty after an overrun, and an error wrapping ErrClosed when the CQ is
+// destroyed or its device closed, including while it waits.
+func (cq *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
+	if err := cq.usable(); err != nil {
+		return 0, err
+	}
+	if len(wc) == 0 {
+		return 0, errors.New("rnic: Wait with an empty slice")
+	}
+	n, err := cq.c.Wait(ctx, wcs(wc))
+	if errors.Is(err, transport.ErrCQOverrun) {
+		return 0, ErrCQOverrun
+	}
+	return n, err
+}
 
 // ReqNotify arms the completion channel for the next completion (or with
 // solicitedOnly, the next solicited or failed one): ibv_req_notify_cq.
-func (cq *CQ) ReqNotify(solicitedOnly bool) { cq.c.ReqNotify(solicitedOnly) }
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	if err := cq.usable(); err != nil {
+		return err
+	}
+	cq.c.ReqNotify(solicitedOnly)
+	return nil
+}
 
 // Events returns the completion channel (ibv_get_cq_event): a value
-// arrives when an armed notification fires.
+// arrives when an armed notification fires. The channel is closed when
+// the CQ is destroyed or its device closed, so that a goroutine receiving
+// from it wakes.
 func (cq *CQ) Events() <-chan struct{} { return cq.c.Events() }
 
-// Destroy frees the CQ (ibv_destroy_cq). It fails while QPs use it.
+// Destroy frees the CQ (ibv_destroy_cq). It fails with ErrBusy while QPs
+// use it. A Wait blocked on it returns an error wrapping ErrClosed, as does
+// every later call, a second Destroy included.
 func (cq *CQ) Destroy() error {
-	if cq.dead {
-		return errors.New("rnic: CQ already destroyed")
+	if err := cq.dev.usable(); err != nil {
+		return fmt.Errorf("rnic: Destroy CQ: %w", err)
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.dead.Load() {
+		return fmt.Errorf("rnic: Destroy CQ: %w", cq.errDestroyed())
 	}
 	if n := cq.c.Refs.Load(); n > 0 {
 		return fmt.Errorf("%w: CQ %d is used by %d QPs", ErrBusy, cq.c.CQN, n)
@@ -81,7 +152,11 @@ func (cq *CQ) Destroy() error {
 		cq.dev.d.CQs.Release(cq.index)
 		e.ForgetCQ(cq.c.CQN)
 	})
-	cq.dead = true
+	cq.dead.Store(true)
+	cq.dev.mu.Lock()
+	delete(cq.dev.cqs, cq)
+	cq.dev.mu.Unlock()
+	cq.c.Shutdown(cq.errDestroyed())
 	return nil
 }
 

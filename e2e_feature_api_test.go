@@ -123,11 +123,11 @@ func TestFeatureAPIMisuse(t *testing.T) {
 		{"modify-destroyed-qp", func(t *testing.T, f *fixture) error {
 			must0(t, f.qp.Destroy())
 			return toInit(f.qp)
-		}, nil, []string{"destroyed"}},
+		}, rnic.ErrClosed, []string{"destroyed"}},
 		{"destroy-qp-twice", func(t *testing.T, f *fixture) error {
 			must0(t, f.qp.Destroy())
 			return f.qp.Destroy()
-		}, nil, []string{"already destroyed"}},
+		}, rnic.ErrClosed, []string{"QP", "was destroyed"}},
 
 		// Memory regions (ibv_reg_mr(3)).
 		{"regmr-unknown-access-bits", func(t *testing.T, f *fixture) error {
@@ -158,7 +158,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 			mr := buf8(f)
 			must0(t, mr.Dereg())
 			return mr.Dereg()
-		}, nil, []string{"already deregistered"}},
+		}, rnic.ErrClosed, []string{"MR", "was deregistered"}},
 
 		// Destroying objects in use (EBUSY).
 		{"destroy-cq-in-use", func(t *testing.T, f *fixture) error { return f.p.cqa.Destroy() }, rnic.ErrBusy, []string{"QP"}},
@@ -169,7 +169,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 				t.Errorf("Destroy of an unused CQ: %v", err)
 			}
 			return f.p.cqa.Destroy()
-		}, nil, []string{"already destroyed"}},
+		}, rnic.ErrClosed, []string{"CQ", "was destroyed"}},
 		{"dealloc-pd-with-mr", func(t *testing.T, f *fixture) error {
 			pd := must(f.p.a.AllocPD())
 			mr := must(pd.RegMR(make([]byte, 8), rnic.AccessLocalWrite))

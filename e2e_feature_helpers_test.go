@@ -68,7 +68,7 @@ func newPairX(t testing.TB, x xopts) *pair {
 	}
 	p.qpa = must(p.pda.CreateQP(ia))
 	p.qpb = must(p.pdb.CreateQP(ib))
-	cp := o.conn
+	cp := testConn(o.conn)
 	if o.mtu != 0 {
 		cp.MTU = o.mtu
 	}
@@ -239,7 +239,7 @@ func waitState(t testing.TB, qp *rnic.QP, want rnic.QPState) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if a, _ := qp.Query(); a.State != want {
+	if a, _ := query(t, qp); a.State != want {
 		t.Fatalf("QP %#x: Query says %v, State() says %v", qp.QPN(), a.State, want)
 	}
 }
@@ -294,4 +294,14 @@ func flushCheck(t testing.TB, qp *rnic.QP, cq *rnic.CQ, wrid uint64, mr *rnic.MR
 	if wc.WRID != wrid || wc.Status != rnic.WCWRFlushErr || wc.QPNum != qp.QPN() {
 		t.Fatalf("WR posted on the QP in ERR completed as %+v, want WRID %d WR_FLUSH_ERR", wc, wrid)
 	}
+}
+
+// query returns qp's attributes, failing the test if Query fails.
+func query(t testing.TB, qp *rnic.QP) (rnic.QPAttr, rnic.QPInitAttr) {
+	t.Helper()
+	a, ia, err := qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, ia
 }

@@ -45,11 +45,11 @@ func TestFeatureQPQuery(t *testing.T) {
 	rtsMask := rnic.QPAttrState | rnic.QPAttrTimeout | rnic.QPAttrRetryCnt | rnic.QPAttrRNRRetry | rnic.QPAttrSQPSN | rnic.QPAttrMaxQPRdAtomic
 	for i := range sides {
 		s := &sides[i]
-		if a, ia := s.qp.Query(); a.State != rnic.QPSReset || ia.Cap != qcap || ia.Type != rnic.RC {
+		if a, ia := query(t, s.qp); a.State != rnic.QPSReset || ia.Cap != qcap || ia.Type != rnic.RC {
 			t.Fatalf("new QP: state %v, init %+v", a.State, ia)
 		}
 		must0(t, s.qp.Modify(&s.init, initMask))
-		if a, _ := s.qp.Query(); a.State != rnic.QPSInit || a.AccessFlags != s.init.AccessFlags || a.Port != 1 || a.PKeyIndex != 0 {
+		if a, _ := query(t, s.qp); a.State != rnic.QPSInit || a.AccessFlags != s.init.AccessFlags || a.Port != 1 || a.PKeyIndex != 0 {
 			t.Errorf("after INIT: %+v", a)
 		}
 		s.rtr.AH.DGID = must(s.dev.GID(0))
@@ -58,7 +58,7 @@ func TestFeatureQPQuery(t *testing.T) {
 		must0(t, s.qp.Modify(&s.rts, rtsMask))
 	}
 	for _, s := range sides {
-		a, ia := s.qp.Query()
+		a, ia := query(t, s.qp)
 		checks := []struct {
 			name      string
 			got, want any
@@ -143,13 +143,13 @@ func TestFeatureSQD(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: true}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
-	if a, _ := p.qpa.Query(); a.State != rnic.QPSSQD || !a.EnSQDAsyncNotify {
+	if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || !a.EnSQDAsyncNotify {
 		t.Fatalf("after Modify to SQD: state %v en_sqd_async_notify %v", a.State, a.EnSQDAsyncNotify)
 	}
 	waitQPEvent(t, p.a, p.qpa, rnic.EventSQDrained)
 	// Everything started has completed by the time of the event.
 	got := make([]rnic.WC, n)
-	k := p.cqa.Poll(got)
+	k := must(p.cqa.Poll(got))
 	if k == 0 || k >= n {
 		t.Fatalf("%d of %d WRs completed when the SQ drained; want some but not all (the rest not started)", k, n)
 	}
@@ -158,7 +158,7 @@ func TestFeatureSQD(t *testing.T) {
 			t.Fatalf("completion %d before the drain: %+v", i, wc)
 		}
 	}
-	if a, _ := p.qpa.Query(); a.State != rnic.QPSSQD || a.SQDraining {
+	if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || a.SQDraining {
 		t.Errorf("drained QP: state %v sq_draining %v, want SQD, false", a.State, a.SQDraining)
 	}
 	// WRs posted in SQD wait too.
@@ -251,7 +251,7 @@ func TestFeatureFlushAndReset(t *testing.T) {
 	must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 555}))
 	for _, qp := range []*rnic.QP{p.qpa, p.qpb} {
 		must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSReset}, rnic.QPAttrState))
-		if a, _ := qp.Query(); a.State != rnic.QPSReset || a.DestQPN != 0 {
+		if a, _ := query(t, qp); a.State != rnic.QPSReset || a.DestQPN != 0 {
 			t.Errorf("after RESET: state %v dest_qp_num %#x", a.State, a.DestQPN)
 		}
 	}

@@ -19,7 +19,7 @@ func setRetries(t testing.TB, qp *rnic.QP, retry, rnr uint8) {
 	must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSSQD, RetryCnt: retry, RNRRetry: rnr},
 		rnic.QPAttrState|rnic.QPAttrRetryCnt|rnic.QPAttrRNRRetry))
 	must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSRTS}, rnic.QPAttrState))
-	if a, _ := qp.Query(); a.RetryCnt != retry || a.RNRRetry != rnr || a.State != rnic.QPSRTS {
+	if a, _ := query(t, qp); a.RetryCnt != retry || a.RNRRetry != rnr || a.State != rnic.QPSRTS {
 		t.Fatalf("after SQD→SQD→RTS: retry_cnt %d rnr_retry %d state %v, want %d %d RTS", a.RetryCnt, a.RNRRetry, a.State, retry, rnr)
 	}
 }
@@ -39,7 +39,7 @@ func TestFeatureRetryExhausted(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("retry%d-timeout%d", c.retry, c.timeout), func(t *testing.T) {
 			t.Parallel()
-			p := newPair(t, pairOpts{conn: rnic.ConnParams{Timeout: c.timeout, RetryCnt: 7}})
+			p := newPair(t, pairOpts{conn: rnic.ConnParams{Timeout: int(c.timeout), RetryCnt: 7}})
 			setRetries(t, p.qpa, c.retry, 7)
 			src := newGuarded(t, p.pda, 256, rnic.AccessLocalWrite, 1)
 			dst := newGuarded(t, p.pdb, 256, allAccess, 2)

@@ -30,6 +30,7 @@ func openOnSwitch(t testing.TB, sw *mem.Switch, addr, name string, f mem.Faults)
 // connectRC connects two RC QPs to each other with cp.
 func connectRC(t testing.TB, x, y *rnic.QP, cp rnic.ConnParams) {
 	t.Helper()
+	cp = testConn(cp)
 	cy := cp
 	cy.PSN = (cp.PSN + 0x55555) & 0xFFFFFF
 	must0(t, x.Connect(y.Endpoint(cy), cp))

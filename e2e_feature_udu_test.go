@@ -269,7 +269,7 @@ func TestFeatureUC(t *testing.T) {
 			var got []rnic.WC
 			buf := make([]rnic.WC, 64)
 			for idle := 0; idle < 10; {
-				k := p.cqb.Poll(buf)
+				k := must(p.cqb.Poll(buf))
 				if k == 0 {
 					idle++
 					time.Sleep(5 * time.Millisecond)

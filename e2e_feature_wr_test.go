@@ -204,7 +204,7 @@ func TestFeatureUnsignaled(t *testing.T) {
 	t.Run("sq_sig_all", func(t *testing.T) {
 		t.Parallel()
 		p := newPairX(t, xopts{initA: func(a *rnic.QPInitAttr) { a.SigAll = true }})
-		if _, ia := p.qpa.Query(); !ia.SigAll {
+		if _, ia := query(t, p.qpa); !ia.SigAll {
 			t.Error("Query does not report sq_sig_all")
 		}
 		src := newGuarded(t, p.pda, 100, allAccess, 1)

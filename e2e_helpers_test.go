@@ -83,7 +83,7 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	p.cqa, p.cqb = must(p.a.CreateCQ(4096)), must(p.b.CreateCQ(4096))
 	p.qpa = must(p.pda.CreateQP(rnic.QPInitAttr{Type: o.typ, SendCQ: p.cqa, RecvCQ: p.cqa, Cap: o.cap}))
 	p.qpb = must(p.pdb.CreateQP(rnic.QPInitAttr{Type: o.typ, SendCQ: p.cqb, RecvCQ: p.cqb, Cap: o.cap}))
-	cp := o.conn
+	cp := testConn(o.conn)
 	if o.mtu != 0 {
 		cp.MTU = o.mtu
 	}
@@ -96,6 +96,19 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// remoteRights are the QP access flags the test helpers grant when a test
+// leaves ConnParams.Access zero (which grants none): the tests exercise
+// every operation in both directions.
+const remoteRights = rnic.AccessRemoteWrite | rnic.AccessRemoteRead | rnic.AccessRemoteAtomic
+
+// testConn returns cp with every remote right granted if it grants none.
+func testConn(cp rnic.ConnParams) rnic.ConnParams {
+	if cp.Access == 0 {
+		cp.Access = remoteRights
+	}
+	return cp
 }
 
 func must[T any](v T, err error) T {

@@ -72,7 +72,7 @@ func TestUDPReceiveHoldsBack(t *testing.T) {
 	el := time.Since(start)
 	got := 0
 	for idle := 0; idle < 40 && got < n; {
-		k := rcq.Poll(wcs)
+		k := must(rcq.Poll(wcs))
 		if k == 0 {
 			idle++
 			time.Sleep(5 * time.Millisecond)

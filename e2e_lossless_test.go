@@ -166,7 +166,7 @@ func runIncast(t *testing.T, typ rnic.QPType, senders, n int, opts ...mem.Option
 	got := 0
 	wcs := make([]rnic.WC, 256)
 	for idle := 0; idle < 20; {
-		k := rcq.Poll(wcs)
+		k := must(rcq.Poll(wcs))
 		for _, wc := range wcs[:k] {
 			if wc.Status != rnic.WCSuccess {
 				t.Fatalf("receiver: %v", wc.Status)
@@ -300,7 +300,7 @@ func TestLosslessAllToAll(t *testing.T) {
 // slows the ICRC to a few thousand frames a second) or a loaded machine
 // takes their processors away for tens of milliseconds: the default of
 // 67 ms would then time out frames that are only queued, not lost.
-func losslessTimeout() uint8 {
+func losslessTimeout() int {
 	if raceEnabled {
 		return 20
 	}

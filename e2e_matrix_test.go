@@ -147,7 +147,7 @@ func runOp(t *testing.T, p *pair, op rnic.WROpcode, sizes []int, seed int64) {
 				t.Fatalf("%v: receive completion %d lost its immediate: %+v", op, i, wc)
 			}
 		}
-		if n := p.cqb.Poll(make([]rnic.WC, 4)); n != 0 {
+		if n := must(p.cqb.Poll(make([]rnic.WC, 4))); n != 0 {
 			t.Fatalf("%v: %d extra receive completions (a message delivered twice)", op, n)
 		}
 	}

@@ -31,7 +31,7 @@ func TestBusyPollOverUDP(t *testing.T) {
 		if err := a.qp.PostSend(wr); err != nil {
 			t.Fatal(err)
 		}
-		for a.cq.Poll(wcs) == 0 {
+		for must(a.cq.Poll(wcs)) == 0 {
 			if time.Since(start) > 10*limit {
 				t.Fatalf("READ %d not complete after %v", i, time.Since(start))
 			}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/transport"
 )
 
 // PD is a protection domain (struct ibv_pd): QPs reach only the memory
@@ -23,8 +25,8 @@ type PD struct {
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
 func (d *Device) AllocPD() (*PD, error) {
-	if err := d.checkOpen(); err != nil {
-		return nil, err
+	if err := d.usable(); err != nil {
+		return nil, fmt.Errorf("rnic: AllocPD: %w", err)
 	}
 	pd := &PD{dev: d, pdn: d.nextPD.Add(1)}
 	d.mu.Lock()
@@ -33,16 +35,23 @@ func (d *Device) AllocPD() (*PD, error) {
 	return pd, nil
 }
 
+// Device returns the PD's device.
+func (pd *PD) Device() *Device { return pd.dev }
+
 // Handle returns the PD number.
 func (pd *PD) Handle() uint32 { return pd.pdn }
 
-// Dealloc frees the PD (ibv_dealloc_pd). It fails while objects in it
-// remain.
+// Dealloc frees the PD (ibv_dealloc_pd). It fails with ErrBusy while
+// objects in it remain. Every later call on it, a second Dealloc
+// included, returns an error wrapping ErrClosed.
 func (pd *PD) Dealloc() error {
+	if err := pd.dev.usable(); err != nil {
+		return fmt.Errorf("rnic: Dealloc PD %d: %w", pd.pdn, err)
+	}
 	pd.mu.Lock()
 	defer pd.mu.Unlock()
 	if pd.dead {
-		return fmt.Errorf("rnic: PD %d already deallocated", pd.pdn)
+		return fmt.Errorf("rnic: Dealloc PD %d: %w", pd.pdn, pd.errDead())
 	}
 	if pd.refs > 0 {
 		return fmt.Errorf("%w: PD %d still has %d MRs, MWs, QPs, SRQs or AHs", ErrBusy, pd.pdn, pd.refs)
@@ -54,18 +63,34 @@ func (pd *PD) Dealloc() error {
 	return nil
 }
 
+// get takes a reference for a new object in the PD.
 func (pd *PD) get() error {
 	pd.mu.Lock()
 	defer pd.mu.Unlock()
 	if pd.dead {
-		return fmt.Errorf("rnic: PD %d was deallocated", pd.pdn)
+		return pd.errDead()
 	}
-	if err := pd.dev.checkOpen(); err != nil {
+	if err := pd.dev.usable(); err != nil {
 		return err
 	}
 	pd.refs++
 	return nil
 }
+
+// usable returns nil while the PD and its device live.
+func (pd *PD) usable() error {
+	if err := pd.dev.usable(); err != nil {
+		return err
+	}
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.dead {
+		return pd.errDead()
+	}
+	return nil
+}
+
+func (pd *PD) errDead() error { return fmt.Errorf("%w: PD %d was deallocated", ErrClosed, pd.pdn) }
 
 func (pd *PD) put() {
 	pd.mu.Lock()
@@ -81,15 +106,17 @@ type MR struct {
 	key  uint32
 	acc  Access
 
-	mu   sync.Mutex
-	dead bool
+	mu   sync.Mutex // serializes Dereg
+	dead atomic.Bool
 }
 
 // RegMR registers buf for access by the NIC (ibv_reg_mr). Its virtual
 // address, which peers use in RDMA operations, is the buffer's address,
 // as in C. The buffer must stay untouched by the Go runtime's mover,
 // which holds for heap memory (the Go heap does not move); the MR keeps
-// buf alive until Dereg.
+// buf alive until Dereg. Access 0 grants local read only, as in verbs:
+// the region can be a source of sends and WRITEs, and nothing may write
+// it; AccessRemoteWrite and AccessRemoteAtomic need AccessLocalWrite.
 func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("rnic: RegMR of an empty buffer")
@@ -117,7 +144,7 @@ func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, e
 	if err := pd.get(); err != nil {
 		return nil, err
 	}
-	key, err := pd.dev.d.ATU.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: access, PageShift: shift})
+	key, err := pd.dev.d.ATU.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift})
 	if err != nil {
 		pd.put()
 		return nil, fmt.Errorf("rnic: RegMR: %w", err)
@@ -156,6 +183,9 @@ func (mr *MR) PD() *PD { return mr.pd }
 // reads through ReadAt; reading Bytes() directly while the NIC writes is a
 // data race in Go's memory model.
 func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
+	if err := mr.usable(); err != nil {
+		return 0, fmt.Errorf("rnic: ReadAt: %w", err)
+	}
 	if off < 0 || off > int64(len(mr.buf)) {
 		return 0, fmt.Errorf("rnic: ReadAt offset %d outside the %d-byte region", off, len(mr.buf))
 	}
@@ -170,6 +200,9 @@ func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
 // WriteAt copies p into the region at offset off (io.WriterAt), ordered
 // with the NIC's DMA like ReadAt.
 func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
+	if err := mr.usable(); err != nil {
+		return 0, fmt.Errorf("rnic: WriteAt: %w", err)
+	}
 	if off < 0 || off+int64(len(p)) > int64(len(mr.buf)) {
 		return 0, fmt.Errorf("rnic: WriteAt of %d bytes at %d outside the %d-byte region", len(p), off, len(mr.buf))
 	}
@@ -177,19 +210,69 @@ func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// SGE returns an SGE for length bytes at offset off of the region.
+// SGE returns the SGE of length bytes at offset off of the region, for
+// use inline in a work request: SGL: []rnic.SGE{mr.SGE(0, n)}.
+//
+// A range that is not inside the region (a negative off or length, off +
+// length past the end) gives an SGE that the NIC refuses, never one that
+// reaches other memory or silently shortens the message: it starts one
+// byte past the region's end and is at least one byte long, so the work
+// request fails when the NIC uses it, and nothing is read or written. The
+// status is WCLocProtErr (the SGE is outside its region), unless a check
+// that comes first fails: WCLocLenErr for a receive shorter than the
+// message, WCRemAccessErr for a READ whose remote range is also too long;
+// an inline send fails at once, in PostSend. This is netip.PrefixFrom's
+// approach: the mistake travels as an invalid value and shows where the
+// value is used. CheckedSGE returns the error at once instead.
 func (mr *MR) SGE(off, length int) SGE {
-	return SGE{Addr: mr.addr + uint64(off), Length: uint32(length), LKey: mr.key}
+	s, err := mr.CheckedSGE(off, length)
+	if err != nil {
+		n := uint64(1)
+		if length > 1 {
+			n = min(uint64(length), transport.MaxMsgSize) // a length PostSend accepts
+		}
+		return SGE{Addr: mr.addr + uint64(len(mr.buf)), Length: uint32(n), LKey: mr.key}
+	}
+	return s
 }
 
-// Dereg deregisters the region (ibv_dereg_mr). It fails while memory
-// windows are bound to it. When it returns, the NIC no longer touches the
-// buffer: no DMA into it is in flight.
+// CheckedSGE is SGE with the range checked: it returns an error naming the
+// range and the region when length bytes at off are not inside it (or
+// length does not fit an SGE's 32 bits).
+func (mr *MR) CheckedSGE(off, length int) (SGE, error) {
+	if off < 0 || length < 0 || off > len(mr.buf) || length > len(mr.buf)-off || uint64(length) > 1<<32-1 {
+		return SGE{}, fmt.Errorf("rnic: SGE of %d bytes at offset %d is outside the %d-byte region %#x (or longer than 2^32-1)", length, off, len(mr.buf), mr.key)
+	}
+	return SGE{Addr: mr.addr + uint64(off), Length: uint32(length), LKey: mr.key}, nil
+}
+
+// Remote returns what a peer needs to access the whole region with RDMA:
+// its address, length and rkey (see RemoteRegion, Exchange).
+func (mr *MR) Remote() RemoteRegion {
+	return RemoteRegion{Addr: mr.addr, Len: uint64(len(mr.buf)), RKey: mr.key}
+}
+
+// usable returns nil while the region and its device live.
+func (mr *MR) usable() error {
+	if err := mr.pd.dev.usable(); err != nil {
+		return err
+	}
+	if mr.dead.Load() {
+		return fmt.Errorf("%w: MR %#x was deregistered", ErrClosed, mr.key)
+	}
+	return nil
+}
+
+// Dereg deregisters the region (ibv_dereg_mr). It fails with ErrBusy
+// while memory windows are bound to it. When it returns, the NIC no
+// longer touches the buffer: no DMA into it is in flight. Every later call
+// on the region, a second Dereg included, returns an error wrapping
+// ErrClosed.
 func (mr *MR) Dereg() error {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
-	if mr.dead {
-		return fmt.Errorf("rnic: MR %#x already deregistered", mr.key)
+	if err := mr.usable(); err != nil {
+		return fmt.Errorf("rnic: Dereg: %w", err)
 	}
 	var err error
 	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.d.ATU.DeregMR(mr.key) })
@@ -199,7 +282,7 @@ func (mr *MR) Dereg() error {
 	if err != nil {
 		return fmt.Errorf("rnic: Dereg: %w", err)
 	}
-	mr.dead = true
+	mr.dead.Store(true)
 	mr.pd.put()
 	return nil
 }
@@ -208,8 +291,8 @@ func (mr *MR) Dereg() error {
 type MWType uint8
 
 const (
-	MWType1 MWType = 1
-	MWType2 MWType = 2
+	MWType1 MWType = 1 // IBV_MW_TYPE_1: bound by the QP's owner, unbound by a zero-length bind
+	MWType2 MWType = 2 // IBV_MW_TYPE_2: bound to one QP, invalidated by SEND_WITH_INV or LOCAL_INV
 )
 
 // MW is a memory window (struct ibv_mw): a remotely accessible range of a
@@ -219,7 +302,7 @@ type MW struct {
 	typ   MWType
 	first uint32 // the key AllocMW returned; its index names the window
 
-	mu   sync.Mutex
+	mu   sync.Mutex // serializes Dealloc
 	dead bool
 }
 
@@ -264,12 +347,17 @@ func (mw *MW) NextRKey() uint32 {
 	return k&^0xFF | (k+1)&0xFF
 }
 
-// Dealloc frees the window (ibv_dealloc_mw), unbinding it.
+// Dealloc frees the window (ibv_dealloc_mw), unbinding it. Every later
+// call on it, a second Dealloc included, returns an error wrapping
+// ErrClosed.
 func (mw *MW) Dealloc() error {
+	if err := mw.pd.dev.usable(); err != nil {
+		return fmt.Errorf("rnic: Dealloc MW: %w", err)
+	}
 	mw.mu.Lock()
 	defer mw.mu.Unlock()
 	if mw.dead {
-		return errors.New("rnic: memory window already deallocated")
+		return fmt.Errorf("rnic: Dealloc MW: %w: memory window %#x was deallocated", ErrClosed, mw.first)
 	}
 	var err error
 	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.RKey()) })
@@ -280,3 +368,6 @@ func (mw *MW) Dealloc() error {
 	mw.pd.put()
 	return nil
 }
+
+// atuAccess converts access rights into the ATU's (the same bits).
+func atuAccess(a Access) atu.Access { return atu.Access(a) }

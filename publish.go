@@ -31,7 +31,7 @@ func (d *Device) Publish() error {
 	defer published.Unlock()
 	// Checked under the lock that Close's unpublish takes, so that a
 	// device closing meanwhile leaves no socket behind.
-	if err := d.checkOpen(); err != nil {
+	if err := d.usable(); err != nil {
 		return err
 	}
 	if published.m[d] != nil {

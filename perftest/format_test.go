@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic"
-	"github.com/rnic/rnic/wire"
 )
 
 // perftestLogs are real perftest 4.5 runs between two rxe devices
@@ -113,7 +112,7 @@ func logParams(t *testing.T, sd logSide) *params {
 	if p.client != sd.client {
 		t.Fatalf("command %q: client=%v", sd.cmd, p.client)
 	}
-	p.mtu, p.gidIndex, p.outReads, p.inline = wire.MTU1024, 1, 128, 0
+	p.mtu, p.gidIndex, p.outReads, p.inline = rnic.MTU1024, 1, 128, 0
 	return p
 }
 

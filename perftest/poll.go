@@ -28,8 +28,8 @@ func (s *session) waitCQ(ctx context.Context, cq *rnic.CQ, wcs []rnic.WC, deadli
 		}
 		return n, err
 	}
-	if n := cq.Poll(wcs); n > 0 {
-		return n, nil
+	if n, err := cq.Poll(wcs); n > 0 || err != nil {
+		return n, err
 	}
 	tm := time.NewTimer(time.Until(deadline))
 	defer tm.Stop()
@@ -41,9 +41,11 @@ func (s *session) waitCQ(ctx context.Context, cq *rnic.CQ, wcs []rnic.WC, deadli
 		case <-tm.C:
 			return 0, context.DeadlineExceeded
 		}
-		cq.ReqNotify(false)
-		if n := cq.Poll(wcs); n > 0 {
-			return n, nil
+		if err := cq.ReqNotify(false); err != nil {
+			return 0, err
+		}
+		if n, err := cq.Poll(wcs); n > 0 || err != nil {
+			return n, err
 		}
 	}
 }

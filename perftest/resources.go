@@ -169,9 +169,10 @@ func (r *resources) connect() error {
 	for i, q := range r.qps {
 		rem := q.rem
 		cp := rnic.ConnParams{
-			MTU: p.mtu, PSN: rnic.PSN(q.my.PSN), Timeout: p.qpTimeout(), RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
-			MaxRdAtomic:     clampRd(rem.OutReads, maxRd),
-			MaxDestRdAtomic: clampRd(q.my.OutReads, maxRd),
+			MTU: p.mtu, PSN: rnic.PSN(q.my.PSN), Access: qpAccess(p.Test.Verb()),
+			Timeout: verbsZero(p.qpTimeout()), RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
+			MaxRdAtomic:     int(clampRd(rem.OutReads, maxRd)),
+			MaxDestRdAtomic: int(clampRd(q.my.OutReads, maxRd)),
 			HopLimit:        0xFF,
 			TrafficClass:    uint8(p.TrafficClass), // --tclass: ah_attr.grh.traffic_class
 			SL:              uint8(p.SL),           // -S: ah_attr.sl
@@ -189,6 +190,34 @@ func (r *resources) connect() error {
 		}
 	}
 	return nil
+}
+
+// qpAccess returns the remote rights perftest grants the peer's requests
+// per test (ctx_modify_qp_to_init): WRITE for write tests, READ for read
+// tests, ATOMIC for atomic tests, and REMOTE_WRITE|LOCAL_WRITE for send
+// tests; UD QPs take none. A request the test does not grant is refused as
+// perftest's QP refuses it (NAK invalid request).
+func qpAccess(v Verb) rnic.Access {
+	switch v {
+	case VerbWrite:
+		return rnic.AccessRemoteWrite
+	case VerbRead:
+		return rnic.AccessRemoteRead
+	case VerbAtomic:
+		return rnic.AccessRemoteAtomic
+	case VerbSend:
+		return rnic.AccessRemoteWrite | rnic.AccessLocalWrite
+	}
+	return 0
+}
+
+// verbsZero passes a verbs attribute to ConnParams, where 0 means the
+// default and a negative value verbs' 0.
+func verbsZero(v uint8) int {
+	if v == 0 {
+		return -1
+	}
+	return int(v)
 }
 
 // clampRd bounds an outstanding-reads count to [1, max].

@@ -178,17 +178,17 @@ func (s *session) exchangeMTU() error {
 	p := s.p
 	mine := s.dev.Attr().ActiveMTU
 	if p.MTU != 0 {
-		m, _ := wire.MTUFromBytes(p.MTU)
+		m, _ := rnic.MTUFromBytes(p.MTU)
 		if m > mine {
 			return fmt.Errorf("perftest: MTU %d is above the port's active MTU %d", p.MTU, mine.Bytes())
 		}
 		mine = m
 	}
-	rem, err := s.x.ExchangeMTU(mine)
+	rem, err := s.x.ExchangeMTU(wire.MTU(mine))
 	if err != nil {
 		return err
 	}
-	p.mtu = min(mine, rem)
+	p.mtu = min(mine, rnic.MTU(rem))
 	s.r.MTU = p.mtu.Bytes()
 	if p.Conn == rnic.UD && p.Size > p.mtu.Bytes() {
 		if !p.All && p.Config.Size != 0 {

@@ -277,7 +277,10 @@ func TestConnectSLTrafficClass(t *testing.T) {
 			t.Fatal(err)
 		}
 		if conn == rnic.RC {
-			a, _ := ra.qps[0].qp.Query()
+			a, _, err := ra.qps[0].qp.Query()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if a.AH.SL != 5 || a.AH.TrafficClass != 0x20 || a.AH.HopLimit != 0xFF {
 				t.Errorf("RC QP's address vector %+v, want SL 5, traffic class 0x20, hop limit 255", a.AH)
 			}

@@ -519,7 +519,11 @@ func (s *session) runBi(ctx context.Context, size int, rs []*receiver) (BWReport
 		// Receive first: RX has priority, so that fast sending does not
 		// exhaust the peer's receives (UC, UD).
 		moved := false
-		if n := s.res.recvCQ.Poll(rwcs); n > 0 {
+		n, err := s.res.recvCQ.Poll(rwcs)
+		if err != nil {
+			return BWReport{}, err
+		}
+		if n > 0 {
 			moved = true
 			now := clk.now()
 			if beforeFirstRx {
@@ -544,7 +548,11 @@ func (s *session) runBi(ctx context.Context, size int, rs []*receiver) (BWReport
 				}
 			}
 		}
-		if n := s.res.sendCQ.Poll(wcs); n > 0 {
+		n, err = s.res.sendCQ.Poll(wcs)
+		if err != nil {
+			return BWReport{}, err
+		}
+		if n > 0 {
 			moved = true
 			now := clk.now()
 			for _, wc := range wcs[:n] {

@@ -10,7 +10,6 @@ import (
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/link/mem"
 	"github.com/rnic/rnic/link/sniff"
-	"github.com/rnic/rnic/wire"
 	"github.com/rnic/rnic/wire/pcap"
 )
 
@@ -62,7 +61,7 @@ func (d *demo) setup() error {
 	}
 	ports := [2]*mem.Port{pa, pb}
 	d.tap = newTap(d.cfg.quiet, ports)
-	mtu, _ := wire.MTUFromBytes(d.cfg.mtu)
+	mtu, _ := rnic.MTUFromBytes(d.cfg.mtu)
 	psns := [2]rnic.PSN{1000, 7000}
 	for i, port := range ports {
 		n := &nic{name: fmt.Sprintf("rnic%d", i), port: port, psn: psns[i]}
@@ -83,8 +82,11 @@ func (d *demo) setup() error {
 		}
 	}
 	a, b := d.nics[0], d.nics[1]
-	pa0 := rnic.ConnParams{MTU: mtu, PSN: a.psn, Timeout: ackTimeout}
-	pb0 := rnic.ConnParams{MTU: mtu, PSN: b.psn, Timeout: ackTimeout}
+	// The demo's peers WRITE, READ and run atomics on each other's
+	// memory: each QP grants the three remote rights (none by default).
+	remote := rnic.AccessRemoteWrite | rnic.AccessRemoteRead | rnic.AccessRemoteAtomic
+	pa0 := rnic.ConnParams{MTU: mtu, PSN: a.psn, Timeout: ackTimeout, Access: remote}
+	pb0 := rnic.ConnParams{MTU: mtu, PSN: b.psn, Timeout: ackTimeout, Access: remote}
 	if err := a.qp.Connect(b.qp.Endpoint(pb0), pa0); err != nil {
 		return err
 	}

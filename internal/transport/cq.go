@@ -24,6 +24,8 @@ type CQ struct {
 	head uint32 // oldest unpolled entry
 	n    uint32 // unpolled entries
 	err  bool   // overrun happened
+	// overrun mirrors err for readers without the lock.
+	overrun atomic.Bool
 
 	waiters atomic.Int32
 	wake    chan struct{} // cap 1: a completion arrived while a Wait slept
@@ -40,6 +42,12 @@ type CQ struct {
 	// work on the polling goroutine (take in received frames, run an
 	// engine turn if the engine is free); it reports whether frames moved.
 	Progress func() bool
+
+	// dead is closed by Shutdown, deadErr set before it: a Wait that
+	// sleeps wakes with deadErr.
+	dead    chan struct{}
+	deadErr error
+	shut    bool // under mu: dead and events are closed
 }
 
 const (
@@ -54,6 +62,33 @@ func NewCQ(cqn uint32, depth int) *CQ {
 		ring:   make([]WC, depth),
 		wake:   make(chan struct{}, 1),
 		events: make(chan struct{}, 1),
+		dead:   make(chan struct{}),
+	}
+}
+
+// Shutdown ends the CQ's life (its device closed, or it was destroyed):
+// every Wait, sleeping or to come, returns err, and the completion
+// channel is closed so that a goroutine receiving from it wakes. The NIC
+// must no longer write completions to it. Only the first call counts.
+func (c *CQ) Shutdown(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return
+	}
+	c.shut = true
+	c.deadErr = err
+	close(c.dead)
+	close(c.events)
+}
+
+// Err returns the error Shutdown gave, or nil while the CQ lives.
+func (c *CQ) Err() error {
+	select {
+	case <-c.dead:
+		return c.deadErr
+	default:
+		return nil
 	}
 }
 
@@ -71,6 +106,7 @@ func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 	}
 	if c.n == uint32(len(c.ring)) {
 		c.err = true
+		c.overrun.Store(true)
 		c.mu.Unlock()
 		return false, true
 	}
@@ -79,17 +115,18 @@ func (c *CQ) push(wc *WC, solicited bool) (ok, overrun bool) {
 	fire := c.armed == armNext || (c.armed == armSolicited && (solicited || wc.Status != WCSuccess))
 	if fire {
 		c.armed = 0
+		// Under the lock, which Shutdown holds to close the channel.
+		if !c.shut {
+			select {
+			case c.events <- struct{}{}:
+			default:
+			}
+		}
 	}
 	c.mu.Unlock()
 	if c.waiters.Load() > 0 {
 		select {
 		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-	if fire {
-		select {
-		case c.events <- struct{}{}:
 		default:
 		}
 	}
@@ -129,15 +166,12 @@ func (c *CQ) poll(dst []WC) int {
 	return int(k)
 }
 
-// Overrun reports whether the CQ has overflowed.
-func (c *CQ) Overrun() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+// Overrun reports whether the CQ has overflowed. It takes no lock, so
+// that an empty busy poll can ask at no cost.
+func (c *CQ) Overrun() bool { return c.overrun.Load() }
 
 // Wait blocks until at least one completion is available (then polls like
-// Poll) or ctx is done.
+// Poll), ctx is done, or Shutdown is called.
 func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 	if len(dst) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
@@ -163,6 +197,9 @@ func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 		case <-ctx.Done():
 			c.waiters.Add(-1)
 			return 0, ctx.Err()
+		case <-c.dead:
+			c.waiters.Add(-1)
+			return 0, c.deadErr
 		}
 	}
 }

@@ -119,13 +119,17 @@ type Engine struct {
 	loadCQFn func(uint32) (*CQ, bool)
 }
 
+// DefaultMaxUnackedPSNs is the requester's window when
+// Config.MaxUnackedPSNs is 0.
+const DefaultMaxUnackedPSNs = 128
+
 // NewEngine builds an engine.
 func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.ATU == nil || cfg.DMA == nil || cfg.QPs == nil || cfg.CQs == nil {
 		return nil, fmt.Errorf("transport: engine needs an ATU, a DMA cluster and QP and CQ tables")
 	}
 	if cfg.MaxUnackedPSNs == 0 {
-		cfg.MaxUnackedPSNs = 128
+		cfg.MaxUnackedPSNs = DefaultMaxUnackedPSNs
 	}
 	if cfg.AckReqEvery == 0 {
 		cfg.AckReqEvery = 16

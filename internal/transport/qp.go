@@ -107,25 +107,47 @@ var (
 // once. It returns how many were posted; on error, wrs[n] is the bad one
 // (ibv_post_send's bad_wr).
 func (qp *QP) PostSend(wrs []SendWR) (int, error) {
-	st := qp.State()
-	if st == QPSReset || st == QPSInit || st == QPSRTR {
-		return 0, fmt.Errorf("%w: post send on a QP in %v", ErrQPState, st)
+	if err := qp.BeginPostSend(); err != nil {
+		return 0, err
 	}
-	sq := qp.sq
-	sq.post.Lock()
 	n := 0
 	var err error
 	for i := range wrs {
-		if err = qp.writeSendWQE(&wrs[i]); err != nil {
+		if err = qp.PostSendWQE(&wrs[i]); err != nil {
 			break
 		}
 		n++
 	}
+	qp.EndPostSend(n)
+	return n, err
+}
+
+// BeginPostSend starts a post of one or more work requests: it checks the
+// QP's state and takes the send queue's posting lock. PostSendWQE writes
+// each work request, EndPostSend rings the doorbell once for all of them
+// and releases the lock. PostSend is the three in one; the public API uses
+// them to convert its own work requests one at a time into a stack value,
+// so that posting a list copies nothing twice and allocates nothing.
+func (qp *QP) BeginPostSend() error {
+	st := qp.State()
+	if st == QPSReset || st == QPSInit || st == QPSRTR {
+		return fmt.Errorf("%w: post send on a QP in %v", ErrQPState, st)
+	}
+	qp.sq.post.Lock()
+	return nil
+}
+
+// PostSendWQE validates one work request and writes it at the producer
+// index (between BeginPostSend and EndPostSend). wr is not retained.
+func (qp *QP) PostSendWQE(wr *SendWR) error { return qp.writeSendWQE(wr) }
+
+// EndPostSend rings the doorbell for the n work requests written since
+// BeginPostSend (none if n is 0) and releases the posting lock.
+func (qp *QP) EndPostSend(n int) {
 	if n > 0 {
 		qp.engine.ring(qp, n)
 	}
-	sq.post.Unlock()
-	return n, err
+	qp.sq.post.Unlock()
 }
 
 // writeSendWQE validates one work request and writes it at the producer
@@ -209,28 +231,65 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 
 // PostRecv writes receive work requests into the QP's receive queue.
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	if err := qp.BeginPostRecv(); err != nil {
+		return 0, err
+	}
+	n := 0
+	var err error
+	for i := range wrs {
+		if err = qp.PostRecvWQE(&wrs[i]); err != nil {
+			break
+		}
+		n++
+	}
+	qp.EndPostRecv(n)
+	return n, err
+}
+
+// BeginPostRecv starts a post of receive work requests (see
+// BeginPostSend): it checks the QP and takes the receive queue's posting
+// lock. PostRecvWQE writes each one; EndPostRecv releases the lock.
+func (qp *QP) BeginPostRecv() error {
 	if qp.srq != nil {
-		return 0, fmt.Errorf("%w: QP %#x uses a shared receive queue; post to the SRQ", ErrInvalidWR, qp.QPN)
+		return fmt.Errorf("%w: QP %#x uses a shared receive queue; post to the SRQ", ErrInvalidWR, qp.QPN)
 	}
 	if qp.State() == QPSReset {
-		return 0, fmt.Errorf("%w: post receive on a QP in RESET", ErrQPState)
+		return fmt.Errorf("%w: post receive on a QP in RESET", ErrQPState)
 	}
-	n, err := postRecvs(qp.rq, wrs)
+	qp.rq.post.Lock()
+	return nil
+}
+
+// PostRecvWQE writes one receive work request (between BeginPostRecv and
+// EndPostRecv). wr is not retained.
+func (qp *QP) PostRecvWQE(wr *RecvWR) error { return postRecvWQE(qp.rq, wr) }
+
+// EndPostRecv releases the posting lock; receives posted to a QP in the
+// error state are flushed at once.
+func (qp *QP) EndPostRecv(n int) {
+	qp.rq.post.Unlock()
 	if n > 0 && qp.State() == QPSErr {
 		qp.engine.ring(qp, 0) // flush them
 	}
-	return n, err
+}
+
+// postRecvWQE writes one receive WQE. The caller holds rq.post.
+func postRecvWQE(rq *recvRing, wr *RecvWR) error {
+	if uint32(len(wr.SGL)) > rq.maxSGE {
+		return fmt.Errorf("%w: %d SGEs exceed max_recv_sge %d", ErrInvalidWR, len(wr.SGL), rq.maxSGE)
+	}
+	if !rq.postRecv(wr) {
+		return fmt.Errorf("%w: %d receive WRs outstanding", ErrQueueFull, rq.depth)
+	}
+	return nil
 }
 
 func postRecvs(rq *recvRing, wrs []RecvWR) (int, error) {
 	rq.post.Lock()
 	defer rq.post.Unlock()
 	for i := range wrs {
-		if uint32(len(wrs[i].SGL)) > rq.maxSGE {
-			return i, fmt.Errorf("%w: %d SGEs exceed max_recv_sge %d", ErrInvalidWR, len(wrs[i].SGL), rq.maxSGE)
-		}
-		if !rq.postRecv(&wrs[i]) {
-			return i, fmt.Errorf("%w: %d receive WRs outstanding", ErrQueueFull, rq.depth)
+		if err := postRecvWQE(rq, &wrs[i]); err != nil {
+			return i, err
 		}
 	}
 	return len(wrs), nil

@@ -29,6 +29,17 @@ func NewSRQ(srqn, pd, maxWR, maxSGE uint32) *SRQ {
 // PostRecv posts receive WQEs to the SRQ.
 func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) { return postRecvs(s.ring, wrs) }
 
+// BeginPostRecv, PostRecvWQE and EndPostRecv are PostRecv one work
+// request at a time, under one hold of the posting lock (see
+// QP.BeginPostSend).
+func (s *SRQ) BeginPostRecv() { s.ring.post.Lock() }
+
+// PostRecvWQE writes one receive work request; wr is not retained.
+func (s *SRQ) PostRecvWQE(wr *RecvWR) error { return postRecvWQE(s.ring, wr) }
+
+// EndPostRecv releases the posting lock.
+func (s *SRQ) EndPostRecv() { s.ring.post.Unlock() }
+
 // Arm sets the limit watermark (0 disarms). It fails if the limit exceeds
 // the queue depth.
 func (s *SRQ) Arm(limit uint32) error {

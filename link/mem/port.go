@@ -121,6 +121,10 @@ func (p *Port) Close() error {
 	return err
 }
 
+// Closed reports whether Close was called. rnic.Open refuses a closed
+// port instead of starting a NIC that can send nothing.
+func (p *Port) Closed() bool { return p.closed.Load() }
+
 func (p *Port) close() {
 	p.closed.Store(true)
 	p.sw.remove(p)

@@ -56,7 +56,8 @@ func nicOverUDP(t *testing.T, o udp.Options) {
 	qcap := rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}
 	qpa := must(pda.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cqa, RecvCQ: cqa, Cap: qcap}))
 	qpb := must(pdb.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cqb, RecvCQ: cqb, Cap: qcap}))
-	pa, pb := rnic.ConnParams{PSN: 100}, rnic.ConnParams{PSN: 0xABCDEF}
+	remote := rnic.AccessRemoteWrite | rnic.AccessRemoteRead // the test WRITEs and READs
+	pa, pb := rnic.ConnParams{PSN: 100, Access: remote}, rnic.ConnParams{PSN: 0xABCDEF, Access: remote}
 	if err := qpa.Connect(qpb.Endpoint(pb), pa); err != nil {
 		t.Fatal(err)
 	}

@@ -164,6 +164,10 @@ func (l *Link) Close() error {
 	return err
 }
 
+// Closed reports whether Close was called. rnic.Open refuses a closed
+// link instead of starting a NIC that can send nothing.
+func (l *Link) Closed() bool { return l.closed.Load() }
+
 // fallback records why an Auto feature is not used.
 func (l *Link) fallback(feature string, cause error) {
 	fe := &FeatureError{Feature: feature, Err: cause}
