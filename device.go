@@ -387,7 +387,7 @@ func Open(o Options) (*Device, error) {
 	d, err := nic.New(cfg)
 	if err != nil {
 		releaseLink(o.Link, dev)
-		return nil, err
+		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
 	dev.d = d
 	c := d.Config()

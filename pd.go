@@ -203,7 +203,7 @@ func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
 	if err := mr.usable(); err != nil {
 		return 0, fmt.Errorf("rnic: WriteAt: %w", err)
 	}
-	if off < 0 || off+int64(len(p)) > int64(len(mr.buf)) {
+	if off < 0 || off > int64(len(mr.buf)) || int64(len(p)) > int64(len(mr.buf))-off { // no off+len: it can overflow
 		return 0, fmt.Errorf("rnic: WriteAt of %d bytes at %d outside the %d-byte region", len(p), off, len(mr.buf))
 	}
 	mr.pd.dev.d.Sync(func() { copy(mr.buf[off:], p) })

@@ -171,7 +171,7 @@ func (c *Config) validate() error {
 		name     string
 		v, limit int
 	}{
-		{"MaxQP", c.MaxQP, maxQPs}, {"MaxCQ", c.MaxCQ, maxObjects}, {"MaxMR", c.MaxMR, maxObjects},
+		{"MaxQP", c.MaxQP, maxQPs}, {"MaxCQ", c.MaxCQ, maxObjects}, {"MaxMR", c.MaxMR, maxObjects - 1},
 		{"MaxSRQ", c.MaxSRQ, maxObjects}, {"MaxQPWR", c.MaxQPWR, maxWR}, {"MaxSGE", c.MaxSGE, maxSGE},
 		{"MaxInline", c.MaxInline, maxInline}, {"MaxCQE", c.MaxCQE, maxCQE}, {"MaxSRQWR", c.MaxSRQWR, maxWR},
 		{"DMAEngines", c.DMAEngines, maxDMAUnits}, {"RxQueue", c.RxQueue, maxRxQueue},

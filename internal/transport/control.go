@@ -74,6 +74,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
 	e.releaseReads(qp)
+	e.cfg.ATU.UnbindQP(qp.QPN)
 	qp.state.Store(uint32(QPSReset))
 	e.arb.Remove(qp.index)
 	e.qpc.Invalidate(qp.QPN)

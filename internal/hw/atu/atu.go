@@ -499,6 +499,31 @@ func (u *ATU) Invalidate(key, pd, qpn uint32, remote bool) Fault {
 	return OK
 }
 
+// UnbindQP invalidates every type 2 window bound through the QP with
+// number qpn: the QP is being destroyed, and its number may be given to a
+// new QP, through which the windows would otherwise grant access (a window
+// of type 2 is checked against the number of the QP a request arrives on).
+// It returns how many windows it invalidated.
+func (u *ATU) UnbindQP(qpn uint32) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.nMW == 0 {
+		return 0
+	}
+	n := 0
+	for idx := range u.mpt {
+		w := &u.mpt[idx]
+		if w.Kind != KindMW2 || !w.Valid || w.QPN != qpn {
+			continue
+		}
+		u.refs[w.Parent]--
+		w.Valid = false
+		u.mptCache.Invalidate(uint32(idx))
+		n++
+	}
+	return n
+}
+
 func inRange(e *MPTEntry, va, n uint64) bool {
 	if va < e.VA {
 		return false

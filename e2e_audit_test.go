@@ -1,0 +1,118 @@
+package rnic_test
+
+import (
+	"bytes"
+	"math"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// Tests of what an audit of everything reachable from the API found:
+// calls a program can make that crashed the process, or gave a new object
+// the rights of a destroyed one.
+
+// TestOpenRefusesBadLimits: limits out of range are an error from Open.
+// MaxQP -1 panicked in a make(); 2^16 WRs of 2^16 SGEs wrapped a QP's
+// SGE ring size to 0 (uint32) and panicked the engine at the first send.
+func TestOpenRefusesBadLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    rnic.Options
+	}{
+		{"MaxQP -1", rnic.Options{MaxQP: -1}},
+		{"MaxCQ -1", rnic.Options{MaxCQ: -1}},
+		{"MaxQP 2^24", rnic.Options{MaxQP: 1 << 24}},
+		{"MaxQPWR 2^16+1", rnic.Options{MaxQPWR: 1<<16 + 1}},
+		{"MaxSGE 2^16", rnic.Options{MaxQPWR: 1 << 16, MaxSGE: 1 << 16}},
+		{"MaxInline 2^16", rnic.Options{MaxQPWR: 1 << 16, MaxInline: 1 << 16}},
+		{"MaxCQE -5", rnic.Options{MaxCQE: -5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port, _, err := mem.Pipe(netip.MustParseAddr("10.0.4.1"), netip.MustParseAddr("10.0.4.2"), mem.Faults{}, mem.Faults{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer port.Close()
+			tc.o.Link = port
+			d, err := rnic.Open(tc.o)
+			if err == nil {
+				d.Close()
+				t.Fatal("Open accepted it")
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestWriteAtHugeOffset: MR.WriteAt at an offset near MaxInt64 passed the
+// bounds check (off+len overflowed) and panicked with the engine's lock
+// held, wedging the device.
+func TestWriteAtHugeOffset(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	mr := must(p.pda.RegMR(make([]byte, 64), rnic.AccessLocalWrite))
+	for _, off := range []int64{math.MaxInt64, math.MaxInt64 - 3, 65, -1} {
+		if _, err := mr.WriteAt([]byte("abcd"), off); err == nil {
+			t.Errorf("WriteAt at %d accepted", off)
+		}
+		if _, err := mr.ReadAt(make([]byte, 4), off); err == nil {
+			t.Errorf("ReadAt at %d accepted", off)
+		}
+	}
+	if _, err := mr.WriteAt([]byte("abcd"), 60); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.a.Counters()) == 0 { // the device still answers
+		t.Fatal("no counters")
+	}
+}
+
+// TestMW2DiesWithItsQP: a type 2 window is bound through a QP and checked
+// against the number of the QP a request arrives on. When that QP is
+// destroyed, a new QP may get its number: the window must not grant the
+// new QP's peer access (it did: the WRITE succeeded and the data landed).
+func TestMW2DiesWithItsQP(t *testing.T) {
+	p := newPair(t, pairOpts{conn: rnic.ConnParams{Access: rnic.AccessLocalWrite | rnic.AccessRemoteWrite}})
+	buf := make([]byte, 4096)
+	mrb := must(p.pdb.RegMR(buf, rnic.AccessLocalWrite|rnic.AccessRemoteWrite|rnic.AccessMWBind))
+	mw := must(p.pdb.AllocMW(rnic.MWType2))
+	key := mw.NextRKey()
+	if err := p.qpb.PostSend(rnic.SendWR{Opcode: rnic.WRBindMW, Flags: rnic.SendSignaled,
+		Bind: rnic.MWBindInfo{MW: mw.RKey(), NewKey: key, MR: mrb.LKey(), Addr: mrb.Addr(), Length: 4096, Access: rnic.AccessRemoteWrite}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := waitWC(t, p.cqb, 1, 5*time.Second); wc[0].Status != rnic.WCSuccess {
+		t.Fatalf("bind: %v", wc[0].Status)
+	}
+	old := p.qpb.QPN()
+	if err := p.qpb.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	qcap := rnic.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+	qb := must(p.pdb.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: p.cqb, RecvCQ: p.cqb, Cap: qcap}))
+	qa := must(p.pda.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: p.cqa, RecvCQ: p.cqa, Cap: qcap}))
+	if qb.QPN() != old {
+		t.Logf("the new QP did not get the old number (%#x, %#x): the test proves less", qb.QPN(), old)
+	}
+	cp := rnic.ConnParams{Access: rnic.AccessLocalWrite | rnic.AccessRemoteWrite}
+	if err := qb.Connect(qa.Endpoint(cp), cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := qa.Connect(qb.Endpoint(cp), cp); err != nil {
+		t.Fatal(err)
+	}
+	src := must(p.pda.RegMR([]byte("through a window of a destroyed QP"), rnic.AccessLocalWrite))
+	if err := qa.PostSend(rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+		SGL: []rnic.SGE{src.SGE(0, src.Len())}, RemoteAddr: mrb.Addr(), RKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := waitWC(t, p.cqa, 1, 5*time.Second); wc[0].Status != rnic.WCRemAccessErr {
+		t.Errorf("WRITE through the window: %v, want %v", wc[0].Status, rnic.WCRemAccessErr)
+	}
+	if !bytes.Equal(buf, make([]byte, 4096)) {
+		t.Error("the WRITE landed")
+	}
+}
