@@ -116,3 +116,41 @@ func TestMW2DiesWithItsQP(t *testing.T) {
 		t.Error("the WRITE landed")
 	}
 }
+
+// TestHugeClaimedLengthIsCheap: the responder checks a WRITE's or READ's
+// whole range before its first packet. It used to translate the range
+// through the MTT, page by page, so a packet claiming 1 GiB of a 1 GiB
+// region cost 262,144 MTT reads (and kept a scratch array that size for
+// the device's life). It now checks bounds and rights against the MPT
+// entry alone, as a NIC does: a flood of such packets costs no more than
+// small ones.
+func TestHugeClaimedLengthIsCheap(t *testing.T) {
+	p := newPair(t, pairOpts{typ: rnic.UC, conn: rnic.ConnParams{Access: rnic.AccessLocalWrite | rnic.AccessRemoteWrite}})
+	const size = 1 << 30
+	big := must(p.pdb.RegMR(make([]byte, size), rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+	src := must(p.pda.RegMR(make([]byte, 2<<20), rnic.AccessLocalWrite))
+	before := mttLookups(p.b)
+	// 2 MiB WRITEs each claim 2 MiB of the region: 512 pages checked per
+	// message used to be 512 MTT reads at its first packet, on top of the
+	// 512 the packets themselves need.
+	const n = 8
+	for i := range n {
+		if err := p.qpa.PostSend(rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.SGE(0, 2<<20)},
+			RemoteAddr: big.Addr() + uint64(i)*(64<<20), RKey: big.RKey()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitWC(t, p.cqa, n, 10*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for mttLookups(p.b)-before < n*512 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := mttLookups(p.b) - before; got != n*512 {
+		t.Errorf("%d MTT lookups for %d WRITEs of 512 pages, want %d (one per page placed)", got, n, n*512)
+	}
+}
+
+func mttLookups(d *rnic.Device) uint64 {
+	c := interesting(d)
+	return c["mtt_cache_hit"] + c["mtt_cache_miss"]
+}

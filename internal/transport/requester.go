@@ -553,11 +553,20 @@ func (e *Engine) translateSGL(qp *QP, pd uint32, sgl []SGE, off, n uint64, acces
 }
 
 // releaseSegs hands the scratch slice back, dropping its references to
-// host memory.
+// host memory. One that a long SGL grew past maxScratchSegs is let go:
+// scratch sized by one unusual request is not kept for the device's life.
 func (e *Engine) releaseSegs(segs []atu.Seg) {
 	clear(segs)
+	if cap(segs) > maxScratchSegs {
+		segs = make([]atu.Seg, 0, 64)
+	}
 	e.segs = segs[:0]
 }
+
+// maxScratchSegs bounds the translation scratch the engine keeps: the
+// segments of the largest packet (a 4 KiB MTU of 4 KiB pages, split by an
+// SGL of up to MaxSGE pieces) with room to spare.
+const maxScratchSegs = 1024
 
 // executeLocal runs a BIND_MW or LOCAL_INV work request.
 func (e *Engine) executeLocal(qp *QP, w *sendWQE) {

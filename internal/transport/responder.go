@@ -326,7 +326,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			// so a WRITE that would overrun its region changes nothing
 			// (a single-packet WRITE is checked whole just below).
 			segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true, CheckOnly: true}, e.segs[:0])
 			e.releaseSegs(segs)
 			if f != atu.OK {
 				e.count(qp, RespRemoteAccessErrors)
@@ -410,7 +410,7 @@ func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 		// Check the whole range now so that an access error is a NAK
 		// before any response (the MR is checked again per packet).
 		segs, f := e.translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
-			Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+			Access: atu.RemoteRead, Remote: true, CheckOnly: true}, e.segs[:0])
 		e.releaseSegs(segs)
 		if f != atu.OK {
 			e.count(qp, RespRemoteAccessErrors)

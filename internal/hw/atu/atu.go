@@ -541,6 +541,11 @@ type Request struct {
 	Len    uint64
 	Access Access // LocalRead (0), LocalWrite, RemoteRead, RemoteWrite or RemoteAtomic
 	Remote bool   // Key is an rkey from the wire: windows are allowed
+	// CheckOnly makes every check of the MPT entry (key, kind, PD, rights,
+	// bounds, alignment) and translates nothing: what a NIC checks of a
+	// whole message before its first packet. The MTT is not read, so the
+	// cost does not grow with the length a packet claims.
+	CheckOnly bool
 
 	// Set by Translate: how many MPT and MTT entries had to be read from
 	// host memory (cache misses). The timing model charges each one as a
@@ -632,6 +637,9 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 	// lie in one page and one host access.
 	if r.Access.Has(RemoteAtomic) && va&7 != 0 {
 		return dst, FaultAlign
+	}
+	if r.CheckOnly {
+		return dst, OK
 	}
 	return u.walk(&e, va, r.Len, dst, &r.MTTMisses), OK
 }
