@@ -47,7 +47,7 @@ func newObjects(t *testing.T) *objects {
 	o.mw = must(o.pd.AllocMW(rnic.MWType2))
 	o.cq = must(o.dev.CreateCQ(16))
 	o.srq = must(o.pd.CreateSRQ(rnic.SRQInitAttr{MaxWR: 16, MaxSGE: 1}))
-	o.ah = must(o.pd.CreateAH(rnic.AHAttr{DGID: must(p.b.GID(0))}))
+	o.ah = must(o.pd.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}))
 	o.ud = must(o.pd.CreateQP(rnic.QPInitAttr{Type: rnic.UD, SendCQ: p.cqa, RecvCQ: p.cqa,
 		Cap: rnic.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
 	must0(t, o.ud.Connect(rnic.Endpoint{}, rnic.ConnParams{}))
@@ -74,19 +74,21 @@ func (o *objects) calls() map[string]func() error {
 		"PD.AllocMW":           func() error { return err1(o.pd.AllocMW(rnic.MWType1)) },
 		"PD.CreateQP":          func() error { return err1(o.pd.CreateQP(qpAttr)) },
 		"PD.CreateSRQ":         func() error { return err1(o.pd.CreateSRQ(rnic.SRQInitAttr{MaxWR: 1})) },
-		"PD.CreateAH":          func() error { return err1(o.pd.CreateAH(rnic.AHAttr{DGID: must(o.p.b.GID(0))})) },
-		"PD.Dealloc":           o.pd.Dealloc,
-		"MR.ReadAt":            func() error { return err1(o.mr.ReadAt(buf, 0)) },
-		"MR.WriteAt":           func() error { return err1(o.mr.WriteAt(buf, 0)) },
-		"MR.Dereg":             o.mr.Dereg,
-		"MW.Dealloc":           o.mw.Dealloc,
-		"CQ.Poll":              func() error { return err1(o.cq.Poll(wcs)) },
-		"CQ.Wait":              func() error { return err1(o.cq.Wait(bg, wcs)) },
-		"CQ.ReqNotify":         func() error { return o.cq.ReqNotify(false) },
-		"CQ.Destroy":           o.cq.Destroy,
-		"QP.Modify":            func() error { return o.qp.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState) },
-		"QP.Query":             func() error { _, _, err := o.qp.Query(); return err },
-		"QP.Connect":           func() error { return o.qp.Connect(o.p.qpb.Endpoint(rnic.ConnParams{}), rnic.ConnParams{}) },
+		"PD.CreateAH": func() error {
+			return err1(o.pd.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(o.p.b.GID(rnic.AddrGIDIndex))}))
+		},
+		"PD.Dealloc":   o.pd.Dealloc,
+		"MR.ReadAt":    func() error { return err1(o.mr.ReadAt(buf, 0)) },
+		"MR.WriteAt":   func() error { return err1(o.mr.WriteAt(buf, 0)) },
+		"MR.Dereg":     o.mr.Dereg,
+		"MW.Dealloc":   o.mw.Dealloc,
+		"CQ.Poll":      func() error { return err1(o.cq.Poll(wcs)) },
+		"CQ.Wait":      func() error { return err1(o.cq.Wait(bg, wcs)) },
+		"CQ.ReqNotify": func() error { return o.cq.ReqNotify(false) },
+		"CQ.Destroy":   o.cq.Destroy,
+		"QP.Modify":    func() error { return o.qp.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState) },
+		"QP.Query":     func() error { _, _, err := o.qp.Query(); return err },
+		"QP.Connect":   func() error { return o.qp.Connect(o.p.qpb.Endpoint(rnic.ConnParams{}), rnic.ConnParams{}) },
 		"QP.PostSend": func() error {
 			return o.qp.PostSend(rnic.SendWR{Opcode: rnic.WRSend, SGL: []rnic.SGE{o.mr.SGE(0, 8)}})
 		},
@@ -105,7 +107,7 @@ func (o *objects) calls() map[string]func() error {
 // accessors are the methods that describe an object rather than act on
 // it: they keep answering after Close (Counters with the final counts).
 var accessors = []string{
-	"Device.Name", "Device.Attr", "Device.GID", "Device.Counters", "Device.Counter",
+	"Device.Name", "Device.Attr", "Device.GID", "Device.GIDTable", "Device.GIDType", "Device.Counters", "Device.Counter",
 	"PD.Handle", "PD.Device",
 	"MR.LKey", "MR.RKey", "MR.Addr", "MR.Len", "MR.Bytes", "MR.Access", "MR.PD", "MR.SGE", "MR.CheckedSGE", "MR.Remote",
 	"MW.RKey", "MW.Type", "MW.NextRKey",
@@ -210,7 +212,7 @@ func TestCloseTwiceEveryObject(t *testing.T) {
 			return must(p.pda.CreateSRQ(rnic.SRQInitAttr{MaxWR: 4})).Destroy
 		}},
 		{"AH", func(t *testing.T, p *pair) func() error {
-			return must(p.pda.CreateAH(rnic.AHAttr{DGID: must(p.b.GID(0))})).Destroy
+			return must(p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))})).Destroy
 		}},
 	}
 	for _, c := range cases {

@@ -66,13 +66,28 @@ type ConnParams struct {
 	// SL is the service level of RC and UC packets: the NIC arbiter's
 	// priority level for the QP (0).
 	SL uint8
+	// SGIDIndex is the source GID's index of RC and UC packets, and the
+	// GID Endpoint reports (0: AddrGIDIndex, the port's address; negative:
+	// index 0, the link-local GID, which Connect refuses with the reason).
+	SGIDIndex int
 }
 
 // Endpoint returns this QP's side of the exchange, with the PSN it will
 // start sending at if connected with p.
 func (qp *QP) Endpoint(p ConnParams) Endpoint {
-	g, _ := qp.pd.dev.GID(0)
+	g, _ := qp.pd.dev.GID(p.sgidIndex())
 	return Endpoint{GID: g, QPN: qp.QPN(), PSN: p.PSN}
+}
+
+// sgidIndex resolves SGIDIndex (0: the address GID; negative: 0).
+func (p *ConnParams) sgidIndex() int {
+	switch {
+	case p.SGIDIndex == 0:
+		return AddrGIDIndex
+	case p.SGIDIndex < 0:
+		return 0
+	}
+	return p.SGIDIndex
 }
 
 // param resolves a ConnParams field: 0 takes def, a negative value
@@ -132,7 +147,10 @@ func (qp *QP) Connect(peer Endpoint, p ConnParams) error {
 			modifyStep{QPAttr{State: QPSRTR}, QPAttrState},
 			modifyStep{QPAttr{State: QPSRTS, SQPSN: p.PSN}, QPAttrState | QPAttrSQPSN})
 	default:
-		ah := AHAttr{DGID: peer.GID, TrafficClass: p.TrafficClass, HopLimit: p.HopLimit, SL: p.SL}
+		if p.sgidIndex() > 255 {
+			return fmt.Errorf("rnic: Connect QP %#x: ConnParams.SGIDIndex %d out of range", qp.QPN(), p.SGIDIndex)
+		}
+		ah := AHAttr{DGID: peer.GID, SGIDIndex: uint8(p.sgidIndex()), TrafficClass: p.TrafficClass, HopLimit: p.HopLimit, SL: p.SL}
 		rtr := QPAttr{State: QPSRTR, AH: ah, PathMTU: p.MTU, DestQPN: peer.QPN, RQPSN: peer.PSN}
 		rtrMask := QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
 		rts := QPAttr{State: QPSRTS, SQPSN: p.PSN}

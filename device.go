@@ -39,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -297,6 +298,8 @@ type Device struct {
 
 	nextPD atomic.Uint32
 	srqSeq atomic.Uint32
+
+	gids [gidTableLen]GIDEntry // the port's GID table (gid.go)
 }
 
 func (d *Device) nextSRQ() uint32 { return d.srqSeq.Add(1) }
@@ -390,6 +393,11 @@ func Open(o Options) (*Device, error) {
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
 	dev.d = d
+	var hw net.HardwareAddr
+	if h, ok := link.Find[interface{ HardwareAddr() net.HardwareAddr }](o.Link); ok {
+		hw = h.HardwareAddr()
+	}
+	dev.gids = gidTable(GID(d.GID()), hw)
 	c := d.Config()
 	dev.attr = DeviceAttr{
 		FWVer:       "rnic " + Version,
@@ -400,7 +408,7 @@ func Open(o Options) (*Device, error) {
 		MaxQPRdAtom: int(c.MaxQPRdAtom), MaxQPInitRdAtom: int(c.MaxQPRdAtom),
 		MaxSRQ: c.MaxSRQ, MaxSRQWR: c.MaxSRQWR, MaxSRQSGE: c.MaxSGE,
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
-		AtomicCap: AtomicHCA, ActiveMTU: MTU(c.MTU), GIDTableLen: 1,
+		AtomicCap: AtomicHCA, ActiveMTU: MTU(c.MTU), GIDTableLen: gidTableLen,
 	}
 	if o.Publish {
 		if err := dev.Publish(); err != nil {
@@ -494,14 +502,6 @@ func (d *Device) Name() string { return d.name }
 // Attr returns the device's limits (ibv_query_device).
 func (d *Device) Attr() DeviceAttr { return d.attr }
 
-// GID returns entry index of the port's GID table (ibv_query_gid).
-func (d *Device) GID(index int) (GID, error) {
-	if index != 0 {
-		return GID{}, fmt.Errorf("rnic: GID index %d out of range (table has 1 entry)", index)
-	}
-	return GID(d.d.GID()), nil
-}
-
 // Close stops the device and closes its link (see Options.Link). Work in
 // flight is abandoned; every object of the device becomes unusable (calls
 // on them return errors wrapping ErrClosed) and blocked CQ.Wait and
@@ -580,10 +580,10 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 // route builds the outer headers for a destination GID from the port's
 // GID table (source) and an address vector.
 func (d *Device) route(ah *AHAttr) (wire.Route, error) {
-	if ah.SGIDIndex != 0 {
-		return wire.Route{}, fmt.Errorf("rnic: sgid_index %d out of range", ah.SGIDIndex)
+	src, err := d.sourceGID(ah.SGIDIndex)
+	if err != nil {
+		return wire.Route{}, err
 	}
-	src := GID(d.d.GID())
 	if ah.DGID == (GID{}) {
 		return wire.Route{}, errors.New("rnic: address handle without a destination GID")
 	}
@@ -597,7 +597,7 @@ func (d *Device) route(ah *AHAttr) (wire.Route, error) {
 // ibv_global_route). RoCEv2 always carries a GRH: DGID is required.
 type AHAttr struct {
 	DGID         GID    // grh.dgid: the destination's GID (its IP address)
-	SGIDIndex    uint8  // grh.sgid_index: the source GID (0, the table's only entry)
+	SGIDIndex    uint8  // grh.sgid_index: the source GID's index: AddrGIDIndex (1), the port's address (see GIDTable)
 	FlowLabel    uint32 // grh.flow_label: the IPv6 flow label (20 bits)
 	HopLimit     uint8  // grh.hop_limit: the IP TTL / hop limit (0: 64)
 	TrafficClass uint8  // grh.traffic_class: the IP DSCP and ECN bits

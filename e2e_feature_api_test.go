@@ -27,7 +27,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 			rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags)
 	}
 	toRTR := func(f *fixture, qp *rnic.QP) error {
-		return qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{DGID: must(f.p.b.GID(0))}, PathMTU: rnic.MTU1024,
+		return qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(f.p.b.GID(rnic.AddrGIDIndex))}, PathMTU: rnic.MTU1024,
 			DestQPN: f.p.qpb.QPN(), RQPSN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 1},
 			rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer)
 	}
@@ -75,7 +75,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 		}, nil, []string{"does not take", "TIMEOUT"}},
 		{"modify-rtr-missing-dest-qpn", func(t *testing.T, f *fixture) error {
 			must0(t, toInit(f.qp))
-			return f.qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{DGID: must(f.p.b.GID(0))}, PathMTU: rnic.MTU1024, MaxDestRdAtomic: 1, MinRNRTimer: 1},
+			return f.qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(f.p.b.GID(rnic.AddrGIDIndex))}, PathMTU: rnic.MTU1024, MaxDestRdAtomic: 1, MinRNRTimer: 1},
 				rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer)
 		}, nil, []string{"DEST_QPN"}},
 		{"modify-illegal-transition", func(t *testing.T, f *fixture) error {
@@ -108,12 +108,12 @@ func TestFeatureAPIMisuse(t *testing.T) {
 			cq := must(d.CreateCQ(4))
 			qp := must(must(d.AllocPD()).CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq, Cap: rnic.QPCap{MaxSendWR: 1, MaxRecvWR: 1}}))
 			must0(t, toInit(qp))
-			return qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{DGID: must(f.p.b.GID(0))}, PathMTU: rnic.MTU4096, DestQPN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 1},
+			return qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(f.p.b.GID(rnic.AddrGIDIndex))}, PathMTU: rnic.MTU4096, DestQPN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 1},
 				rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer)
 		}, nil, []string{"path_mtu"}},
 		{"modify-max-rd-atomic-above-device", func(t *testing.T, f *fixture) error {
 			must0(t, toInit(f.qp))
-			return f.qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{DGID: must(f.p.b.GID(0))}, PathMTU: rnic.MTU1024, DestQPN: 1,
+			return f.qp.Modify(&rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(f.p.b.GID(rnic.AddrGIDIndex))}, PathMTU: rnic.MTU1024, DestQPN: 1,
 				MaxDestRdAtomic: uint8(f.p.a.Attr().MaxQPRdAtom + 1), MinRNRTimer: 1},
 				rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer)
 		}, nil, []string{"max_dest_rd_atomic"}},
@@ -242,14 +242,21 @@ func TestFeatureAPIMisuse(t *testing.T) {
 			_, err := f.p.pda.CreateSRQ(rnic.SRQInitAttr{MaxWR: 4, Limit: 5})
 			return err
 		}, nil, []string{"srq_limit"}},
-		{"create-ah-no-gid", func(t *testing.T, f *fixture) error { _, err := f.p.pda.CreateAH(rnic.AHAttr{}); return err }, nil, []string{"GID"}},
+		{"create-ah-no-gid", func(t *testing.T, f *fixture) error {
+			_, err := f.p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex})
+			return err
+		}, nil, []string{"GID"}},
 		{"create-ah-ipv6-from-ipv4", func(t *testing.T, f *fixture) error {
 			var g rnic.GID
 			copy(g[:], netip.MustParseAddr("fd00::1").AsSlice())
-			_, err := f.p.pda.CreateAH(rnic.AHAttr{DGID: g})
+			_, err := f.p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: g})
 			return err
 		}, nil, []string{"IP version"}},
-		{"gid-index-1", func(t *testing.T, f *fixture) error { _, err := f.p.a.GID(1); return err }, nil, []string{"GID index 1"}},
+		{"gid-index-2", func(t *testing.T, f *fixture) error { _, err := f.p.a.GID(2); return err }, nil, []string{"GID index 2"}},
+		{"create-ah-link-local-source", func(t *testing.T, f *fixture) error {
+			_, err := f.p.pda.CreateAH(rnic.AHAttr{DGID: must(f.p.b.GID(rnic.AddrGIDIndex))})
+			return err
+		}, nil, []string{"link-local", "GID index 1"}},
 
 		// Work requests refused at post time (ibv_post_send returns EINVAL).
 		{"post-unknown-opcode", func(t *testing.T, f *fixture) error { return f.p.qpa.PostSend(rnic.SendWR{Opcode: 42}) }, nil, []string{"opcode 42"}},
@@ -269,7 +276,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 		{"post-ud-ah-of-other-pd", func(t *testing.T, f *fixture) error {
 			qp := newQP(f, rnic.UD)
 			must0(t, qp.Connect(rnic.Endpoint{}, rnic.ConnParams{}))
-			ah := must(must(f.p.a.AllocPD()).CreateAH(rnic.AHAttr{DGID: must(f.p.b.GID(0))}))
+			ah := must(must(f.p.a.AllocPD()).CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(f.p.b.GID(rnic.AddrGIDIndex))}))
 			return qp.PostSend(rnic.SendWR{Opcode: rnic.WRSend, AH: ah, RemoteQPN: 1})
 		}, nil, []string{"protection domain"}},
 		{"post-recv-too-many-sge", func(t *testing.T, f *fixture) error {
@@ -320,7 +327,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 		t.Parallel()
 		p := newPair(t, pairOpts{})
 		pd := must(p.a.AllocPD())
-		if _, err := pd.CreateAH(rnic.AHAttr{DGID: must(p.b.GID(0))}); err != nil {
+		if _, err := pd.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}); err != nil {
 			t.Fatal(err)
 		}
 		if err := pd.Dealloc(); !errors.Is(err, rnic.ErrBusy) {
@@ -328,7 +335,7 @@ func TestFeatureAPIMisuse(t *testing.T) {
 		}
 		dead := must(p.a.AllocPD())
 		must0(t, dead.Dealloc())
-		if _, err := dead.CreateAH(rnic.AHAttr{DGID: must(p.b.GID(0))}); err == nil {
+		if _, err := dead.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}); err == nil {
 			t.Error("CreateAH on a deallocated PD succeeded")
 		}
 	})

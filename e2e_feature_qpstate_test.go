@@ -31,12 +31,12 @@ func TestFeatureQPQuery(t *testing.T) {
 	sides := []side{
 		{qp: qa, peer: qb, dev: p.b,
 			init: rnic.QPAttr{State: rnic.QPSInit, Port: 1, AccessFlags: rnic.AccessRemoteWrite | rnic.AccessRemoteRead},
-			rtr: rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{HopLimit: 17, TrafficClass: 0x28}, PathMTU: rnic.MTU1024,
+			rtr: rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, HopLimit: 17, TrafficClass: 0x28}, PathMTU: rnic.MTU1024,
 				RQPSN: 0x456, MaxDestRdAtomic: 5, MinRNRTimer: 9},
 			rts: rnic.QPAttr{State: rnic.QPSRTS, Timeout: 13, RetryCnt: 5, RNRRetry: 4, SQPSN: 0x123, MaxRdAtomic: 3}},
 		{qp: qb, peer: qa, dev: p.a,
 			init: rnic.QPAttr{State: rnic.QPSInit, Port: 1, AccessFlags: allAccess},
-			rtr: rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{HopLimit: 3}, PathMTU: rnic.MTU1024,
+			rtr: rnic.QPAttr{State: rnic.QPSRTR, AH: rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, HopLimit: 3}, PathMTU: rnic.MTU1024,
 				RQPSN: 0x123, MaxDestRdAtomic: 2, MinRNRTimer: 1},
 			rts: rnic.QPAttr{State: rnic.QPSRTS, Timeout: 12, RetryCnt: 2, RNRRetry: 7, SQPSN: 0x456, MaxRdAtomic: 1}},
 	}
@@ -52,7 +52,7 @@ func TestFeatureQPQuery(t *testing.T) {
 		if a, _ := query(t, s.qp); a.State != rnic.QPSInit || a.AccessFlags != s.init.AccessFlags || a.Port != 1 || a.PKeyIndex != 0 {
 			t.Errorf("after INIT: %+v", a)
 		}
-		s.rtr.AH.DGID = must(s.dev.GID(0))
+		s.rtr.AH.DGID = must(s.dev.GID(rnic.AddrGIDIndex))
 		s.rtr.DestQPN = s.peer.QPN()
 		must0(t, s.qp.Modify(&s.rtr, rtrMask))
 		must0(t, s.qp.Modify(&s.rts, rtsMask))

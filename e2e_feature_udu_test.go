@@ -22,7 +22,7 @@ import (
 func TestFeatureUD(t *testing.T) {
 	newUD := func(t *testing.T) (*pair, *rnic.AH, *guarded, *guarded) {
 		p := newPair(t, pairOpts{typ: rnic.UD})
-		ah := must(p.pda.CreateAH(rnic.AHAttr{DGID: must(p.b.GID(0))}))
+		ah := must(p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}))
 		src := newGuarded(t, p.pda, 8192, rnic.AccessLocalWrite, 1)
 		dst := newGuarded(t, p.pdb, 8192, rnic.AccessLocalWrite, 2)
 		return p, ah, src, dst

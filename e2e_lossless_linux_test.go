@@ -48,7 +48,7 @@ func TestUDPReceiveHoldsBack(t *testing.T) {
 		}
 	}
 	smr := must(spd.RegMR(make([]byte, size), rnic.AccessLocalWrite))
-	ah := must(spd.CreateAH(rnic.AHAttr{DGID: must(rd.GID(0))}))
+	ah := must(spd.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(rd.GID(rnic.AddrGIDIndex))}))
 	wr := rnic.SendWR{Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{smr.SGE(0, size)}, AH: ah, RemoteQPN: rq.QPN(), RemoteQKey: 0x11111111}
 	wcs := make([]rnic.WC, 256)
 	inflight := 0

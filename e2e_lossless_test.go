@@ -98,7 +98,7 @@ func runIncast(t *testing.T, typ rnic.QPType, senders, n int, opts ...mem.Option
 			t.Fatal(err)
 		}
 		if typ == rnic.UD {
-			f.ah = must(pd.CreateAH(rnic.AHAttr{DGID: must(rdev.GID(0))}))
+			f.ah = must(pd.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(rdev.GID(rnic.AddrGIDIndex))}))
 		}
 		f.mr = must(pd.RegMR(make([]byte, size), rnic.AccessLocalWrite))
 		for j := range n {

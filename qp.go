@@ -211,7 +211,7 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 		EnSQDAsyncNotify: ta.EnSQDAsyncNotify, SQDraining: ta.SQDraining, MaxRdAtomic: ta.MaxRdAtomic,
 		MaxDestRdAtomic: ta.MaxDestRdAtomic, MinRNRTimer: ta.MinRNRTimer, Port: ta.Port, Timeout: ta.Timeout,
 		RetryCnt: ta.RetryCnt, RNRRetry: ta.RNRRetry,
-		AH: AHAttr{DGID: GID(ta.AV.Dst), FlowLabel: ta.AV.FlowLabel, HopLimit: ta.AV.HopLimit, TrafficClass: ta.AV.TrafficClass, SL: ta.SL, PortNum: 1},
+		AH: AHAttr{DGID: GID(ta.AV.Dst), SGIDIndex: AddrGIDIndex, FlowLabel: ta.AV.FlowLabel, HopLimit: ta.AV.HopLimit, TrafficClass: ta.AV.TrafficClass, SL: ta.SL, PortNum: 1},
 	}
 	return a, qp.init, nil
 }

@@ -71,7 +71,7 @@ type Config struct {
 	Margin    int         // -f: seconds at each end of a -D run left out (negative: Duration/4)
 	QPs       int         // -q: QPs (bw tests only; 0: 1)
 	MTU       int         // -m: path MTU in bytes (0: the port's active MTU)
-	GIDIndex  int         // -x: GID index (negative: chosen automatically, 0)
+	GIDIndex  int         // -x: GID index (negative: chosen automatically, rnic.AddrGIDIndex)
 	TxDepth   int         // -t (0: 128 for bw, 1 for latency)
 	RxDepth   int         // -r (0: 512 for send tests, 1 for the others)
 	CQMod     int         // -Q: one signaled WR every CQMod (0: 100)
@@ -328,7 +328,12 @@ func (c Config) resolve() (*params, error) {
 	if p.cqMod == 0 {
 		p.cqMod = defCQMod
 	}
-	p.gidIndex = max(p.GIDIndex, 0)
+	// perftest picks a RoCE v2 GID of the port's address when -x is not
+	// given (get_best_gid_index): on rnic, as on rxe, index 1.
+	p.gidIndex = p.GIDIndex
+	if p.gidIndex < 0 {
+		p.gidIndex = rnic.AddrGIDIndex
+	}
 	p.noPeak = p.NoPeak
 	p.duration = p.Duration > 0 && !p.RunInfinitely
 	p.margin = p.Margin

@@ -174,15 +174,16 @@ func (r *resources) connect() error {
 			MaxRdAtomic:     int(clampRd(rem.OutReads, maxRd)),
 			MaxDestRdAtomic: int(clampRd(q.my.OutReads, maxRd)),
 			HopLimit:        0xFF,
-			TrafficClass:    uint8(p.TrafficClass), // --tclass: ah_attr.grh.traffic_class
-			SL:              uint8(p.SL),           // -S: ah_attr.sl
+			TrafficClass:    uint8(p.TrafficClass),    // --tclass: ah_attr.grh.traffic_class
+			SL:              uint8(p.SL),              // -S: ah_attr.sl
+			SGIDIndex:       connGIDIndex(p.gidIndex), // -x: ah_attr.grh.sgid_index
 		}
 		ep := rnic.Endpoint{GID: rem.GID, QPN: rem.QPN, PSN: rnic.PSN(rem.PSN)}
 		if err := q.qp.Connect(ep, cp); err != nil {
 			return fmt.Errorf("perftest: QP %d: %w", i, err)
 		}
 		if p.Conn == rnic.UD {
-			ah, err := r.pd.CreateAH(rnic.AHAttr{DGID: rem.GID, HopLimit: 0xFF, TrafficClass: uint8(p.TrafficClass), SL: uint8(p.SL)})
+			ah, err := r.pd.CreateAH(rnic.AHAttr{SGIDIndex: uint8(p.gidIndex), DGID: rem.GID, HopLimit: 0xFF, TrafficClass: uint8(p.TrafficClass), SL: uint8(p.SL)})
 			if err != nil {
 				return fmt.Errorf("perftest: QP %d: %w", i, err)
 			}
@@ -190,6 +191,15 @@ func (r *resources) connect() error {
 		}
 	}
 	return nil
+}
+
+// connGIDIndex is -x as ConnParams.SGIDIndex takes it (0 there means the
+// default; a negative value, index 0).
+func connGIDIndex(x int) int {
+	if x == 0 {
+		return -1
+	}
+	return x
 }
 
 // qpAccess returns the remote rights perftest grants the peer's requests

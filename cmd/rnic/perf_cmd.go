@@ -93,7 +93,7 @@ Examples:
 	fl.IntVarP(&f.margin, "margin", "f", -1, "with -D: seconds at each end left out of the measurement (-1: D/4)")
 	fl.IntVarP(&f.qps, "qp", "q", 1, "number of QPs (bw tests)")
 	fl.IntVarP(&f.mtu, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)")
-	fl.IntVarP(&f.gid, "gid-index", "x", -1, "GID index (-1: automatic; rnic has one GID, index 0)")
+	fl.IntVarP(&f.gid, "gid-index", "x", -1, "GID index (-1: automatic, 1; as on rxe, 0 is the port's link-local GID and 1 its IP address)")
 	fl.IntVarP(&f.port, "port", "p", perftest.DefaultPort, "TCP port of the exchange")
 	fl.BoolVarP(&f.cpuFreq, "CPU-freq", "F", false, "accepted for compatibility; rnic measures with the monotonic clock")
 	fl.BoolVar(&f.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s")

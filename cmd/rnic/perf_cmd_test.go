@@ -137,9 +137,9 @@ func perfPair2(t *testing.T, srvDev, cliDev string, srvFlags, cliFlags []string)
 // invocations of the cobra command in this process, over link/mem.
 func TestPerfCommand(t *testing.T) {
 	useMemLinks(t)
-	srv, cli := perfPair(t, "10.0.0.1", "10.0.0.2", "write_bw", "-s", "2500", "-n", "50", "-F", "-x", "0")
+	srv, cli := perfPair(t, "10.0.0.1", "10.0.0.2", "write_bw", "-s", "2500", "-n", "50", "-F", "-x", "1")
 	for _, out := range []string{srv, cli} {
-		for _, want := range []string{"RDMA_Write BW Test", "GID index       : 0", " #bytes     #iterations    BW peak[MB/sec]", "\n 2500       50   "} {
+		for _, want := range []string{"RDMA_Write BW Test", "GID index       : 1", " #bytes     #iterations    BW peak[MB/sec]", "\n 2500       50   "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
