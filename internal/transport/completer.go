@@ -28,6 +28,10 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 		syn = p.AETH.Syndrome()
 		kind = syn.Kind()
 	}
+	if kind == wire.AckKindReserved {
+		e.count(qp, RxGhostResponse) // a syndrome IBTA reserves: a confused or forged response
+		return
+	}
 	if flags.Has(wire.FlagAck) {
 		e.count(qp, AcksReceived)
 	}

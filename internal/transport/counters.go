@@ -42,6 +42,8 @@ const (
 	ReadReplayAborted // duplicate READs not answered: the region went away since the original
 	RetryWindowCuts   // local ACK timeouts after which the requester resent one request, not all (see reqState)
 	ReadBudgetWaits   // times a QP's READ waited for the NIC's budget of outstanding READ responses
+	RxInvalidRequests // requests refused as invalid (opcode sequence, length, rights, resources): NAKed on RC, dropped on UC
+	RxUCDropped       // UC packets dropped after a gap or an invalid request, until the next FIRST or ONLY
 	numQPCounters
 
 	// Device only.
@@ -57,6 +59,7 @@ const (
 	RxBadAddress     // frames for a connected QP from another address than its peer
 	RxLateResponse   // responses already acknowledged, or past a gap being recovered
 	RxDiscards       // frames dropped because the receive queue was full
+	RxCNPIgnored     // rp_cnp_ignored: congestion notification packets received, with nothing to react to them (no congestion control yet)
 	Doorbells
 	QPCCacheHit
 	QPCCacheMiss
@@ -100,6 +103,8 @@ var counterNames = [numCounters]string{
 	ReadReplayAborted:       "read_replay_aborted",
 	RetryWindowCuts:         "retry_window_cuts",
 	ReadBudgetWaits:         "read_budget_waits",
+	RxInvalidRequests:       "rx_invalid_requests",
+	RxUCDropped:             "rx_uc_dropped",
 	RxICRCErrors:            "rx_icrc_encapsulated",
 	RxICRCUnverified:        "rx_icrc_unverified",
 	RxMalformed:             "rx_malformed",
@@ -112,6 +117,7 @@ var counterNames = [numCounters]string{
 	RxBadAddress:            "rx_bad_address",
 	RxLateResponse:          "rx_late_response",
 	RxDiscards:              "rx_discards",
+	RxCNPIgnored:            "rp_cnp_ignored",
 	Doorbells:               "doorbells",
 	QPCCacheHit:             "qpc_cache_hit",
 	QPCCacheMiss:            "qpc_cache_miss",

@@ -309,3 +309,43 @@ func TestTimersLeaveWithTheQP(t *testing.T) {
 		t.Fatalf("%d timer entries after destroying every waiting QP", len(n.e.timers))
 	}
 }
+
+// TestDropsAreCounted checks drops that used to leave no trace in any
+// counter: a CNP (nothing reacts to congestion yet: rp_cnp_ignored), the
+// packets of a UC message dropped after a gap until the next FIRST
+// (rx_uc_dropped), an invalid request on UC, which has no NAK to send
+// (rx_invalid_requests), and a response with an AETH syndrome IBTA
+// reserves (rx_ghost_response).
+func TestDropsAreCounted(t *testing.T) {
+	s := newSolo(t, nodeConfig{})
+	s.send(hdrs{Op: wire.OpCNP})
+	if got := s.n.counter(RxCNPIgnored); got != 1 {
+		t.Errorf("rp_cnp_ignored %d after a CNP, want 1", got)
+	}
+
+	uc := newSolo(t, nodeConfig{qpType: UC, pathMTU: wire.MTU1024})
+	n := uc.n
+	w := func(op wire.Opcode, p uint32, size int) hdrs {
+		return hdrs{Op: op, PSN: wire.PSN(p), Payload: pattern(size, byte(p)), RETH: reth{VA: n.addr(0), RKey: n.key, Len: 4096}}
+	}
+	uc.send(w(wire.OpUCWriteFirst, 0, 1024), w(wire.OpUCWriteMiddle, 2, 1024), w(wire.OpUCWriteLast, 3, 1024))
+	if got, oos := n.counter(RxUCDropped), n.counter(OutOfSequence); got != 2 || oos != 1 {
+		t.Errorf("after a gap at PSN 1: rx_uc_dropped %d, out_of_sequence %d; want 2 (PSN 2 and 3), 1", got, oos)
+	}
+	// A MIDDLE with no FIRST before it is an invalid opcode sequence.
+	uc.send(w(wire.OpUCWriteFirst, 4, 1024), w(wire.OpUCWriteFirst, 5, 1024))
+	if got := n.counter(RxInvalidRequests); got != 1 {
+		t.Errorf("rx_invalid_requests %d after a FIRST inside a message, want 1", got)
+	}
+
+	rq := newSolo(t, nodeConfig{})
+	rq.n.post(SendWR{WRID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{rq.n.sge(0, 8)}})
+	rq.run()
+	rq.send(hdrs{Op: wire.OpRCAck, PSN: 0, Syn: wire.Syndrome(0x40)}) // kind 2: reserved
+	if got := rq.n.counter(RxGhostResponse); got != 1 {
+		t.Errorf("rx_ghost_response %d after a reserved syndrome, want 1", got)
+	}
+	if wcs := rq.n.sendWCs(); len(wcs) != 0 {
+		t.Errorf("a reserved syndrome completed %v", wcs)
+	}
+}

@@ -148,6 +148,7 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 		}
 		if resp.ucDrop {
 			if !info.Flags.Has(wire.FlagFirst) {
+				e.count(qp, RxUCDropped)
 				resp.epsn = psn.Next()
 				return
 			}
@@ -665,6 +666,7 @@ func (e *Engine) requestError(qp *QP, psn wire.PSN, code wire.NAKCode) {
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x responder: NAK %v at psn %v (epsn %v, msg %d)", qp.QPN, code, psn, qp.resp.epsn, qp.resp.msg)
 	}
+	e.count(qp, RxInvalidRequests)
 	if qp.Type == UC {
 		e.abortMsg(qp)
 		qp.resp.ucDrop = true

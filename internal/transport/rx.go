@@ -44,7 +44,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		return true
 	}
 	if p.Op == wire.OpCNP {
-		checkICRC() // congestion control is not modelled yet: counted only
+		if checkICRC() {
+			e.c[RxCNPIgnored]++ // no congestion control reacts to it yet
+		}
 		return
 	}
 	qp := e.lookupQP(p.BTH.DestQP())
