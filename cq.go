@@ -145,14 +145,21 @@ func (cq *CQ) Destroy() error {
 	if cq.dead.Load() {
 		return fmt.Errorf("rnic: Destroy CQ: %w", cq.errDestroyed())
 	}
-	if n := cq.c.Refs.Load(); n > 0 {
-		return fmt.Errorf("%w: CQ %d is used by %d QPs", ErrBusy, cq.c.CQN, n)
-	}
+	// The references are counted and the CQ dies under the engine lock,
+	// which CreateQP holds while it takes its references: a QP created
+	// meanwhile either counts here or finds the CQ dead.
+	var busy int32
 	cq.dev.d.Engine(func(e *engine) {
+		if busy = cq.c.Refs.Load(); busy > 0 {
+			return
+		}
+		cq.dead.Store(true)
 		cq.dev.d.CQs.Release(cq.index)
 		e.ForgetCQ(cq.c.CQN)
 	})
-	cq.dead.Store(true)
+	if busy > 0 {
+		return fmt.Errorf("%w: CQ %d is used by %d QPs", ErrBusy, cq.c.CQN, busy)
+	}
 	cq.dev.mu.Lock()
 	delete(cq.dev.cqs, cq)
 	cq.dev.mu.Unlock()

@@ -292,6 +292,7 @@ type Device struct {
 
 	mu     sync.Mutex
 	pds    map[*PD]struct{}
+	pdns   map[uint32]bool // the numbers of the live PDs
 	cqs    map[*CQ]struct{}
 	closed atomic.Bool   // set under mu
 	done   chan struct{} // closed by Close
@@ -381,7 +382,7 @@ func Open(o Options) (*Device, error) {
 	if o.MTU != 0 && (o.MTU < MTU256 || o.MTU > MTU4096) {
 		return nil, fmt.Errorf("rnic: MTU %d is not an ibv_mtu value", o.MTU)
 	}
-	dev := &Device{name: o.Name, link: o.Link, pds: make(map[*PD]struct{}), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
+	dev := &Device{name: o.Name, link: o.Link, pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
 	// Claim the link before the NIC attaches to it: attaching a second
 	// NIC would silently take the first one's frames.
 	if err := claimLink(o.Link, dev); err != nil {

@@ -154,3 +154,49 @@ func mttLookups(d *rnic.Device) uint64 {
 	c := interesting(d)
 	return c["mtt_cache_hit"] + c["mtt_cache_miss"]
 }
+
+// TestPDNumbersDoNotRepeat: PD numbers are what protection checks compare;
+// after 2^32 AllocPD calls the counter wraps, and a number still in use
+// must not be handed out again (a region of one PD would then be usable
+// from the other).
+func TestPDNumbersDoNotRepeat(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	live := p.pda.Handle()
+	rnic.SetNextPD(p.a, live-1)
+	pd := must(p.a.AllocPD())
+	if pd.Handle() == live {
+		t.Fatalf("PD number %d given twice", live)
+	}
+	rnic.SetNextPD(p.a, math.MaxUint32)
+	if pd := must(p.a.AllocPD()); pd.Handle() == 0 || pd.Handle() == live {
+		t.Fatalf("after the wrap: PD number %d", pd.Handle())
+	}
+}
+
+// TestDestroyCQRacesCreateQP: destroying a CQ while a QP is being created
+// on it either fails (busy) or the QP creation fails; never both succeed
+// (the QP would then write its completions to a CQ number that the next
+// CQ gets).
+func TestDestroyCQRacesCreateQP(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	qcap := rnic.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+	for range 200 {
+		cq := must(p.a.CreateCQ(4))
+		done := make(chan error, 1)
+		var qp *rnic.QP
+		go func() {
+			var err error
+			qp, err = p.pda.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq, Cap: qcap})
+			done <- err
+		}()
+		derr := cq.Destroy()
+		qerr := <-done
+		if derr == nil && qerr == nil {
+			t.Fatal("the CQ was destroyed and a QP created on it")
+		}
+		if qerr == nil {
+			must(0, qp.Destroy())
+			must(0, cq.Destroy())
+		}
+	}
+}

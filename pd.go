@@ -28,10 +28,20 @@ func (d *Device) AllocPD() (*PD, error) {
 	if err := d.usable(); err != nil {
 		return nil, fmt.Errorf("rnic: AllocPD: %w", err)
 	}
-	pd := &PD{dev: d, pdn: d.nextPD.Add(1)}
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.pds) >= d.attr.MaxPD {
+		return nil, fmt.Errorf("rnic: AllocPD: all %d PDs in use", d.attr.MaxPD)
+	}
+	// PD numbers are what protection checks compare: after 2^32 PDs the
+	// counter wraps, and a number still in use must not be given again.
+	n := d.nextPD.Add(1)
+	for n == 0 || d.pdns[n] {
+		n = d.nextPD.Add(1)
+	}
+	pd := &PD{dev: d, pdn: n}
 	d.pds[pd] = struct{}{}
-	d.mu.Unlock()
+	d.pdns[n] = true
 	return pd, nil
 }
 
@@ -59,6 +69,7 @@ func (pd *PD) Dealloc() error {
 	pd.dead = true
 	pd.dev.mu.Lock()
 	delete(pd.dev.pds, pd)
+	delete(pd.dev.pdns, pd.pdn)
 	pd.dev.mu.Unlock()
 	return nil
 }

@@ -130,7 +130,23 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 		in.SRQ = a.SRQ.s
 	}
 	var err error
-	d.d.Engine(func(e *engine) { qp.q, err = e.CreateQP(in, qpn, slot) })
+	d.d.Engine(func(e *engine) {
+		// Checked again under the engine lock, which Destroy of a CQ or
+		// an SRQ takes too: one destroyed since the check above must not
+		// gain a QP (its number would go to the next CQ, and with it this
+		// QP's completions).
+		for _, cq := range []*CQ{a.SendCQ, a.RecvCQ} {
+			if err = cq.usable(); err != nil {
+				return
+			}
+		}
+		if a.SRQ != nil {
+			if err = a.SRQ.usable(); err != nil {
+				return
+			}
+		}
+		qp.q, err = e.CreateQP(in, qpn, slot)
+	})
 	if err != nil {
 		d.d.QPs.Release(slot)
 		pd.put()

@@ -107,10 +107,15 @@ func (s *SRQ) Destroy() error {
 	if err := s.usable(); err != nil {
 		return fmt.Errorf("rnic: Destroy SRQ: %w", err)
 	}
-	if n := s.s.Refs.Load(); n > 0 {
-		return fmt.Errorf("%w: SRQ %d is used by %d QPs", ErrBusy, s.s.SRQN, n)
+	var busy int32
+	s.pd.dev.d.Engine(func(*engine) { // see CQ.Destroy
+		if busy = s.s.Refs.Load(); busy == 0 {
+			s.dead.Store(true)
+		}
+	})
+	if busy > 0 {
+		return fmt.Errorf("%w: SRQ %d is used by %d QPs", ErrBusy, s.s.SRQN, busy)
 	}
-	s.dead.Store(true)
 	s.pd.put()
 	return nil
 }
