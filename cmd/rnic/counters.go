@@ -64,9 +64,14 @@ var counterGroups = []struct {
 		{"roce_retrans_packets", "packets sent again"},
 		{"duplicate_request", "requests received twice (re-ACKed, not re-executed)"},
 		{"local_ack_timeout_err", "ACK timer expiries (a lost tail or lost ACKs)"},
+		{"retry_window_cuts", "timeouts after which one request was resent, not all"},
+		{"read_budget_waits", "READs held back by the NIC's bound on READ responses"},
 		{"implied_nak_seq_err", "responses that skipped an outstanding READ/atomic"},
 		{"rnr_nak_sent", "RNR NAKs sent (no receive posted)"},
 		{"rnr_nak_retry_err", "RNR NAKs received"},
+		{"rx_invalid_requests", "requests refused as invalid (NAKed on RC, dropped on UC)"},
+		{"rx_uc_dropped", "UC packets dropped after a gap, until the next message"},
+		{"rx_discards", "frames dropped at a full receive queue"},
 	}},
 }
 
