@@ -102,6 +102,7 @@ type Device struct {
 	timerAt int64       // when the timer fires; 0: not armed
 
 	poller    link.Poller     // the link's receive path, if the caller can drive it
+	lastPoll  atomic.Int64    // when a poller last called Progress (d.now)
 	drainer   link.Drainer    // a lossless link holding frames for a full receive queue
 	backlog   link.Backlogger // a lossless link's count of this NIC's frames waiting
 	holdReqs  bool            // the engine holds new requests (a pause)
@@ -419,6 +420,9 @@ const spinFor = 50 * time.Microsecond
 // network poller is woken only when a processor runs out of work. It
 // reports whether there is work (a frame, a doorbell).
 func (d *Device) spinLink() bool {
+	if d.now()-d.lastPoll.Load() < int64(spinFor) {
+		return false // a program is polling: its Progress drives the link
+	}
 	until := time.Now().Add(spinFor)
 	for {
 		if d.poller.Poll() > 0 || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
@@ -478,6 +482,7 @@ func (d *Device) stepLocked() (busy, moved bool) {
 // It reports whether frames moved (the link delivered some, or the engine
 // took some in or sent some).
 func (d *Device) Progress() bool {
+	d.lastPoll.Store(d.now())
 	moved := false
 	if d.poller != nil {
 		moved = d.poller.Poll() > 0
