@@ -344,6 +344,9 @@ func (e *Engine) retransTimeout(qp *QP) {
 	}
 	if e.retryFromUna(qp, true) {
 		e.cutWindow(qp)
+		if w, _, ok := e.oldestPending(qp); ok && w.op == WRRDMARead {
+			e.readBudgetCut()
+		}
 	}
 	if qp.req.retries > 0 || qp.req.retry {
 		if t := ackTimeout(qp.attr.Timeout); t != 0 {

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/wire"
@@ -73,6 +74,9 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 // completions, as ibv_destroy_qp does.
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
+	if qp.req.readWait {
+		e.readWaiters = slices.DeleteFunc(e.readWaiters, func(q *QP) bool { return q == qp })
+	}
 	e.releaseReads(qp)
 	e.cfg.ATU.UnbindQP(qp.QPN)
 	qp.state.Store(uint32(QPSReset))

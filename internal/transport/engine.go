@@ -105,6 +105,7 @@ type Engine struct {
 	// The read budget (Config.MaxReadPSNs): response PSNs outstanding, and
 	// the QPs waiting for room.
 	readPSNs    uint32
+	readBudget  uint32 // what may be outstanding now: MaxReadPSNs, less after timeouts
 	readWaiters []*QP
 
 	// hold is what the driver's Hold says not to send now.
@@ -161,7 +162,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64)}
+	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64), readBudget: cfg.MaxReadPSNs}
 	e.loadQPFn = func(qpn uint32) (*QP, bool) { q := cfg.QPs.Get(qpn); return q, q != nil }
 	e.loadCQFn = func(cqn uint32) (*CQ, bool) { c := cfg.CQs.Get(cqn); return c, c != nil }
 	return e, nil

@@ -217,19 +217,41 @@ func (e *Engine) growWindow(qp *QP) {
 // outstanding); if not, qp waits for room. A READ larger than the whole
 // budget starts when nothing else is outstanding.
 func (e *Engine) readFits(qp *QP, w *sendWQE) bool {
-	max := e.cfg.MaxReadPSNs
-	if max == 0 || e.readPSNs == 0 {
+	if e.cfg.MaxReadPSNs == 0 || e.readPSNs == 0 {
 		return true
 	}
-	if e.readPSNs+packets(w.length-min(w.length, qp.req.off), qp.mtu) <= max {
+	if e.readPSNs+packets(w.length-min(w.length, qp.req.off), qp.mtu) <= e.readBudget {
 		return true
 	}
 	if !qp.req.readWait {
 		qp.req.readWait = true
 		e.readWaiters = append(e.readWaiters, qp)
+	}
+	if !w.rdWaited {
+		w.rdWaited = true
 		e.count(qp, ReadBudgetWaits)
 	}
 	return false
+}
+
+// The read budget backs off as the local ACK timer fires, and recovers as
+// READs complete: outstanding READs take a slow responder's answers for
+// as long as it needs to send them all, and beyond the timeout they would
+// all be asked for again. It halves at each timeout of a QP waiting for a
+// READ (down to readBudgetMin) and grows back by a quarter of each
+// completed READ's packets, up to Config.MaxReadPSNs.
+const readBudgetMin = 64
+
+func (e *Engine) readBudgetCut() {
+	if e.cfg.MaxReadPSNs != 0 {
+		e.readBudget = max(e.readBudget/2, min(readBudgetMin, e.cfg.MaxReadPSNs))
+	}
+}
+
+func (e *Engine) readBudgetGrow(n uint32) {
+	if e.cfg.MaxReadPSNs != 0 {
+		e.readBudget = min(e.readBudget+max(n/4, 1), e.cfg.MaxReadPSNs)
+	}
 }
 
 // readReserve takes the READ w's response PSNs from the read budget as
@@ -267,6 +289,11 @@ func (e *Engine) releaseReads(qp *QP) {
 	e.wakeReadWaiters()
 }
 
+// wakeReadWaiters rings every QP waiting for the read budget: each tries
+// again, and those that still do not fit wait again. (Waking only as many
+// as the room would take, oldest first, spreads the budget over more QPs
+// at once, and against a slow peer that serves one QP's READs at a time
+// each waits longer for its answers and times out more.)
 func (e *Engine) wakeReadWaiters() {
 	for _, q := range e.readWaiters {
 		q.req.readWait = false
@@ -595,6 +622,9 @@ func (e *Engine) wqeDone(qp *QP, w *sendWQE, status WCStatus) {
 	}
 	if w.state == wqePending && wrInfos[w.op].readAtom {
 		qp.req.rdAtomic--
+		if w.op == WRRDMARead && status == WCSuccess {
+			e.readBudgetGrow(w.rdRes)
+		}
 		e.readRelease(qp, w)
 	}
 	w.state = wqeDone

@@ -179,6 +179,7 @@ type sendWQE struct {
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
 	rdRes    uint32 // a pending READ's response PSNs taken from the read budget
+	rdWaited bool   // the READ waited for the read budget (counted once)
 }
 
 type wqeState uint8
