@@ -43,8 +43,13 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 	}
 	progress := false
 	var w *sendWQE
+	// The end is fixed before the walk: when the WQE at next (one being
+	// sent, partly) completes, pendingEnd moves back to next, behind
+	// compIdx, and the walk would go on through the ring's retired slots
+	// (their state is still done) for 2^32 indices, holding the engine.
+	end := e.pendingEnd(qp)
 	for {
-		if req.compIdx == e.pendingEnd(qp) {
+		if req.compIdx == end {
 			w = nil
 			break
 		}

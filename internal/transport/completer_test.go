@@ -976,3 +976,37 @@ func TestReadBudget(t *testing.T) {
 	big.n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{big.n.sge(0, 16*1024)}, RemoteAddr: 0x10000, RKey: 1})
 	expectFrames(t, big.run(), checks(opcode(wire.OpRCReadRequest), psn(0), rethIs(0x10000, 1, 16*1024)))
 }
+
+// TestLateACKOfWQEBeingResent: after a timeout the requester goes back and
+// resends the head WQE, a packet at a time (the retry window); the ACK of
+// its original transmission then arrives, covering all of it. The WQE is
+// the one at next, partly sent, and completing it used to move the end of
+// the completer's walk (pendingEnd) back behind compIdx: the walk went on
+// through the ring's retired slots, all still marked done, for 2^32
+// indices with the engine held (found by the soak).
+func TestLateACKOfWQEBeingResent(t *testing.T) {
+	s := newSolo(t, nodeConfig{sqDepth: 4, pathMTU: wire.MTU256, timeout: 10})
+	n := s.n
+	for i := range 8 { // every slot of the ring has held a retired WQE
+		n.post(SendWR{WRID: uint64(i), Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{n.sge(0, 8)}, RemoteAddr: 0x1000, RKey: 1})
+		s.run()
+		s.send(hdrs{Op: wire.OpRCAck, PSN: wire.PSN(i), Syn: synACK, MSN: uint32(i + 1)})
+		n.sendWCs()
+	}
+	n.post(SendWR{WRID: 100, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{n.sge(0, 1024)}, RemoteAddr: 0x1000, RKey: 1})
+	if out := s.run(); len(out) != 4 {
+		t.Fatalf("%d frames", len(out))
+	}
+	expectFrames(t, s.tickAt(s.now+4096<<10), checks(opcode(wire.OpRCWriteFirst), psn(8)))
+	done := make(chan []WC, 1)
+	go func() {
+		s.send(hdrs{Op: wire.OpRCAck, PSN: 11, Syn: synACK, MSN: 9}) // the original's ACK, late
+		done <- n.sendWCs()
+	}()
+	select {
+	case wcs := <-done:
+		expectWCs(t, wcs, WC{WRID: 100, Status: WCSuccess, Opcode: WCRDMAWrite})
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late ACK did not return in 5 s (the completer walks the ring)")
+	}
+}
