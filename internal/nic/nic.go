@@ -3,16 +3,27 @@
 // cluster, the protocol engine with its arbiter, the link, and the
 // goroutine that drives the engine.
 //
-// Real-time driver loop (routineEngine), one goroutine per engine:
+// One turn of the engine (stepLocked), under the engine lock:
 //
-//  1. take the frames the link delivered (a bounded receive queue)
-//  2. under the engine lock: Receive them, fire due timers (Tick), give the
-//     arbiter's ready QPs their turns (Run), hand the outbox to the link
-//  3. sleep until a doorbell, a frame or the next timer deadline
+//  1. take the frames the link delivered (a bounded receive queue; a
+//     lossless link keeps what does not fit and is told when there is
+//     room: Drained)
+//  2. Receive them, fire due timers (Tick), set the engine's holds from
+//     the link's backlog (a lossless link's pause), give the arbiter's
+//     ready QPs their turns (Run), hand the outbox to the link
+//  3. arm the timer for the next deadline
+//
+// The engine goroutine (routineEngine) runs turns while there is work,
+// busy-polls its link for a while after a turn that moved frames (NAPI
+// style), and then sleeps until a doorbell, a frame or the timer. A
+// program that busy-polls a CQ runs turns itself (Progress): Go's
+// scheduler looks at the network only when a processor idles, which a
+// spinning thread prevents, so the polling thread is where the NIC's work
+// gets done.
 //
 // The protocol engine itself (internal/transport) never reads a clock or
-// starts a goroutine; this loop is where real time enters. The simulator
-// drives the same engine in virtual time instead.
+// starts a goroutine; this package is where real time enters. The
+// simulator drives the same engine in virtual time instead.
 //
 // Control-path calls (modify QP, deregister MR, destroy) take the engine
 // lock, so they never run in the middle of a packet: after DeregMR returns,
