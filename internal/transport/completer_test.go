@@ -1010,3 +1010,35 @@ func TestLateACKOfWQEBeingResent(t *testing.T) {
 		t.Fatal("the late ACK did not return in 5 s (the completer walks the ring)")
 	}
 }
+
+// TestReadRecoveryCostsOneRetry: a READ loses one response packet and an
+// atomic follows it. The READ's last response shows the gap and the
+// requester asks again for the rest (one retry); the atomic's ACK then
+// arrives before the answer, and it too shows the READ incomplete (an
+// implied NAK). That is the same loss, already being recovered: it must
+// not take a second retry. With retry_cnt 1 it did, and the READ failed
+// with RETRY_EXC_ERR after a single lost packet (found by the soak).
+func TestReadRecoveryCostsOneRetry(t *testing.T) {
+	s := newSolo(t, nodeConfig{retryCnt: 1, noDefaults: true, timeout: 10, rnrRetry: 7, minRNRTimer: 1, pathMTU: wire.MTU1024})
+	n := s.n
+	n.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{n.sge(0, 3072)}, RemoteAddr: 0x10000, RKey: 1},
+		SendWR{WRID: 2, Opcode: WRAtomicFetchAndAdd, Flags: SendSignaled, SGL: []SGE{n.sge(4096, 8)}, RemoteAddr: 0x20000, RKey: 1, CompareAdd: 1})
+	expectFrames(t, s.run(), checks(opcode(wire.OpRCReadRequest), psn(0)), checks(opcode(wire.OpRCFetchAdd), psn(3)))
+	resp := func(p uint32, op wire.Opcode) hdrs {
+		return hdrs{Op: op, PSN: wire.PSN(p), Syn: synACK, MSN: 1, Payload: pattern(1024, byte(p))}
+	}
+	// PSN 1 is lost; the LAST shows it: ask again for the rest.
+	out := s.send(resp(0, wire.OpRCReadRespFirst), resp(2, wire.OpRCReadRespLast))
+	expectFrames(t, out, checks(opcode(wire.OpRCReadRequest), psn(1), rethIs(0x10000+1024, 1, 2048)))
+	// The atomic's ACK, before the answer: stale evidence of that loss.
+	s.send(hdrs{Op: wire.OpRCAtomicAck, PSN: 3, Syn: synACK, MSN: 2, OrigData: 41})
+	if wcs := n.sendWCs(); len(wcs) != 0 {
+		t.Fatalf("completions before the READ's rest came: %s", wcString(wcs))
+	}
+	// The rest of the READ, then the atomic (its ACK came too early to
+	// count and comes again once the requester resends it).
+	s.send(resp(1, wire.OpRCReadRespFirst), resp(2, wire.OpRCReadRespLast))
+	expectFrames(t, s.tickAt(s.now+4096<<10), checks(opcode(wire.OpRCFetchAdd), psn(3)))
+	s.send(hdrs{Op: wire.OpRCAtomicAck, PSN: 3, Syn: synACK, MSN: 2, OrigData: 41})
+	expectWCs(t, n.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMARead}, WC{WRID: 2, Status: WCSuccess, Opcode: WCFetchAdd})
+}

@@ -217,6 +217,11 @@ func (e *Engine) readRecover(qp *QP) {
 		return
 	}
 	req.retries--
+	// Evidence of the same loss that comes before the answer to this
+	// resend (an atomic's ACK or a later READ's responses past the gap:
+	// an implied NAK) is stale: it must not take another retry, or one
+	// lost packet costs two of retry_cnt. Progress clears it.
+	req.recovering = true
 	rd.resendSet, rd.resendPending, rd.replayEnded = true, true, false
 	rd.resendIdx, rd.resendPSN = idx, req.una
 	e.count(qp, ImpliedNAKSeqErr)
