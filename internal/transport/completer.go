@@ -131,6 +131,7 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 // progress and wakes the requester.
 func (e *Engine) afterCompletion(qp *QP, progress bool) {
 	req := &qp.req
+	req.rd.forget(req.una)
 	if progress {
 		e.resetRetries(qp)
 		e.growWindow(qp)

@@ -45,7 +45,8 @@ const readWindow = 1 << 14
 
 // readRecovery is the completer's state for READ responses past a gap.
 type readRecovery struct {
-	win []uint64 // bit psn%readWindow: a response for psn (> una) was placed
+	win  []uint64 // bit psn%readWindow: a response for psn (> una) was placed
+	base wire.PSN // the bits of PSNs before base are clear (base <= una)
 
 	high      wire.PSN // highest READ response PSN seen past una
 	highValid bool
@@ -65,9 +66,10 @@ func (r *readRecovery) has(psn wire.PSN) bool {
 	return r.win[i/64]&(1<<(i%64)) != 0
 }
 
-func (r *readRecovery) set(psn wire.PSN) {
+func (r *readRecovery) set(psn wire.PSN, una wire.PSN) {
 	if r.win == nil {
 		r.win = make([]uint64, readWindow/64)
+		r.base = una
 	}
 	i := uint32(psn) % readWindow
 	r.win[i/64] |= 1 << (i % 64)
@@ -76,6 +78,31 @@ func (r *readRecovery) set(psn wire.PSN) {
 func (r *readRecovery) clear(psn wire.PSN) {
 	i := uint32(psn) % readWindow
 	r.win[i/64] &^= 1 << (i % 64)
+}
+
+// forget clears the bits of the PSNs una has passed since the last call.
+// A kept response's bit is normally cleared as readAdvance moves una over
+// it, but una also passes PSNs another way: after a timeout the READ a
+// response was kept for is asked for again, and its fresh responses are
+// placed in order. A bit left set would, readWindow PSNs later, say that
+// a response of another READ had been placed when it had not, and that
+// READ would complete without its bytes.
+func (r *readRecovery) forget(una wire.PSN) {
+	if r.win == nil {
+		return
+	}
+	d := una.Diff(r.base)
+	switch {
+	case d <= 0:
+		return
+	case d >= readWindow:
+		clear(r.win)
+	default:
+		for p := r.base; p != una; p = p.Next() {
+			r.clear(p)
+		}
+	}
+	r.base = una
 }
 
 func (r *readRecovery) cancelResend() {
@@ -155,7 +182,7 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 			return false
 		}
 	}
-	rd.set(psn)
+	rd.set(psn, req.una)
 	e.count(qp, ReadRespAhead)
 	e.readRecover(qp)
 	return false
