@@ -1,0 +1,1143 @@
+package rnic_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// TestSoak: random mixes of every RC operation (WRITE, WRITE_WITH_IMM,
+// READ, SEND, SEND_WITH_IMM, CMP_AND_SWP, FETCH_AND_ADD) with multi-SGE
+// lists on both sides, inline data, unsignaled work requests, fences and
+// receives posted late (RNR), on many QPs at once (each with its own send
+// and receive CQ, traffic both ways), over link/mem with each fault
+// profile. Every byte of every region is predicted by a model and
+// compared after each round, every completion is checked field by field
+// and in order, and the fetch-and-adds that all QPs aim at a few shared
+// words must form exact prefix sums.
+//
+// The operation sequence is a function of the seed alone (nothing that
+// depends on timing feeds the generator), so a failing seed replays the
+// same work requests; the seed is printed when the test fails:
+//
+//	go test -run 'TestSoak/loss10$' -soak.seed=N .
+//
+// CI runs each profile for a few seconds. A long run:
+//
+//	go test -run TestSoak -soak.duration=10m -timeout 0 .
+//
+// runs each of the five profiles for 10 minutes.
+//
+// What RC makes deterministic, and so what the model may predict (IBTA
+// §9.5, §10.8.3.3, §9.7.5.1.2):
+//   - One QP's requests execute at the responder in posting order, once
+//     each (duplicates are acknowledged, READs answered again, atomics
+//     replayed from their saved result), and its completions arrive in
+//     posting order; a signaled completion implies every earlier WR of
+//     the queue is done.
+//   - A retried READ is executed again and reads memory as it is then, so
+//     a later WRITE or atomic may overtake it unless it carries the fence;
+//     the generator fences every WRITE or atomic that touches bytes an
+//     earlier READ of the same round reads, and every WRITE to an earlier
+//     atomic's word (rdmamojo's rule for fences). A fence resets the set:
+//     everything after it starts after every earlier READ and atomic.
+//   - Nothing orders different QPs: each stream (a QP and the direction
+//     it sends in) has its own regions at both ends. Only the shared
+//     fetch-and-add words are common, and only fetch-and-add touches
+//     them: with addends ≥ 1 the values they return, sorted, must be the
+//     initial value followed by its exact prefix sums, and the word must
+//     end at the total.
+//   - A WRITE's or SEND's source is read until the WR completes, a READ's
+//     target written until it completes: the source area is rewritten
+//     only between rounds, and every READ and atomic result of a round has
+//     bytes of its own. Inline data is copied at PostSend, so its buffer
+//     is overwritten as soon as PostSend returns.
+var (
+	soakDuration = flag.Duration("soak.duration", 0, "TestSoak: how long each fault profile runs (default 3s, 1s with -short)")
+	soakSeed     = flag.Uint64("soak.seed", 0, "TestSoak: seed of the operation sequences (0: a new one, printed on failure)")
+	soakQPs      = flag.Int("soak.qps", 8, "TestSoak: QP pairs per profile (each QP with its own send and receive CQ, traffic both ways)")
+	soakRounds   = flag.Int("soak.rounds", 0, "TestSoak: rounds per stream instead of -soak.duration (fixes the amount of work)")
+)
+
+const (
+	soakRemoteLen   = 32 << 10 // RDMA target of a stream at its responder
+	soakSrcLen      = 32 << 10 // WRITE/SEND source at the requester
+	soakSinkLen     = 64 << 10 // READ and atomic results at the requester
+	soakRbufLen     = 64 << 10 // receive buffers at the responder
+	soakInlLen      = 16 << 10 // inline data, overwritten once posted
+	soakHot         = 64       // bytes at the start of the remote region most atomics work on
+	soakMaxMsg      = 16 << 10 // largest message
+	soakMaxBatch    = 48       // work requests per round (< MaxSendWR, MaxRecvWR)
+	soakSharedWords = 4        // fetch-and-add words every stream to a device shares
+	soakMinRounds   = 3        // rounds per stream however short the run
+	soakRoundWait   = 60 * time.Second
+)
+
+type soakProfile struct {
+	name string
+	f    mem.Faults
+}
+
+func soakProfiles(seed int64) []soakProfile {
+	return []soakProfile{
+		{"none", mem.Faults{}},
+		{"lossy", mem.Faults{Seed: seed, Loss: 0.02, Reorder: 0.02, Duplicate: 0.02}},
+		{"loss10", mem.Faults{Seed: seed, Loss: 0.10}},
+		{"corrupt", mem.Faults{Seed: seed, Corrupt: 0.03}},
+		{"delay", mem.Faults{Seed: seed, Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond}},
+	}
+}
+
+func TestSoak(t *testing.T) {
+	seed := *soakSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	d := *soakDuration
+	if d == 0 {
+		d = 3 * time.Second
+		if testing.Short() {
+			d = time.Second
+		}
+	}
+	for i, pr := range soakProfiles(int64(seed)) {
+		t.Run(pr.name, func(t *testing.T) {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("reproduce the operation sequence with: go test -run 'TestSoak/%s$' -soak.seed=%d -soak.qps=%d .", pr.name, seed, *soakQPs)
+				}
+			})
+			runSoak(t, soakConfig{seed: seed, profile: uint64(i), faults: pr.f, qps: *soakQPs, duration: d, rounds: *soakRounds})
+		})
+	}
+}
+
+type soakConfig struct {
+	seed, profile uint64
+	faults        mem.Faults
+	qps           int
+	duration      time.Duration
+	rounds        int // if > 0, instead of duration
+}
+
+// soakSide is one device and what the streams to it share.
+type soakSide struct {
+	name   string
+	dev    *rnic.Device
+	pd     *rnic.PD
+	shared *guarded // soakSharedWords words, fetch-and-add only
+	init   [soakSharedWords]uint64
+}
+
+// soakStream is one direction of one QP pair: a requester QP and the
+// regions it works on at both ends.
+type soakStream struct {
+	name      string
+	rng       *rand.Rand
+	req, resp *rnic.QP
+	scq, rcq  *rnic.CQ // the requester's send CQ, the responder's receive CQ
+	sigAll    bool
+	mtu       int
+	sendSGE   int
+	recvSGE   int
+	maxInline int
+	peer      *soakSide // the responder's device
+
+	src, sink, inl *guarded // at the requester
+	remote, rbuf   *guarded // at the responder
+	// What each region must hold: the model.
+	mSrc, mSink, mInl, mRemote, mRbuf []byte
+
+	faa     []soakFAA // shared fetch-and-adds, in posting order
+	nextFAA [soakSharedWords]uint64
+	seenFAA [soakSharedWords]bool
+	wrid    uint64
+	round   int
+	n       soakCounts
+}
+
+// soakFAA is one fetch-and-add on a shared word and what it returned.
+type soakFAA struct {
+	word      int
+	add, orig uint64
+	stream    string
+}
+
+// soakCounts says what a run covered.
+type soakCounts struct {
+	ops         [soakKinds]int
+	rounds      int
+	bytes       int
+	unsignaled  int
+	inline      int
+	fenced      int
+	multiSGE    int
+	multiRecv   int
+	lateRounds  int
+	rnrObserved int
+}
+
+func (c *soakCounts) add(o *soakCounts) {
+	for i := range c.ops {
+		c.ops[i] += o.ops[i]
+	}
+	c.rounds += o.rounds
+	c.bytes += o.bytes
+	c.unsignaled += o.unsignaled
+	c.inline += o.inline
+	c.fenced += o.fenced
+	c.multiSGE += o.multiSGE
+	c.multiRecv += o.multiRecv
+	c.lateRounds += o.lateRounds
+	c.rnrObserved += o.rnrObserved
+}
+
+type soakKind int
+
+const (
+	soakWrite soakKind = iota
+	soakWriteImm
+	soakRead
+	soakSend
+	soakSendImm
+	soakCAS
+	soakFAAOp
+	soakSharedFAA
+	soakForward // a fenced WRITE or SEND of what an earlier READ or atomic fetched
+	soakKinds
+)
+
+var soakKindNames = [soakKinds]string{"WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "CAS", "FAA", "FAA(shared)", "forward"}
+
+// soakWeights is the mix (out of their sum).
+var soakWeights = [soakKinds]int{18, 10, 18, 12, 8, 10, 10, 7, 5}
+
+func runSoak(t *testing.T, cfg soakConfig) {
+	checkGoroutines(t)
+	rng := rand.New(rand.NewPCG(cfg.seed, cfg.profile))
+	pa, pb, err := mem.Pipe(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), cfg.faults, cfg.faults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(p *mem.Port, name string) *soakSide {
+		d, err := rnic.Open(rnic.Options{Link: p, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		s := &soakSide{name: name, dev: d, pd: must(d.AllocPD())}
+		s.shared = newGuarded(t, s.pd, 8*soakSharedWords, allAccess, byte(rng.Uint32()))
+		for i := range s.init {
+			s.init[i] = rng.Uint64N(1 << 40)
+			binary.NativeEndian.PutUint64(s.shared.region()[8*i:], s.init[i])
+		}
+		return s
+	}
+	a, b := open(pa, "a"), open(pb, "b")
+	maxInline := a.dev.Attr().MaxInlineData
+	mtus := []rnic.MTU{rnic.MTU256, rnic.MTU512, rnic.MTU1024, rnic.MTU2048, rnic.MTU4096}
+
+	var streams []*soakStream
+	for i := range cfg.qps {
+		// Per QP pair: an MTU, queue shapes, sq_sig_all on some, an RNR
+		// timer; both QPs of a pair use the same.
+		mtu := mtus[rng.IntN(len(mtus))]
+		qcap := rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: uint32(1 + rng.IntN(6)), MaxRecvSGE: uint32(1 + rng.IntN(6)),
+			MaxInlineData: uint32([]int{64, maxInline}[rng.IntN(2)])}
+		sigAll := rng.IntN(5) == 0
+		cp := rnic.ConnParams{MTU: mtu, Access: allAccess, Timeout: 12, RetryCnt: 7, RNRRetry: 7,
+			MinRNRTimer: uint8([]int{4, 6, 8}[rng.IntN(3)]), PSN: rnic.PSN(rng.Uint32N(1 << 24))}
+		mk := func(s *soakSide) (*rnic.QP, *rnic.CQ, *rnic.CQ) {
+			scq, rcq := must(s.dev.CreateCQ(128)), must(s.dev.CreateCQ(128))
+			qp := must(s.pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: scq, RecvCQ: rcq, Cap: qcap, SigAll: sigAll}))
+			return qp, scq, rcq
+		}
+		qa, sa, ra := mk(a)
+		qb, sb, rb := mk(b)
+		connectRC(t, qa, qb, cp)
+		for _, dir := range []struct {
+			from, to *soakSide
+			req, rsp *rnic.QP
+			scq, rcq *rnic.CQ
+		}{{a, b, qa, qb, sa, rb}, {b, a, qb, qa, sb, ra}} {
+			s := &soakStream{
+				name: fmt.Sprintf("qp%d %s→%s", i, dir.from.name, dir.to.name),
+				rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
+				req:  dir.req, resp: dir.rsp, scq: dir.scq, rcq: dir.rcq,
+				sigAll: sigAll, mtu: mtu.Bytes(), sendSGE: int(qcap.MaxSendSGE), recvSGE: int(qcap.MaxRecvSGE),
+				maxInline: int(qcap.MaxInlineData), peer: dir.to,
+			}
+			seed := byte(rng.Uint32())
+			s.src = newGuarded(t, dir.from.pd, soakSrcLen, rnic.AccessLocalWrite, seed)
+			s.sink = newGuarded(t, dir.from.pd, soakSinkLen, rnic.AccessLocalWrite, seed+1)
+			s.inl = newGuarded(t, dir.from.pd, soakInlLen, rnic.AccessLocalWrite, seed+2)
+			s.remote = newGuarded(t, dir.to.pd, soakRemoteLen, allAccess, seed+3)
+			s.rbuf = newGuarded(t, dir.to.pd, soakRbufLen, rnic.AccessLocalWrite, seed+4)
+			s.mSrc, s.mSink, s.mInl = bytes.Clone(s.src.region()), bytes.Clone(s.sink.region()), bytes.Clone(s.inl.region())
+			s.mRemote, s.mRbuf = bytes.Clone(s.remote.region()), bytes.Clone(s.rbuf.region())
+			streams = append(streams, s)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	deadline := time.Now().Add(cfg.duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed bool
+	for _, s := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.run(ctx, deadline, cfg.rounds)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if failed {
+				return // stopped because another stream failed
+			}
+			failed = true
+			cancel()
+			t.Errorf("%s, round %d: %v", s.name, s.round, err)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed {
+		t.Logf("counters of a: %v", interesting(a.dev))
+		t.Logf("counters of b: %v", interesting(b.dev))
+		return
+	}
+
+	// Nothing more arrives: no completion after the last one expected
+	// (a message delivered twice, a completion for an unsignaled WR).
+	time.Sleep(20 * time.Millisecond)
+	wc := make([]rnic.WC, 4)
+	for _, s := range streams {
+		if n := s.scq.Poll(wc); n > 0 {
+			t.Errorf("%s: %d unexpected send completions after the run: %+v", s.name, n, wc[:n])
+		}
+		if n := s.rcq.Poll(wc); n > 0 {
+			t.Errorf("%s: %d unexpected receive completions after the run: %+v", s.name, n, wc[:n])
+		}
+	}
+
+	// The shared words: every stream's fetch-and-adds on a word, sorted by
+	// the value they returned, are the chain init, init+a1, init+a1+a2, …
+	// and the word holds the total.
+	for _, side := range []*soakSide{a, b} {
+		if err := guardsOK(side.shared); err != nil {
+			t.Errorf("device %s shared words: %v", side.name, err)
+		}
+		for w := range soakSharedWords {
+			var chain []soakFAA
+			for _, s := range streams {
+				if s.peer != side {
+					continue
+				}
+				for _, f := range s.faa {
+					if f.word == w {
+						chain = append(chain, f)
+					}
+				}
+			}
+			slices.SortStableFunc(chain, func(x, y soakFAA) int { return cmpU64(x.orig, y.orig) })
+			v := side.init[w]
+			for k, f := range chain {
+				if f.orig != v {
+					t.Errorf("device %s shared word %d: fetch-and-add %d of %d (by %s, add %d) returned %d, want %d: the results are not the prefix sums of the adds (lost, repeated or torn)",
+						side.name, w, k, len(chain), f.stream, f.add, f.orig, v)
+					break
+				}
+				v += f.add
+			}
+			if got := binary.NativeEndian.Uint64(side.shared.region()[8*w:]); got != v {
+				t.Errorf("device %s shared word %d: %d after %d fetch-and-adds, want %d", side.name, w, got, len(chain), v)
+			}
+		}
+	}
+
+	var total soakCounts
+	for _, s := range streams {
+		total.add(&s.n)
+	}
+	nops := 0
+	var mix []string
+	for k, n := range total.ops {
+		nops += n
+		mix = append(mix, fmt.Sprintf("%s %d", soakKindNames[k], n))
+	}
+	sum := func(name string) uint64 { return counter(t, a.dev, name) + counter(t, b.dev, name) }
+	t.Logf("%d streams, %d rounds, %d WRs (%.0f/s), %d MiB in %v: %s; %d unsignaled, %d inline, %d fenced, %d multi-SGE sends, %d multi-SGE receives, %d rounds with late receives (RNR NAK seen in %d)",
+		len(streams), total.rounds, nops, float64(nops)/elapsed.Seconds(), total.bytes>>20, elapsed.Round(time.Millisecond),
+		strings.Join(mix, ", "), total.unsignaled, total.inline, total.fenced, total.multiSGE, total.multiRecv, total.lateRounds, total.rnrObserved)
+	t.Logf("counters: roce_retrans_packets %d, local_ack_timeout_err %d, packet_seq_err %d, duplicate_request %d, rnr_nak_sent %d, rx_icrc_encapsulated %d, rx_discards %d",
+		sum("roce_retrans_packets"), sum("local_ack_timeout_err"), sum("packet_seq_err"), sum("duplicate_request"),
+		sum("rnr_nak_sent"), sum("rx_icrc_encapsulated"), sum("rx_discards"))
+
+	// The run did what it is for: with enough work, every kind of
+	// operation and feature was used, and the faults happened.
+	if nops >= 1000 {
+		for k, n := range total.ops {
+			if n == 0 {
+				t.Errorf("no %s in %d work requests", soakKindNames[k], nops)
+			}
+		}
+		for _, c := range []struct {
+			what string
+			n    int
+		}{{"unsignaled", total.unsignaled}, {"inline", total.inline}, {"fenced", total.fenced},
+			{"multi-SGE send", total.multiSGE}, {"multi-SGE receive", total.multiRecv}, {"late-receive round", total.lateRounds}} {
+			if c.n == 0 {
+				t.Errorf("no %s work request in %d", c.what, nops)
+			}
+		}
+	}
+	if total.lateRounds >= 10 && total.rnrObserved == 0 {
+		t.Errorf("%d rounds posted their receives late and none saw an RNR NAK", total.lateRounds)
+	}
+	if tx := sum("tx_packets"); tx >= 5000 {
+		f := cfg.faults
+		if (f.Loss > 0 || f.Corrupt > 0) && sum("roce_retrans_packets") == 0 {
+			t.Errorf("%d packets with loss %v / corruption %v and no retransmission", tx, f.Loss, f.Corrupt)
+		}
+		if f.Corrupt > 0 && sum("rx_icrc_encapsulated") == 0 {
+			t.Errorf("%d packets with corruption %v and no ICRC error counted", tx, f.Corrupt)
+		}
+		if f.Duplicate > 0 && sum("duplicate_request") == 0 {
+			t.Errorf("%d packets with duplication %v and no duplicate request counted", tx, f.Duplicate)
+		}
+	}
+}
+
+func cmpU64(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// run does rounds until the deadline (at least soakMinRounds) or, with
+// rounds > 0, exactly that many.
+func (s *soakStream) run(ctx context.Context, deadline time.Time, rounds int) error {
+	for s.round = 0; ; s.round++ {
+		if rounds > 0 && s.round >= rounds || rounds == 0 && s.round >= soakMinRounds && time.Now().After(deadline) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.doRound(ctx); err != nil {
+			return err
+		}
+		s.n.rounds++
+	}
+}
+
+// soakOp is one generated send work request and what it must do.
+type soakOp struct {
+	kind   soakKind
+	wr     rnic.SendWR
+	sig    bool          // a completion is expected (signaled or sq_sig_all)
+	wc     rnic.WCOpcode // its opcode
+	inline []soakRange   // inline pieces to overwrite once posted
+	shared int           // FAA(shared): the word
+	result int           // FAA(shared): the result's offset in the sink
+	desc   string
+}
+
+// soakRecv is one generated receive and its expected completion.
+type soakRecv struct {
+	wr   rnic.RecvWR
+	want rnic.WC
+	desc string
+}
+
+type soakRound struct {
+	ops     []soakOp
+	recvs   []soakRecv
+	chunks  []int // PostSend list sizes
+	rchunks []int // PostRecv list sizes
+	late    int   // 0: receives first; 1: all after the sends; 2: half before, half after
+	delay   time.Duration
+}
+
+type soakRange struct{ off, n int }
+
+// soakAlloc hands out the bytes of a region for one round, in order.
+type soakAlloc struct{ next, size int }
+
+func (a *soakAlloc) take(n, align int) (int, bool) {
+	off := (a.next + align - 1) &^ (align - 1)
+	if off+n > a.size {
+		return 0, false
+	}
+	a.next = off + n
+	return off, true
+}
+
+// soakHazard is a remote range an earlier READ reads or an atomic works
+// on, since the last fence of the round.
+type soakHazard struct {
+	lo, hi int
+	read   bool
+}
+
+// soakFetched is the bytes an earlier READ or atomic of the round
+// fetched, where it put them and what they must be: a forward's source.
+type soakFetched struct {
+	sgl  []rnic.SGE
+	data []byte
+}
+
+// soakGen generates one round.
+type soakGen struct {
+	s               *soakStream
+	r               *soakRound
+	sink, rbuf, inl soakAlloc
+	hazards         []soakHazard
+	fetched         []soakFetched
+	pSig            float64
+	pInline, pFence float64
+	roundBytes      int
+}
+
+func (s *soakStream) generate() *soakRound {
+	rng := s.rng
+	g := &soakGen{s: s, r: &soakRound{},
+		sink: soakAlloc{size: soakSinkLen}, rbuf: soakAlloc{size: soakRbufLen}, inl: soakAlloc{size: soakInlLen},
+		pSig:    []float64{0.1, 0.5, 1}[rng.IntN(3)],
+		pInline: []float64{0, 0.3, 0.8}[rng.IntN(3)],
+		pFence:  []float64{0, 0.05}[rng.IntN(2)],
+	}
+	n := 1 + rng.IntN(soakMaxBatch)
+	wsum := 0
+	for _, w := range soakWeights {
+		wsum += w
+	}
+	for len(g.r.ops) < n {
+		x := rng.IntN(wsum)
+		k := soakKind(0)
+		for x >= soakWeights[k] {
+			x -= soakWeights[k]
+			k++
+		}
+		g.op(k)
+	}
+	// The last WR is signaled: its completion says the round is done.
+	g.r.ops[len(g.r.ops)-1].wr.Flags |= rnic.SendSignaled
+	for i := range g.r.ops {
+		op := &g.r.ops[i]
+		f := op.wr.Flags
+		op.sig = s.sigAll || f&rnic.SendSignaled != 0
+		s.n.ops[op.kind]++
+		op.desc = fmt.Sprintf("wrid %#x %s", op.wr.WRID, op.desc)
+		if len(op.wr.SGL) > 1 {
+			s.n.multiSGE++
+			op.desc += fmt.Sprintf(" (%d SGEs)", len(op.wr.SGL))
+		}
+		if f&rnic.SendInline != 0 {
+			s.n.inline++
+			op.desc += " inline"
+		}
+		if f&rnic.SendFence != 0 {
+			s.n.fenced++
+			op.desc += " fence"
+		}
+		if !op.sig {
+			s.n.unsignaled++
+			op.desc += " unsignaled"
+		}
+	}
+	for left := len(g.r.ops); left > 0; {
+		c := min(left, 1+rng.IntN(8))
+		g.r.chunks = append(g.r.chunks, c)
+		left -= c
+	}
+	for left := len(g.r.recvs); left > 0; {
+		c := min(left, 1+rng.IntN(8))
+		g.r.rchunks = append(g.r.rchunks, c)
+		left -= c
+	}
+	if len(g.r.recvs) > 0 {
+		g.r.late = []int{0, 0, 0, 1, 2}[rng.IntN(5)]
+		g.r.delay = time.Duration(rng.IntN(1000)) * time.Microsecond
+	}
+	s.n.bytes += g.roundBytes
+	return g.r
+}
+
+// length draws a message length up to max: zero, small, around packet
+// boundaries, up to soakMaxMsg.
+func (g *soakGen) length(max int) int {
+	rng, mtu := g.s.rng, g.s.mtu
+	var n int
+	switch r := rng.IntN(20); {
+	case r == 0:
+		n = 0
+	case r < 8:
+		n = 1 + rng.IntN(64)
+	case r < 13:
+		n = 65 + rng.IntN(3*mtu)
+	case r < 16:
+		n = mtu*(1+rng.IntN(4)) + rng.IntN(3) - 1
+	default:
+		n = 1 + rng.IntN(soakMaxMsg)
+	}
+	return min(n, max)
+}
+
+// split cuts n into at most k positive pieces (none if n is 0).
+func (g *soakGen) split(n, k int) []int {
+	if n == 0 {
+		return nil
+	}
+	k = 1 + g.s.rng.IntN(min(k, n))
+	cuts := []int{0, n}
+	for range k - 1 {
+		cuts = append(cuts, 1+g.s.rng.IntN(n-1))
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	var out []int
+	for i := 1; i < len(cuts); i++ {
+		out = append(out, cuts[i]-cuts[i-1])
+	}
+	return out
+}
+
+// target draws a remote range of up to max bytes: often in the hot words
+// the atomics use, else anywhere.
+func (g *soakGen) target(max int) (off, n int) {
+	rng := g.s.rng
+	if rng.IntN(4) == 0 {
+		n = rng.IntN(min(max, 2*soakHot) + 1)
+		return rng.IntN(2*soakHot - n + 1), n
+	}
+	n = g.length(max)
+	return rng.IntN(soakRemoteLen - n + 1), n
+}
+
+// fence reports whether an operation on remote [lo, hi) must wait for the
+// round's earlier READs (and, for a WRITE, atomics) to complete.
+func (g *soakGen) fence(lo, hi int, atomic bool) bool {
+	for _, h := range g.hazards {
+		if lo < h.hi && h.lo < hi && (h.read || !atomic) {
+			return true
+		}
+	}
+	return false
+}
+
+// gather builds a source SGL of n bytes: inline (fresh bytes in the inline
+// buffer, overwritten once posted) or from the source area (several
+// pieces at random places, overlapping or not).
+func (g *soakGen) gather(n int, op *soakOp) ([]rnic.SGE, []byte, bool) {
+	s := g.s
+	var sgl []rnic.SGE
+	var data []byte
+	if n <= s.maxInline && s.rng.Float64() < g.pInline {
+		pieces := g.split(n, s.sendSGE)
+		ok := true
+		for _, l := range pieces {
+			off, fits := g.inl.take(l, 1)
+			if !fits {
+				ok = false
+				break
+			}
+			fillRandom(s.rng, s.mInl[off:off+l])
+			copy(s.inl.region()[off:], s.mInl[off:off+l])
+			sgl = append(sgl, sge(s.inl, off, l))
+			data = append(data, s.mInl[off:off+l]...)
+			op.inline = append(op.inline, soakRange{off, l})
+		}
+		if ok {
+			return sgl, data, true
+		}
+		sgl, data, op.inline = nil, nil, nil
+	}
+	for _, l := range g.split(n, s.sendSGE) {
+		off := s.rng.IntN(soakSrcLen - l + 1)
+		sgl = append(sgl, sge(s.src, off, l))
+		data = append(data, s.mSrc[off:off+l]...)
+	}
+	return sgl, data, false
+}
+
+// scatter builds an SGL of n bytes in pieces of the round's own bytes of
+// g (with gaps between them), listed in a shuffled order so that
+// scattering follows the list, not the addresses. It returns the pieces
+// in list order; false if the region is used up.
+func (g *soakGen) scatter(a *soakAlloc, region *guarded, n, k int) ([]rnic.SGE, []soakRange, bool) {
+	s := g.s
+	save := *a
+	var sgl []rnic.SGE
+	var pieces []soakRange
+	for _, l := range g.split(n, k) {
+		a.next += s.rng.IntN(16)
+		off, ok := a.take(l, 1)
+		if !ok {
+			*a = save
+			return nil, nil, false
+		}
+		pieces = append(pieces, soakRange{off, l})
+	}
+	s.rng.Shuffle(len(pieces), func(i, j int) { pieces[i], pieces[j] = pieces[j], pieces[i] })
+	for _, p := range pieces {
+		sgl = append(sgl, sge(region, p.off, p.n))
+	}
+	return sgl, pieces, true
+}
+
+func sge(g *guarded, off, n int) rnic.SGE {
+	return rnic.SGE{Addr: g.mr.Addr() + uint64(off), Length: uint32(n), LKey: g.mr.LKey()}
+}
+
+// recv adds the receive a message of n bytes consumes; data (nil for
+// WRITE_IMM) lands in it.
+func (g *soakGen) recv(n int, data []byte, op rnic.WCOpcode, imm uint32, withImm bool) bool {
+	s := g.s
+	capacity := n
+	if s.rng.IntN(3) > 0 {
+		capacity += s.rng.IntN(100)
+	}
+	if op == rnic.WCRecvRDMAWithImm {
+		capacity = []int{0, 1 + s.rng.IntN(64)}[s.rng.IntN(2)] // its buffers stay untouched
+	}
+	sgl, pieces, ok := g.scatter(&g.rbuf, s.rbuf, capacity, s.recvSGE)
+	if !ok {
+		return false
+	}
+	if len(sgl) > 1 {
+		s.n.multiRecv++
+	}
+	rest := data
+	for _, p := range pieces {
+		c := copy(s.mRbuf[p.off:p.off+p.n], rest)
+		rest = rest[c:]
+	}
+	s.wrid++
+	w := rnic.WC{WRID: s.wrid<<8 | 0xEE, Status: rnic.WCSuccess, Opcode: op, ByteLen: uint32(n), QPNum: s.resp.QPN()}
+	if withImm {
+		w.Flags, w.ImmData = rnic.WCWithImm, imm
+	}
+	g.r.recvs = append(g.r.recvs, soakRecv{wr: rnic.RecvWR{WRID: w.WRID, SGL: sgl}, want: w,
+		desc: fmt.Sprintf("recv wrid %#x %d bytes in %v", w.WRID, capacity, pieces)})
+	return true
+}
+
+// op generates one operation of kind k (or nothing, if the round's
+// buffers are used up; the caller draws again).
+func (g *soakGen) op(k soakKind) {
+	s := g.s
+	rng := s.rng
+	s.wrid++
+	op := soakOp{kind: k, shared: -1}
+	wr := &op.wr
+	wr.WRID = s.wrid
+	fence := rng.Float64() < g.pFence
+	imm := rng.Uint32()
+	var own *soakHazard      // what this operation reads (READ) or works on (atomic)
+	var fetched *soakFetched // what it fetches, for a later forward
+	switch k {
+	case soakWrite, soakWriteImm, soakForward:
+		var off, n int
+		var sgl []rnic.SGE
+		var data []byte
+		if k == soakForward {
+			// Send back what an earlier READ or atomic fetched: only the
+			// fence makes the WR wait for those bytes to arrive.
+			if len(g.fetched) == 0 {
+				return
+			}
+			f := g.fetched[rng.IntN(len(g.fetched))]
+			sgl, data, n = f.sgl, f.data, len(f.data)
+			fence = true
+			if rng.IntN(3) == 0 {
+				if !g.recv(n, data, rnic.WCRecv, 0, false) {
+					return
+				}
+				wr.Opcode, wr.SGL, op.wc = rnic.WRSend, sgl, rnic.WCSend
+				op.desc = fmt.Sprintf("forward as SEND %d bytes", n)
+				g.roundBytes += n
+				break
+			}
+			off = rng.IntN(soakRemoteLen - n + 1)
+		} else {
+			off, n = g.target(soakMaxMsg)
+			if len(g.hazards) > 0 && rng.IntN(3) == 0 {
+				// Overwrite what an earlier READ reads or an atomic works
+				// on: the fence must keep the READ's old bytes.
+				h := g.hazards[rng.IntN(len(g.hazards))]
+				off, n = h.lo, h.hi-h.lo
+			}
+			var inline bool
+			sgl, data, inline = g.gather(n, &op)
+			if inline {
+				wr.Flags |= rnic.SendInline
+			}
+		}
+		if k == soakWriteImm {
+			if !g.recv(n, nil, rnic.WCRecvRDMAWithImm, imm, true) {
+				return
+			}
+			wr.ImmData = imm
+		}
+		if g.fence(off, off+n, false) {
+			fence = true
+		}
+		wr.Opcode, op.wc = rnic.WRRDMAWrite, rnic.WCRDMAWrite
+		if k == soakWriteImm {
+			wr.Opcode = rnic.WRRDMAWriteWithImm
+		}
+		wr.SGL, wr.RemoteAddr, wr.RKey = sgl, s.remote.mr.Addr()+uint64(off), s.remote.mr.RKey()
+		copy(s.mRemote[off:], data)
+		op.desc = fmt.Sprintf("%s remote[%d:%d]", soakKindNames[k], off, off+n)
+		g.roundBytes += n
+	case soakSend, soakSendImm:
+		n := g.length(soakMaxMsg)
+		sgl, data, inline := g.gather(n, &op)
+		if !g.recv(n, data, rnic.WCRecv, imm, k == soakSendImm) {
+			return
+		}
+		wr.Opcode, wr.SGL, op.wc = rnic.WRSend, sgl, rnic.WCSend
+		if k == soakSendImm {
+			wr.Opcode, wr.ImmData = rnic.WRSendWithImm, imm
+		}
+		if inline {
+			wr.Flags |= rnic.SendInline
+		}
+		op.desc = fmt.Sprintf("%s %d bytes", soakKindNames[k], n)
+		g.roundBytes += n
+	case soakRead:
+		off, n := g.target(soakMaxMsg)
+		sgl, pieces, ok := g.scatter(&g.sink, s.sink, n, s.sendSGE)
+		if !ok {
+			return
+		}
+		// The READ returns the remote bytes as this QP's earlier
+		// operations left them.
+		data := bytes.Clone(s.mRemote[off : off+n])
+		rest := data
+		for _, p := range pieces {
+			copy(s.mSink[p.off:p.off+p.n], rest)
+			rest = rest[p.n:]
+		}
+		wr.Opcode, op.wc = rnic.WRRDMARead, rnic.WCRDMARead
+		wr.SGL, wr.RemoteAddr, wr.RKey = sgl, s.remote.mr.Addr()+uint64(off), s.remote.mr.RKey()
+		if n > 0 {
+			own = &soakHazard{off, off + n, true}
+			fetched = &soakFetched{sgl, data}
+		}
+		op.desc = fmt.Sprintf("READ remote[%d:%d] -> sink %v", off, off+n, pieces)
+		g.roundBytes += n
+	case soakCAS, soakFAAOp, soakSharedFAA:
+		res, ok := g.sink.take(8, 8)
+		if !ok {
+			return
+		}
+		wr.SGL = []rnic.SGE{sge(s.sink, res, 8)}
+		if k == soakSharedFAA {
+			op.shared, op.result = rng.IntN(soakSharedWords), res
+			add := 1 + rng.Uint64N(1<<16)
+			wr.Opcode, op.wc, wr.CompareAdd = rnic.WRAtomicFetchAndAdd, rnic.WCFetchAdd, add
+			wr.RemoteAddr, wr.RKey = s.peer.shared.mr.Addr()+uint64(8*op.shared), s.peer.shared.mr.RKey()
+			op.desc = fmt.Sprintf("FAA shared word %d + %d -> sink[%d]", op.shared, add, res)
+			break
+		}
+		w := 8 * rng.IntN(soakHot/8)
+		if rng.IntN(4) == 0 {
+			w = 8 * rng.IntN(soakRemoteLen/8)
+		}
+		orig := binary.NativeEndian.Uint64(s.mRemote[w:])
+		if k == soakCAS {
+			cmp := orig
+			if rng.IntN(5) < 2 {
+				cmp ^= 1 << rng.IntN(64) // fails
+			}
+			swap := rng.Uint64()
+			wr.Opcode, op.wc, wr.CompareAdd, wr.Swap = rnic.WRAtomicCmpAndSwp, rnic.WCCompSwap, cmp, swap
+			if orig == cmp {
+				binary.NativeEndian.PutUint64(s.mRemote[w:], swap)
+			}
+			op.desc = fmt.Sprintf("CAS remote[%d] %#x==%#x -> %#x, sink[%d]", w, orig, cmp, swap, res)
+		} else {
+			add := rng.Uint64()
+			if rng.IntN(2) == 0 {
+				add = 1 + rng.Uint64N(100)
+			}
+			wr.Opcode, op.wc, wr.CompareAdd = rnic.WRAtomicFetchAndAdd, rnic.WCFetchAdd, add
+			binary.NativeEndian.PutUint64(s.mRemote[w:], orig+add)
+			op.desc = fmt.Sprintf("FAA remote[%d] %#x + %#x, sink[%d]", w, orig, add, res)
+		}
+		// Memory and the fetched value are in the host's byte order.
+		binary.NativeEndian.PutUint64(s.mSink[res:], orig)
+		wr.RemoteAddr, wr.RKey = s.remote.mr.Addr()+uint64(w), s.remote.mr.RKey()
+		if g.fence(w, w+8, true) {
+			fence = true
+		}
+		own = &soakHazard{w, w + 8, false}
+		fetched = &soakFetched{wr.SGL, bytes.Clone(s.mSink[res : res+8])}
+	}
+	if fence {
+		// Everything from here on starts after the earlier READs and
+		// atomics have completed.
+		wr.Flags |= rnic.SendFence
+		g.hazards = g.hazards[:0]
+	}
+	if own != nil {
+		g.hazards = append(g.hazards, *own)
+	}
+	if fetched != nil {
+		g.fetched = append(g.fetched, *fetched)
+	}
+	if rng.Float64() < g.pSig {
+		wr.Flags |= rnic.SendSignaled
+	}
+	g.r.ops = append(g.r.ops, op)
+}
+
+func wrLen(wr *rnic.SendWR) int {
+	n := 0
+	for _, e := range wr.SGL {
+		n += int(e.Length)
+	}
+	return n
+}
+
+// doRound generates a round, posts it, waits for its completions and
+// checks them and every region against the model.
+func (s *soakStream) doRound(ctx context.Context) error {
+	// The source area changes between rounds only (a WR reads its source
+	// until it completes).
+	fillRandom(s.rng, s.mSrc)
+	copy(s.src.region(), s.mSrc)
+	r := s.generate()
+	fail := func(format string, args ...any) error {
+		var b strings.Builder
+		fmt.Fprintf(&b, format, args...)
+		fmt.Fprintf(&b, "\nthe round (%d WRs, posted in lists of %v; %d receives, late mode %d):", len(r.ops), r.chunks, len(r.recvs), r.late)
+		for i, op := range r.ops {
+			fmt.Fprintf(&b, "\n  op %d: %s", i, op.desc)
+		}
+		for i, rv := range r.recvs {
+			fmt.Fprintf(&b, "\n  recv %d: %s", i, rv.desc)
+		}
+		fmt.Fprintf(&b, "\nrequester: %s\nresponder: %s", rnic.DebugState(s.req), rnic.DebugState(s.resp))
+		return errors.New(b.String())
+	}
+
+	postRecvs := func(from, to int) error {
+		i := 0
+		for _, c := range r.rchunks {
+			if i >= from && i+c <= to {
+				wrs := make([]rnic.RecvWR, c)
+				for j := range wrs {
+					wrs[j] = r.recvs[i+j].wr
+				}
+				if err := s.resp.PostRecv(wrs...); err != nil {
+					return fail("PostRecv: %v", err)
+				}
+			}
+			i += c
+		}
+		return nil
+	}
+	// Early receives are whole chunks; with late mode 2 the first half
+	// of the chunks.
+	split := 0
+	switch r.late {
+	case 0:
+		split = len(r.recvs)
+	case 2:
+		for i, c := range r.rchunks {
+			if i >= len(r.rchunks)/2 {
+				break
+			}
+			split += c
+		}
+	}
+	if err := postRecvs(0, split); err != nil {
+		return err
+	}
+	rnr0 := qpCounterOf(s.resp, "rnr_nak_sent")
+	i := 0
+	for _, c := range r.chunks {
+		wrs := make([]rnic.SendWR, c)
+		for j := range wrs {
+			wrs[j] = r.ops[i+j].wr
+		}
+		if err := s.req.PostSend(wrs...); err != nil {
+			return fail("PostSend: %v", err)
+		}
+		// Inline data was copied: its buffer is free again.
+		for j := range wrs {
+			for _, p := range r.ops[i+j].inline {
+				for x := p.off; x < p.off+p.n; x++ {
+					s.mInl[x] = ^s.mInl[x]
+				}
+				copy(s.inl.region()[p.off:p.off+p.n], s.mInl[p.off:p.off+p.n])
+			}
+		}
+		i += c
+	}
+	if split < len(r.recvs) {
+		// Late receives: wait until a message found no receive (an RNR
+		// NAK went out) or 50 ms passed, linger a little, then post.
+		s.n.lateRounds++
+		until := time.Now().Add(50 * time.Millisecond)
+		for qpCounterOf(s.resp, "rnr_nak_sent") == rnr0 && time.Now().Before(until) && ctx.Err() == nil {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if qpCounterOf(s.resp, "rnr_nak_sent") != rnr0 {
+			s.n.rnrObserved++
+		}
+		time.Sleep(r.delay)
+		if err := postRecvs(split, len(r.recvs)); err != nil {
+			return err
+		}
+	}
+
+	// Completions: the signaled WRs (all, with sq_sig_all) in posting
+	// order, then the receives in posting order.
+	var want []*soakOp
+	for i := range r.ops {
+		if r.ops[i].sig {
+			want = append(want, &r.ops[i])
+		}
+	}
+	got, err := soakWait(ctx, s.scq, len(want))
+	if err != nil {
+		return fail("send CQ: %d of %d completions: %v (got %+v)", len(got), len(want), err, got)
+	}
+	for i, wc := range got {
+		w := want[i]
+		ok := wc.WRID == w.wr.WRID && wc.Status == rnic.WCSuccess && wc.Opcode == w.wc && wc.QPNum == s.req.QPN()
+		switch w.wc {
+		case rnic.WCRDMARead:
+			ok = ok && wc.ByteLen == uint32(wrLen(&w.wr))
+		case rnic.WCCompSwap, rnic.WCFetchAdd:
+			ok = ok && wc.ByteLen == 8
+		}
+		if !ok {
+			return fail("send completion %d of %d: %+v (status %v, opcode %v), want WRID %#x, success, %v, QP %#x (%s)",
+				i, len(want), wc, wc.Status, wc.Opcode, w.wr.WRID, w.wc, s.req.QPN(), w.desc)
+		}
+	}
+	rgot, err := soakWait(ctx, s.rcq, len(r.recvs))
+	if err != nil {
+		return fail("receive CQ: %d of %d completions: %v (got %+v)", len(rgot), len(r.recvs), err, rgot)
+	}
+	for i, wc := range rgot {
+		w := r.recvs[i].want
+		ok := wc.WRID == w.WRID && wc.Status == w.Status && wc.Opcode == w.Opcode && wc.ByteLen == w.ByteLen &&
+			wc.Flags&rnic.WCWithImm == w.Flags && wc.QPNum == w.QPNum && (w.Flags == 0 || wc.ImmData == w.ImmData)
+		if !ok {
+			return fail("receive completion %d of %d: %+v (status %v, opcode %v), want %+v (%s)", i, len(r.recvs), wc, wc.Status, wc.Opcode, w, r.recvs[i].desc)
+		}
+	}
+	var extra [4]rnic.WC
+	if n := s.scq.Poll(extra[:]); n > 0 {
+		return fail("%d send completions more than the %d signaled WRs: %+v", n, len(want), extra[:n])
+	}
+	if n := s.rcq.Poll(extra[:]); n > 0 {
+		return fail("%d receive completions more than the %d receives: %+v", n, len(r.recvs), extra[:n])
+	}
+
+	// The shared fetch-and-adds: record what they returned (checked as a
+	// chain at the end), and this stream's own ones on a word come back
+	// in posting order, each at least the previous one plus its add.
+	for i := range r.ops {
+		op := &r.ops[i]
+		if op.shared < 0 {
+			continue
+		}
+		v := binary.NativeEndian.Uint64(s.sink.region()[op.result:])
+		if s.seenFAA[op.shared] && v < s.nextFAA[op.shared] {
+			return fail("%s returned %d, but an earlier fetch-and-add of this QP on the word left it at least %d", op.desc, v, s.nextFAA[op.shared])
+		}
+		s.seenFAA[op.shared], s.nextFAA[op.shared] = true, v+op.wr.CompareAdd
+		s.faa = append(s.faa, soakFAA{word: op.shared, add: op.wr.CompareAdd, orig: v, stream: s.name})
+		binary.NativeEndian.PutUint64(s.mSink[op.result:], v)
+	}
+
+	// Every byte of every region.
+	for _, c := range []struct {
+		what  string
+		g     *guarded
+		model []byte
+	}{{"remote region", s.remote, s.mRemote}, {"receive buffers", s.rbuf, s.mRbuf}, {"READ/atomic results", s.sink, s.mSink},
+		{"source area (only read)", s.src, s.mSrc}, {"inline buffer (only read before PostSend returns)", s.inl, s.mInl}} {
+		if err := guardsOK(c.g); err != nil {
+			return fail("%s: %v", c.what, err)
+		}
+		if i := firstDiff(c.g.region(), c.model); i >= 0 {
+			j := i
+			for j < len(c.model) && c.g.region()[j] != c.model[j] {
+				j++
+			}
+			return fail("%s: bytes [%d:%d] differ from the model: % x…, want % x…", c.what, i, j,
+				c.g.region()[i:min(j, i+16)], c.model[i:min(j, i+16)])
+		}
+	}
+	return nil
+}
+
+// soakWait waits for n completions on cq (ending with ctx, or after
+// soakRoundWait).
+func soakWait(ctx context.Context, cq *rnic.CQ, n int) ([]rnic.WC, error) {
+	ctx, cancel := context.WithTimeout(ctx, soakRoundWait)
+	defer cancel()
+	out := make([]rnic.WC, 0, n)
+	buf := make([]rnic.WC, 16)
+	for len(out) < n {
+		k, err := cq.Wait(ctx, buf[:min(len(buf), n-len(out))])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, buf[:k]...)
+	}
+	return out, nil
+}
+
+// guardsOK reports a changed guard band of g.
+func guardsOK(g *guarded) error {
+	n := len(g.all)
+	if i := firstDiff(g.all[:guardLen], g.orig[:guardLen]); i >= 0 {
+		return fmt.Errorf("guard byte %d before the region changed", guardLen-i)
+	}
+	if i := firstDiff(g.all[n-guardLen:], g.orig[n-guardLen:]); i >= 0 {
+		return fmt.Errorf("guard byte %d after the region changed", i)
+	}
+	return nil
+}
+
+// qpCounterOf is qpCounter for goroutines other than the test's (0 if
+// the counter does not exist).
+func qpCounterOf(qp *rnic.QP, name string) uint64 {
+	for _, c := range qp.Counters() {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
+}
