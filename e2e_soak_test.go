@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +99,10 @@ func soakProfiles(seed int64) []soakProfile {
 		{"lossy", mem.Faults{Seed: seed, Loss: 0.02, Reorder: 0.02, Duplicate: 0.02}},
 		{"loss10", mem.Faults{Seed: seed, Loss: 0.10}},
 		{"corrupt", mem.Faults{Seed: seed, Corrupt: 0.03}},
-		{"delay", mem.Faults{Seed: seed, Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond}},
+		// Delay without jitter: jitter reorders frames sent microseconds
+		// apart into a near-random permutation, which go-back-N recovers
+		// from only by timeouts (lossy covers reordering).
+		{"delay", mem.Faults{Seed: seed, Delay: 300 * time.Microsecond}},
 	}
 }
 
@@ -161,12 +166,13 @@ type soakStream struct {
 	// What each region must hold: the model.
 	mSrc, mSink, mInl, mRemote, mRbuf []byte
 
-	faa     []soakFAA // shared fetch-and-adds, in posting order
-	nextFAA [soakSharedWords]uint64
-	seenFAA [soakSharedWords]bool
-	wrid    uint64
-	round   int
-	n       soakCounts
+	faa      []soakFAA // shared fetch-and-adds, in posting order
+	nextFAA  [soakSharedWords]uint64
+	seenFAA  [soakSharedWords]bool
+	wrid     uint64
+	round    int
+	n        soakCounts
+	progress atomic.Int64 // when the last round ended (UnixNano)
 }
 
 // soakFAA is one fetch-and-add on a shared word and what it returned.
@@ -232,12 +238,17 @@ func runSoak(t *testing.T, cfg soakConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stuck atomic.Bool // a device does not answer: do not close it
 	open := func(p *mem.Port, name string) *soakSide {
 		d, err := rnic.Open(rnic.Options{Link: p, Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() {
+			if !stuck.Load() {
+				d.Close()
+			}
+		})
 		s := &soakSide{name: name, dev: d, pd: must(d.AllocPD())}
 		s.shared = newGuarded(t, s.pd, 8*soakSharedWords, allAccess, byte(rng.Uint32()))
 		for i := range s.init {
@@ -258,7 +269,7 @@ func runSoak(t *testing.T, cfg soakConfig) {
 		qcap := rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: uint32(1 + rng.IntN(6)), MaxRecvSGE: uint32(1 + rng.IntN(6)),
 			MaxInlineData: uint32([]int{64, maxInline}[rng.IntN(2)])}
 		sigAll := rng.IntN(5) == 0
-		cp := rnic.ConnParams{MTU: mtu, Access: allAccess, Timeout: 12, RetryCnt: 7, RNRRetry: 7,
+		cp := rnic.ConnParams{MTU: mtu, Access: allAccess, Timeout: 14, RetryCnt: 7, RNRRetry: 7,
 			MinRNRTimer: uint8([]int{4, 6, 8}[rng.IntN(3)]), PSN: rnic.PSN(rng.Uint32N(1 << 24))}
 		mk := func(s *soakSide) (*rnic.QP, *rnic.CQ, *rnic.CQ) {
 			scq, rcq := must(s.dev.CreateCQ(128)), must(s.dev.CreateCQ(128))
@@ -300,6 +311,7 @@ func runSoak(t *testing.T, cfg soakConfig) {
 	var mu sync.Mutex
 	var failed bool
 	for _, s := range streams {
+		s.progress.Store(start.UnixNano())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -317,7 +329,30 @@ func runSoak(t *testing.T, cfg soakConfig) {
 			t.Errorf("%s, round %d: %v", s.name, s.round, err)
 		}()
 	}
-	wg.Wait()
+	// A stream whose CQ wait fails reports it; one blocked elsewhere (a
+	// post, a counter read: a call into the device that does not return)
+	// is caught here, with every goroutine's stack, and the devices are
+	// left open (closing them would block too).
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-tick.C:
+			for _, s := range streams {
+				if since := time.Since(time.Unix(0, s.progress.Load())); since > soakRoundWait+30*time.Second {
+					stuck.Store(true)
+					buf := make([]byte, 4<<20)
+					buf = buf[:runtime.Stack(buf, true)]
+					t.Fatalf("%s, round %d: no progress for %v, blocked outside CQ.Wait (a call into the device does not return); goroutines:\n%s",
+						s.name, s.round, since.Round(time.Second), buf)
+				}
+			}
+		}
+	}
 	elapsed := time.Since(start)
 	if failed {
 		t.Logf("counters of a: %v", interesting(a.dev))
@@ -391,6 +426,26 @@ func runSoak(t *testing.T, cfg soakConfig) {
 		sum("roce_retrans_packets"), sum("local_ack_timeout_err"), sum("packet_seq_err"), sum("duplicate_request"),
 		sum("rnr_nak_sent"), sum("rx_icrc_encapsulated"), sum("rx_discards"))
 
+	// The link: the NICs sent no frame it had to refuse, and the faults
+	// asked for happened.
+	var link mem.Stats
+	for _, st := range []mem.Stats{pa.Stats(), pb.Stats()} {
+		link.TxFrames += st.TxFrames
+		link.Dropped += st.Dropped
+		link.Duplicated += st.Duplicated
+		link.Reordered += st.Reordered
+		link.Corrupted += st.Corrupted
+		link.Delayed += st.Delayed
+		link.Oversize += st.Oversize
+		link.NoRoute += st.NoRoute
+		link.Unattached += st.Unattached
+	}
+	t.Logf("link: %d frames sent, %d lost, %d duplicated, %d reordered, %d corrupted, %d delayed",
+		link.TxFrames, link.Dropped, link.Duplicated, link.Reordered, link.Corrupted, link.Delayed)
+	if link.Oversize+link.NoRoute+link.Unattached > 0 {
+		t.Errorf("the link refused frames: %d longer than its MTU, %d without a route, %d to an unattached port", link.Oversize, link.NoRoute, link.Unattached)
+	}
+
 	// The run did what it is for: with enough work, every kind of
 	// operation and feature was used, and the faults happened.
 	if nops >= 1000 {
@@ -412,16 +467,15 @@ func runSoak(t *testing.T, cfg soakConfig) {
 	if total.lateRounds >= 10 && total.rnrObserved == 0 {
 		t.Errorf("%d rounds posted their receives late and none saw an RNR NAK", total.lateRounds)
 	}
-	if tx := sum("tx_packets"); tx >= 5000 {
-		f := cfg.faults
+	if f := cfg.faults; link.TxFrames >= 5000 {
 		if (f.Loss > 0 || f.Corrupt > 0) && sum("roce_retrans_packets") == 0 {
-			t.Errorf("%d packets with loss %v / corruption %v and no retransmission", tx, f.Loss, f.Corrupt)
+			t.Errorf("%d frames with loss %v / corruption %v and no retransmission", link.TxFrames, f.Loss, f.Corrupt)
 		}
 		if f.Corrupt > 0 && sum("rx_icrc_encapsulated") == 0 {
-			t.Errorf("%d packets with corruption %v and no ICRC error counted", tx, f.Corrupt)
+			t.Errorf("%d frames, %d corrupted, and no ICRC error counted", link.TxFrames, link.Corrupted)
 		}
 		if f.Duplicate > 0 && sum("duplicate_request") == 0 {
-			t.Errorf("%d packets with duplication %v and no duplicate request counted", tx, f.Duplicate)
+			t.Errorf("%d frames, %d duplicated, and no duplicate request counted", link.TxFrames, link.Duplicated)
 		}
 	}
 }
@@ -450,6 +504,7 @@ func (s *soakStream) run(ctx context.Context, deadline time.Time, rounds int) er
 			return err
 		}
 		s.n.rounds++
+		s.progress.Store(time.Now().UnixNano())
 	}
 }
 
@@ -942,7 +997,8 @@ func (s *soakStream) doRound(ctx context.Context) error {
 		for i, rv := range r.recvs {
 			fmt.Fprintf(&b, "\n  recv %d: %s", i, rv.desc)
 		}
-		fmt.Fprintf(&b, "\nrequester: %s\nresponder: %s", rnic.DebugState(s.req), rnic.DebugState(s.resp))
+		fmt.Fprintf(&b, "\nrequester: %s\nresponder: %s", soakCall(func() string { return rnic.DebugState(s.req) }),
+			soakCall(func() string { return rnic.DebugState(s.resp) }))
 		return errors.New(b.String())
 	}
 
@@ -1117,6 +1173,19 @@ func soakWait(ctx context.Context, cq *rnic.CQ, n int) ([]rnic.WC, error) {
 		out = append(out, buf[:k]...)
 	}
 	return out, nil
+}
+
+// soakCall returns f's result, or says that f did not return within 5 s
+// (the engine is stuck holding its lock).
+func soakCall(f func() string) string {
+	ch := make(chan string, 1)
+	go func() { ch <- f() }()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(5 * time.Second):
+		return "(no answer within 5 s: the engine does not release its lock)"
+	}
 }
 
 // guardsOK reports a changed guard band of g.
