@@ -126,6 +126,12 @@ func soakProfiles(seed int64) []soakProfile {
 //     only between rounds, and every READ and atomic result of a round has
 //     bytes of its own. Inline data is copied at PostSend, so its buffer
 //     is overwritten as soon as PostSend returns.
+//   - Every WR succeeds, with one exception a correct NIC has: at 10 %
+//     loss, eight failed tries in a row now and then exhaust retry_cnt
+//     (see soakRetryLoss). Then the RETRY_EXC_ERR completion must be the
+//     oldest WR not done and every later one is flushed, in order; the QP
+//     pair is retired, and its last round's shared fetch-and-adds may or
+//     may not have executed. Anywhere else an error completion fails.
 func TestSoak(t *testing.T) {
 	seed := *soakSeed
 	if seed == 0 {
@@ -390,7 +396,11 @@ func runSoak(t *testing.T, cfg soakConfig) []uint64 {
 		// max_rd_atomic as low as 1 (READs and atomics one at a time) and
 		// the responder's resources to match.
 		rdAtom := []uint8{1, 2, 4, 16}[rng.IntN(4)]
-		cp := rnic.ConnParams{MTU: mtu, Access: allAccess, Timeout: 14, RetryCnt: 7, RNRRetry: 7,
+		// ACK timeout 15 (134 ms): eight tries span a second, longer than
+		// the engines of a loaded machine (64 busy goroutines on 2 cores)
+		// go unscheduled; at 67 ms a QP of a fault-free link timed out now
+		// and then.
+		cp := rnic.ConnParams{MTU: mtu, Access: allAccess, Timeout: 15, RetryCnt: 7, RNRRetry: 7,
 			MinRNRTimer: uint8([]int{4, 6, 8}[rng.IntN(3)]), PSN: rnic.PSN(rng.Uint32N(1 << 24)),
 			MaxRdAtomic: rdAtom, MaxDestRdAtomic: rdAtom}
 		mk := func(s *soakSide) (*rnic.QP, *rnic.CQ, *rnic.CQ) {
@@ -1307,7 +1317,7 @@ func (s *soakStream) doRound(ctx context.Context) error {
 		s.n.lateRounds++
 		until := time.Now().Add(50 * time.Millisecond)
 		for qpCounterOf(s.resp, "rnr_nak_sent") == rnr0 && time.Now().Before(until) && ctx.Err() == nil {
-			time.Sleep(100 * time.Microsecond)
+			time.Sleep(500 * time.Microsecond)
 		}
 		if qpCounterOf(s.resp, "rnr_nak_sent") != rnr0 {
 			s.n.rnrObserved++
@@ -1322,7 +1332,7 @@ func (s *soakStream) doRound(ctx context.Context) error {
 	// posting order. An error completion is the oldest WR not done (the
 	// unsignaled ones before it completed silently), and every later WR
 	// of the round is flushed, in order (IBTA 10.7.3.1, 11.6.2).
-	scq, rcq := s.reader(s.scq), s.reader(s.rcq)
+	scq, rcq := soakReader(s.scq), soakReader(s.rcq)
 	for next := 0; next < len(r.ops); {
 		wc, err := scq.next(ctx)
 		if err != nil {
@@ -1406,6 +1416,9 @@ func (s *soakStream) doRound(ctx context.Context) error {
 		if err := guardsOK(c.g); err != nil {
 			return fail("%s: %v", c.what, err)
 		}
+		if bytes.Equal(c.g.region(), c.model) {
+			continue
+		}
 		if i := firstDiff(c.g.region(), c.model); i >= 0 {
 			j := i
 			for j < len(c.model) && c.g.region()[j] != c.model[j] {
@@ -1425,7 +1438,7 @@ type soakCQ struct {
 	have []rnic.WC
 }
 
-func (s *soakStream) reader(cq *rnic.CQ) *soakCQ { return &soakCQ{cq: cq} }
+func soakReader(cq *rnic.CQ) *soakCQ { return &soakCQ{cq: cq} }
 
 // next returns the next completion, waiting up to soakRoundWait.
 func (c *soakCQ) next(ctx context.Context) (rnic.WC, error) {
