@@ -1663,21 +1663,15 @@ func (r soakRecorder) Deliver(bufs []*link.Buf) {
 	}
 }
 
-// TestSoakKnownBugReadRecoverDoubleRetry: one lost READ response packet
-// costs two of retry_cnt when a later response follows. The completer
-// keeps the READ's other responses past the gap, and at its last one
-// readRecover asks for the rest again and takes a retry; the atomic ACK
-// that comes next covers the READ without answering it, an implied NAK,
-// and retryFromUna takes another (readRecover does not mark the QP as
-// recovering, which would make retryFromUna ignore it) and goes back.
-// With retry_cnt 1 the READ fails with RETRY_EXC_ERR after a single loss;
-// in the soak at 10 % loss it shortens the budget that eight independent
-// losses should need to exhaust. Here b's port drops exactly the READ's
-// first response packet.
-func TestSoakKnownBugReadRecoverDoubleRetry(t *testing.T) {
-	if os.Getenv("RNIC_KNOWN_BUGS") == "" {
-		t.Skip("known bug: a lost READ response followed by another response costs two retries (readRecover and the implied NAK), so retry_cnt 1 fails on one loss (RNIC_KNOWN_BUGS=1 runs it)")
-	}
+// TestSoakOneLostReadResponse: one lost READ response packet costs one
+// of retry_cnt, also when a later response follows. The soak found that
+// it cost two (before b87cafa): the completer kept the READ's other
+// responses past the gap, and at its last one readRecover asked for the
+// rest again and took a retry; the atomic ACK that came next covered the
+// READ without answering it, an implied NAK, and took another. With
+// retry_cnt 1 the READ failed with RETRY_EXC_ERR after a single loss.
+// Here b's port drops exactly the READ's first response packet.
+func TestSoakOneLostReadResponse(t *testing.T) {
 	const n = 4 // response packets of the READ (MTU 256)
 	ipa, ipb := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	var f mem.Faults
@@ -1691,7 +1685,6 @@ func TestSoakKnownBugReadRecoverDoubleRetry(t *testing.T) {
 			t.Fatal("no seed drops exactly the first of 16 frames")
 		}
 	}
-	// retry_cnt 2 passes today (the one loss costs two); 1 must too.
 	for _, retry := range []int{2, 1} {
 		t.Run(fmt.Sprintf("retry_cnt%d", retry), func(t *testing.T) {
 			p := newPair(t, pairOpts{mtu: rnic.MTU256, conn: rnic.ConnParams{Access: allAccess, Timeout: 15, RetryCnt: retry}})
