@@ -5,6 +5,11 @@
 #     messages and the cases too slow under the race detector;
 #  3. a short run of every fuzz target.
 # Set FUZZTIME (default 10s) to fuzz longer.
+# Step 1 includes the soak (TestSoak: random operation mixes on 8 QP pairs
+# under each link/mem fault profile, 3 s per profile). A long soak, each
+# profile for 10 minutes, with the seed printed if it fails:
+#   go test -run '^TestSoak$' -soak.duration=10m -timeout 0 .
+# and a failing seed again: go test -run '^TestSoak$/^<profile>$' -soak.seed=N .
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
