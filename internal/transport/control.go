@@ -173,7 +173,7 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 	if mask&AttrSQPSN != 0 {
 		at.SQPSN = a.SQPSN
 		qp.req.psn, qp.req.una, qp.req.maxPSN = a.SQPSN, a.SQPSN, a.SQPSN
-		qp.req.rd = readRecovery{win: qp.req.rd.win[:0:0]} // nothing kept from the old PSN space
+		qp.req.rd = readRecovery{} // nothing kept from the old PSN space
 	}
 	if mask&AttrMaxDestRdAtomic != 0 {
 		at.MaxDestRdAtomic = a.MaxDestRdAtomic
