@@ -1714,11 +1714,11 @@ func TestSoakOneLostReadResponse(t *testing.T) {
 	}
 }
 
-// TestSoakKnownBugStaleReadBit reproduces silent data corruption the
-// soak found (corrupt profile, 60 s: a READ completed with success and
-// its last packet's bytes never written). The completer marks READ
+// TestSoakStaleReadBit reproduces silent data corruption the soak found
+// (corrupt profile, 60 s: a READ completed with success and its last
+// packet's bytes never written), fixed since. The completer marks READ
 // responses kept past a gap in a bitmap indexed by PSN mod readWindow
-// (16384) and clears a bit only when readAdvance moves una over it. Here
+// (16384) and cleared a bit only when readAdvance moved una over it. Here
 // READ A loses a packet, READ B's only response is kept past the gap,
 // and the tries to recover A fail until a local ACK timeout: go-back-N
 // sets B back to posted and the retry window resends A alone. When A's
@@ -1726,11 +1726,9 @@ func TestSoakOneLostReadResponse(t *testing.T) {
 // PSN (B is not pending), una moves there, B is resent, and its response
 // is placed in order: una passes B's PSN and its bit stays set. 16384
 // PSNs later, a READ whose last PSN falls on that bit completes as soon
-// as the packet before it arrives, without placing its last packet.
-func TestSoakKnownBugStaleReadBit(t *testing.T) {
-	if os.Getenv("RNIC_KNOWN_BUGS") == "" {
-		t.Skip("known bug: a READ response bit left set in the completer's PSN%16384 bitmap completes a READ 16384 PSNs later without its last packet (RNIC_KNOWN_BUGS=1 runs it)")
-	}
+// as the packet before it arrives, without placing its last packet. The
+// completer now forgets the bits of every PSN una passes.
+func TestSoakStaleReadBit(t *testing.T) {
 	const mtu = 256
 	ipa, ipb := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	// b sends A0 A1 A2 B0, then the replay A1 A2 asked for again: keep,
