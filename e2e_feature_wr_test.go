@@ -126,9 +126,13 @@ func TestFeatureInline(t *testing.T) {
 	for i := range 64 {
 		src.region()[i] = 0xEE
 	}
-	time.Sleep(5 * time.Millisecond) // RNR NAKs: the SEND is sent again after the change
-	if qpCounter(t, p.qpa, "rnr_nak_retry_err") == 0 {
-		t.Fatal("no RNR NAK: the SEND was not held back")
+	// RNR NAKs: the SEND is sent again after the change. Wait for the first
+	// one rather than sleeping a fixed time, which a loaded machine outlasts.
+	for deadline := time.Now().Add(5 * time.Second); qpCounter(t, p.qpa, "rnr_nak_retry_err") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no RNR NAK in 5 s: the SEND was not held back")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 2, SGL: []rnic.SGE{dst.mr.SGE(0, 256)}}))
 	if wc := waitWC(t, p.cqa, 1, 5*time.Second)[0]; wc.Status != rnic.WCSuccess {
