@@ -102,12 +102,6 @@ func BenchmarkUDPLatency(b *testing.B) {
 	}
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // udpNode is a NIC on link/udp with a PD, a CQ and an RC QP.
 type udpNode struct {
 	dev *rnic.Device
