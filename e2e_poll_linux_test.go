@@ -14,7 +14,10 @@ import (
 // network only when a processor runs out of work; the poll loop never lets
 // that happen, so a received frame waited for the runtime's 10 ms sysmon
 // tick: some 100 READs a second, where a NIC driven by the polling thread
-// does tens of thousands. The bound below is 20 times looser than that.
+// does tens of thousands (about 17,000 on an idle 2-core machine, some 700
+// under the race detector with both cores busy elsewhere). The bound
+// below, 250 a second, passes a loaded CI runner and still fails the
+// defect, which takes 10 s.
 func TestBusyPollOverUDP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a peer process")
@@ -25,14 +28,14 @@ func TestBusyPollOverUDP(t *testing.T) {
 	wr := rnic.SendWR{Opcode: rnic.WRRDMARead, Flags: rnic.SendSignaled, SGL: []rnic.SGE{buf.SGE(0, 64)},
 		RemoteAddr: raddr, RKey: rkey}
 	wcs := make([]rnic.WC, 4)
-	const n, limit = 1000, time.Second
+	const n, limit = 1000, 4 * time.Second
 	start := time.Now()
 	for i := range n {
 		if err := a.qp.PostSend(wr); err != nil {
 			t.Fatal(err)
 		}
 		for must(a.cq.Poll(wcs)) == 0 {
-			if time.Since(start) > 10*limit {
+			if time.Since(start) > 3*limit {
 				t.Fatalf("READ %d not complete after %v", i, time.Since(start))
 			}
 		}
