@@ -353,7 +353,7 @@ func Open(o Options) (*Device, error) {
 	}
 	addr := o.Addr
 	if !addr.IsValid() {
-		if a, ok := o.Link.(link.Addresser); ok {
+		if a, ok := link.Find[link.Addresser](o.Link); ok {
 			addr = a.Addr()
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/link/mem"
 )
 
@@ -31,6 +32,8 @@ type pairOpts struct {
 	cap     rnic.QPCap
 	conn    rnic.ConnParams
 	devOpts rnic.Options
+	// wrapA, if set, wraps device a's link (a test link in front of it).
+	wrapA func(link.Link) link.Link
 }
 
 func newPair(t testing.TB, o pairOpts) *pair {
@@ -68,6 +71,9 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	open := func(l *mem.Port, name string) *rnic.Device {
 		opts := o.devOpts
 		opts.Link, opts.Name = l, name
+		if name == "a" && o.wrapA != nil {
+			opts.Link = o.wrapA(l)
+		}
 		if opts.Trace == nil && trace != nil {
 			opts.Trace = func(s string) { trace(name + ": " + s) }
 		}

@@ -10,8 +10,14 @@
 //     room: Drained)
 //  2. Receive them, fire due timers (Tick), set the engine's holds from
 //     the link's backlog (a lossless link's pause), give the arbiter's
-//     ready QPs their turns (Run), hand the outbox to the link
+//     ready QPs their turns (Run), move the outbox to the transmit queue
 //  3. arm the timer for the next deadline
+//
+// and then, with the engine lock released, the transmit queue goes to the
+// link (flushTx): a sendmmsg never holds up host reads of registered
+// memory, control calls, or a poller's turn. Whoever ran the turn sends;
+// the queue is FIFO and one sender at a time drains it, so frames leave in
+// the order the engine made them.
 //
 // The engine goroutine (routineEngine) runs turns while there is work,
 // busy-polls its link for a while after a turn that moved frames (NAPI
@@ -105,9 +111,20 @@ type Device struct {
 	events     chan transport.Event
 	eventDrops atomic.Uint64
 
+	// The transmit queue: frames the engine made, in order, waiting for
+	// the link. Turns append under the engine lock and tx's lock; the one
+	// sender (txMu) takes them all and sends outside both.
+	tx struct {
+		sync.Mutex
+		q []*link.Buf
+	}
+	txPending atomic.Int32 // mirrors len(tx.q)
+	txMu      sync.Mutex   // held by the goroutine sending the queue
+	txOut     []*link.Buf  // owned by txMu's holder: the frames being sent
+	loop      []*link.Buf  // owned by txMu's holder: frames to loop back inside the NIC
+
 	// Owned by whoever holds the engine lock (the engine goroutine, or a
 	// poller in Progress).
-	loop    []*link.Buf // frames to loop back inside the NIC
 	rxWork  []*link.Buf // the frames of the current turn
 	timer   *time.Timer // rings the doorbell at the engine's next deadline
 	timerAt int64       // when the timer fires; 0: not armed
@@ -227,7 +244,7 @@ func New(cfg Config) (*Device, error) {
 		return nil, fmt.Errorf("nic: link MTU %d is too small for RoCE MTU %d", m, cfg.MTU.Bytes())
 	}
 	var srcPort uint16
-	if sp, ok := cfg.Link.(link.SourcePorter); ok {
+	if sp, ok := link.Find[link.SourcePorter](cfg.Link); ok {
 		srcPort = sp.SourcePort()
 	}
 	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache})
@@ -410,6 +427,7 @@ func (d *Device) routineEngine() {
 		d.mu.Lock()
 		busy, moved := d.stepLocked()
 		d.mu.Unlock()
+		d.flushTx()
 		if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 			continue
 		}
@@ -465,7 +483,7 @@ func (d *Device) stepLocked() (busy, moved bool) {
 	d.eng.Tick(now)
 	d.pause()
 	busy = d.eng.Run(now, batchBudget)
-	moved = d.sendOutbox() || moved
+	moved = d.queueOutbox() || moved
 	d.recycleRx(d.rxWork)
 	d.rxWork = nil
 	if d.timerAt != 0 && d.timerAt <= now {
@@ -506,6 +524,7 @@ func (d *Device) Progress() bool {
 		busy, stepped = d.stepLocked()
 	}
 	d.mu.Unlock()
+	d.flushTx()
 	if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 		d.wake() // what this turn left, the engine goroutine takes on
 	}
@@ -543,14 +562,49 @@ func (d *Device) recycleRx(rx []*link.Buf) {
 	d.rx.Unlock()
 }
 
-// sendOutbox hands the engine's frames to the link; frames for the NIC's
-// own address loop back inside the NIC, as on hardware. It reports whether
-// there were any.
-func (d *Device) sendOutbox() bool {
+// queueOutbox moves the engine's frames to the transmit queue (engine lock
+// held). It reports whether there were any.
+func (d *Device) queueOutbox() bool {
 	out := d.eng.Outbox()
 	if len(out) == 0 {
 		return false
 	}
+	d.tx.Lock()
+	d.tx.q = append(d.tx.q, out...)
+	d.txPending.Store(int32(len(d.tx.q)))
+	d.tx.Unlock()
+	d.eng.ClearOutbox()
+	return true
+}
+
+// flushTx hands the transmit queue to the link, outside the engine lock;
+// frames for the NIC's own address loop back inside the NIC, as on
+// hardware. If another goroutine is sending, it returns at once: that
+// sender looks at the queue again after it lets go of txMu, so nothing
+// queued is left behind.
+func (d *Device) flushTx() {
+	for d.txPending.Load() > 0 && d.txMu.TryLock() {
+		for {
+			d.tx.Lock()
+			out := d.tx.q
+			d.tx.q = d.txOut[:0]
+			d.txPending.Store(0)
+			d.tx.Unlock()
+			if len(out) == 0 {
+				d.txOut = out
+				break
+			}
+			d.send(out)
+			clear(out)
+			d.txOut = out[:0]
+		}
+		d.txMu.Unlock()
+	}
+}
+
+// send gives frames to the link, and the NIC's own to its receive queue
+// (txMu held).
+func (d *Device) send(out []*link.Buf) {
 	n := 0
 	for _, b := range out {
 		if d.isLocal(b.Bytes()) {
@@ -568,8 +622,6 @@ func (d *Device) sendOutbox() bool {
 		clear(d.loop)
 		d.loop = d.loop[:0]
 	}
-	d.eng.ClearOutbox()
-	return true
 }
 
 func (d *Device) isLocal(f []byte) bool {
@@ -587,6 +639,7 @@ func (d *Device) Close() error {
 	d.stopping.Store(true)
 	d.wake()
 	<-d.done
+	d.flushTx() // what the last turn made still goes out, as before Close
 	err := d.cfg.Link.Close()
 	d.rx.Lock()
 	for _, b := range d.rx.q {
@@ -594,6 +647,15 @@ func (d *Device) Close() error {
 	}
 	d.rx.q = nil
 	d.rx.Unlock()
+	d.txMu.Lock() // a poller's send may still be under way
+	d.tx.Lock()
+	for _, b := range d.tx.q {
+		b.Release()
+	}
+	d.tx.q = nil
+	d.txPending.Store(0)
+	d.tx.Unlock()
+	d.txMu.Unlock()
 	return err
 }
 
