@@ -365,8 +365,10 @@ func Open(o Options) (*Device, error) {
 	}
 	cfg := nic.Config{
 		Name: o.Name, Link: o.Link, Addr: addr.Unmap(), MTU: wire.MTU(o.MTU),
-		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
-		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
+		CoreConfig: transport.CoreConfig{
+			MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
+			MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
+		},
 		Trace: o.Trace,
 	}
 	if err := o.Hardware.config(&cfg); err != nil {

@@ -60,17 +60,11 @@ type Config struct {
 	Link link.Link
 	Addr netip.Addr // the NIC's IP address: GID index 0
 
-	MaxQP, MaxCQ, MaxMR, MaxSRQ int
-	MaxQPWR, MaxSGE, MaxInline  int
-	MaxCQE, MaxSRQWR            int
-	PageShift                   uint8
-	MTU                         wire.MTU // active MTU of the port
+	MTU wire.MTU // active MTU of the port
 
-	QPCCache, CQCCache, MPTCache, MTTCache cache.Config
-	DMAEngines                             int
-	Arbiter                                sched.Config
-	MaxUnackedPSNs                         uint32
-	MaxQPRdAtom                            uint8
+	// The hardware, as both clocks describe it (sizes, caches, DMA
+	// engines, arbiter).
+	transport.CoreConfig
 
 	RxQueue int // frames the receive queue holds before dropping
 
@@ -78,9 +72,8 @@ type Config struct {
 	Trace func(string)
 }
 
-// QPNBase is the first QP number handed out (0 and 1 are the special QPs;
-// rxe also starts user QPs above 16).
-const QPNBase = 0x11
+// QPNBase is the first QP number handed out (transport.FirstQPN).
+const QPNBase = transport.FirstQPN
 
 // Device is one running NIC.
 type Device struct {
@@ -139,78 +132,23 @@ type Device struct {
 
 // Defaults fills unset fields with the defaults of a mid-range RNIC.
 func (c *Config) Defaults() {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxQP, 16384)
-	def(&c.MaxCQ, 16384)
-	def(&c.MaxMR, 65536)
-	def(&c.MaxSRQ, 1024)
-	def(&c.MaxQPWR, 16384)
-	def(&c.MaxSGE, 32)
-	def(&c.MaxInline, 256)
-	def(&c.MaxCQE, 1<<20)
-	def(&c.MaxSRQWR, 16384)
-	def(&c.DMAEngines, 4)
-	def(&c.RxQueue, 512)
-	if c.PageShift == 0 {
-		c.PageShift = 12
-	}
-	if c.MaxQPRdAtom == 0 {
-		c.MaxQPRdAtom = 16
-	}
-	if c.QPCCache == (cache.Config{}) {
-		c.QPCCache = cache.Config{Name: "qpc", CapacityBytes: 1024 * 256, EntryBytes: 256, Ways: 8}
-	}
-	if c.CQCCache == (cache.Config{}) {
-		c.CQCCache = cache.Config{Name: "cqc", CapacityBytes: 512 * 64, EntryBytes: 64, Ways: 8}
-	}
-	if c.MPTCache == (cache.Config{}) {
-		c.MPTCache = cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64, Ways: 8}
-	}
-	if c.MTTCache == (cache.Config{}) {
-		c.MTTCache = cache.Config{Name: "mtt", CapacityBytes: 8192 * 8, EntryBytes: 8, Ways: 8}
-	}
-	if c.Arbiter == (sched.Config{}) {
-		c.Arbiter = sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16}
+	c.CoreConfig.Defaults()
+	if c.RxQueue == 0 {
+		c.RxQueue = 512
 	}
 }
 
-// The largest values a configuration may ask for: beyond them a table or
-// a queue's ring would not fit the index types (QPNs and CQNs are 24
-// bits) or a ring's size would not fit memory. They are well above what
-// hardware RNICs offer (ConnectX: 32K WRs, 30 SGEs, 4M CQEs).
-const (
-	maxQPs      = 1<<24 - QPNBase
-	maxObjects  = 1 << 24 // CQs, MRs, SRQs
-	maxWR       = 1 << 16
-	maxSGE      = 256
-	maxInline   = 4096
-	maxCQE      = 1 << 22
-	maxRxQueue  = 1 << 16
-	maxDMAUnits = 256
-)
+// maxRxQueue bounds Config.RxQueue.
+const maxRxQueue = 1 << 16
 
 // validate reports the first field of a configuration (defaults filled
 // in) out of range.
 func (c *Config) validate() error {
-	for _, f := range []struct {
-		name     string
-		v, limit int
-	}{
-		{"MaxQP", c.MaxQP, maxQPs}, {"MaxCQ", c.MaxCQ, maxObjects}, {"MaxMR", c.MaxMR, maxObjects - 1},
-		{"MaxSRQ", c.MaxSRQ, maxObjects}, {"MaxQPWR", c.MaxQPWR, maxWR}, {"MaxSGE", c.MaxSGE, maxSGE},
-		{"MaxInline", c.MaxInline, maxInline}, {"MaxCQE", c.MaxCQE, maxCQE}, {"MaxSRQWR", c.MaxSRQWR, maxWR},
-		{"DMAEngines", c.DMAEngines, maxDMAUnits}, {"RxQueue", c.RxQueue, maxRxQueue},
-	} {
-		if f.v < 1 || f.v > f.limit {
-			return fmt.Errorf("nic: %s %d out of range [1, %d]", f.name, f.v, f.limit)
-		}
+	if err := c.CoreConfig.Validate(); err != nil {
+		return fmt.Errorf("nic: %w", err)
 	}
-	if c.PageShift < 12 || c.PageShift > 30 {
-		return fmt.Errorf("nic: page size 2^%d out of range [4 KiB, 1 GiB]", c.PageShift)
+	if c.RxQueue < 1 || c.RxQueue > maxRxQueue {
+		return fmt.Errorf("nic: RxQueue %d out of range [1, %d]", c.RxQueue, maxRxQueue)
 	}
 	return nil
 }
@@ -247,44 +185,28 @@ func New(cfg Config) (*Device, error) {
 	if sp, ok := link.Find[link.SourcePorter](cfg.Link); ok {
 		srcPort = sp.SourcePort()
 	}
-	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache})
-	if err != nil {
-		return nil, err
-	}
-	dm, err := dma.New(cfg.DMAEngines)
-	if err != nil {
-		return nil, err
-	}
 	d := &Device{
 		cfg:    cfg,
 		gid:    wire.GIDFromAddr(cfg.Addr),
-		ATU:    u,
-		DMA:    dm,
-		QPs:    transport.NewTable[transport.QP](QPNBase, cfg.MaxQP),
-		CQs:    transport.NewTable[transport.CQ](1, cfg.MaxCQ),
 		kick:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 		start:  time.Now(),
 		events: make(chan transport.Event, 256),
 	}
-	cfg.Arbiter.Queues = min(cfg.MaxQP, 1024)
-	d.eng, err = transport.NewEngine(transport.Config{
-		ATU: u, DMA: dm, QPs: d.QPs, CQs: d.CQs,
-		QPCCache: cfg.QPCCache, CQCCache: cfg.CQCCache, Arbiter: cfg.Arbiter,
-		MaxQPRdAtom: cfg.MaxQPRdAtom, MaxQPInitRdAtom: cfg.MaxQPRdAtom,
-		MaxUnackedPSNs: cfg.MaxUnackedPSNs, LocalMTU: cfg.MTU, GID: wire.GIDFromAddr(cfg.Addr),
-		// The READ responses this NIC asks for at once: twice what its
-		// receive queue holds, plenty for any bandwidth-delay product
-		// (4 MiB in flight at MTU 4096).
-		MaxReadPSNs: uint32(2 * cfg.RxQueue),
-		SrcPort:     srcPort,
-		Kick:        d.wake,
-		Event:       d.event,
-		Trace:       cfg.Trace,
-	})
-	if err != nil {
-		return nil, err
+	hw := cfg.CoreConfig
+	// The READ responses this NIC asks for at once: twice what its receive
+	// queue holds, plenty for any bandwidth-delay product (4 MiB in flight
+	// at MTU 4096).
+	hw.MaxReadPSNs = uint32(2 * cfg.RxQueue)
+	hw.Engine = transport.Config{
+		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
+		Kick: d.wake, Event: d.event, Trace: cfg.Trace,
 	}
+	core, err := transport.NewCore(hw)
+	if err != nil {
+		return nil, fmt.Errorf("nic: %w", err)
+	}
+	d.ATU, d.DMA, d.QPs, d.CQs, d.eng = core.ATU, core.DMA, core.QPs, core.CQs, core.Engine
 	d.timer = time.AfterFunc(time.Hour, d.wake)
 	d.timer.Stop()
 	d.poller, _ = link.Find[link.Poller](cfg.Link)

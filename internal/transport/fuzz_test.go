@@ -44,7 +44,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/internal/hw/atu"
-	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/hw/sched"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
@@ -90,21 +89,17 @@ func (env *fuzzEnv) region(name string) *fuzzRegion {
 // newFuzzEnv builds the engine. It is deterministic: QPNs and keys are the
 // same on every call (the seed builder relies on it).
 func newFuzzEnv(tb testing.TB) *fuzzEnv {
-	u, err := atu.New(atu.Config{MaxMR: 32, PageShift: 12, MPTCache: mptCache, MTTCache: mttCache})
+	core, err := NewCore(CoreConfig{
+		MaxQP: 8, MaxCQ: 4, MaxMR: 32, DMAEngines: 1,
+		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
+		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16},
+		MaxQPRdAtom: 4, MaxUnackedPSNs: 64,
+		Engine: Config{LocalMTU: wire.MTU4096},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dm, err := dma.New(1)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	qps, cqs := NewTable[QP](0x11, 8), NewTable[CQ](1, 4)
-	e, err := NewEngine(Config{ATU: u, DMA: dm, QPs: qps, CQs: cqs, QPCCache: qpcCache, CQCCache: cqcCache,
-		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: 8},
-		MaxQPRdAtom: 4, MaxQPInitRdAtom: 4, MaxUnackedPSNs: 64, LocalMTU: wire.MTU4096})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	e, u, qps, cqs := core.Engine, core.ATU, core.QPs, core.CQs
 	env := &fuzzEnv{e: e, u: u, mem: make([]byte, fuzzMemSize), now: 1e6}
 	for i := range env.mem {
 		env.mem[i] = byte(i*131) ^ byte(i>>9) ^ 0x5A

@@ -171,29 +171,22 @@ var (
 func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 	t.Helper()
 	cfg.defaults()
-	u, err := atu.New(atu.Config{MaxMR: 64, PageShift: 12, MPTCache: mptCache, MTTCache: mttCache})
-	if err != nil {
-		t.Fatalf("atu.New: %v", err)
-	}
-	dm, err := dma.New(2)
-	if err != nil {
-		t.Fatalf("dma.New: %v", err)
-	}
-	n := &node{t: t, name: name, gid: gid, cfg: cfg, atu: u, dma: dm,
-		qps: NewTable[QP](0x11, 16), cqs: NewTable[CQ](1, 8)}
-	n.e, err = NewEngine(Config{
-		ATU: u, DMA: dm, QPs: n.qps, CQs: n.cqs,
-		QPCCache: qpcCache, CQCCache: cqcCache,
-		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: 16},
-		MaxQPRdAtom: cfg.devRdAtom, MaxQPInitRdAtom: cfg.devRdAtom,
-		MaxUnackedPSNs: cfg.maxUnacked, AckReqEvery: cfg.ackReqEvery, MaxReadPSNs: cfg.maxReadPSNs,
-		LocalMTU: cfg.localMTU, GID: gid,
-		Event: func(ev Event) { n.events = append(n.events, ev) },
-		Trace: func(s string) { n.trace = append(n.trace, s) },
+	n := &node{t: t, name: name, gid: gid, cfg: cfg}
+	core, err := NewCore(CoreConfig{
+		MaxQP: 16, MaxCQ: 8, MaxMR: 64, DMAEngines: 2,
+		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
+		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16},
+		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
+		Engine: Config{
+			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid,
+			Event: func(ev Event) { n.events = append(n.events, ev) },
+			Trace: func(s string) { n.trace = append(n.trace, s) },
+		},
 	})
 	if err != nil {
-		t.Fatalf("NewEngine: %v", err)
+		t.Fatalf("NewCore: %v", err)
 	}
+	n.atu, n.dma, n.qps, n.cqs, n.e = core.ATU, core.DMA, core.QPs, core.CQs, core.Engine
 	n.scq = n.newCQ(cfg.cqDepth)
 	n.rcq = n.newCQ(cfg.cqDepth)
 	n.qp = n.createQP(cfg.qpType, nil)

@@ -147,28 +147,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MaxQP == 0 {
-		cfg.MaxQP = 16384
-	}
-	if cfg.MaxCQ == 0 {
-		cfg.MaxCQ = 16384
-	}
-	if cfg.MaxMR == 0 {
-		cfg.MaxMR = 65536
-	}
-	if cfg.PageShift == 0 {
-		cfg.PageShift = 12
-	}
 	pcie, err := timing.NewPCIe(p.PCIeConfig())
-	if err != nil {
-		return nil, err
-	}
-	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift,
-		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt")})
-	if err != nil {
-		return nil, err
-	}
-	dm, err := dma.New(max(p.DMA.Engines, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +155,18 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if !ok {
 		return nil, fmt.Errorf("nicmodel: link MTU %d is not a RoCE MTU", p.Link.MTUBytes)
 	}
+	// The same device as in real time (transport.NewCore), with the
+	// profile's caches and DMA engines.
+	hw := transport.CoreConfig{
+		MaxQP: cfg.MaxQP, MaxCQ: cfg.MaxCQ, MaxMR: cfg.MaxMR, PageShift: cfg.PageShift,
+		QPCCache: p.Caches.QPC.CacheConfig("qpc"), CQCCache: p.Caches.CQC.CacheConfig("cqc"),
+		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt"),
+		DMAEngines: max(p.DMA.Engines, 1),
+	}
+	hw.Defaults()
+	cfg.MaxQP = hw.MaxQP
 	n := &NIC{
 		s: s, prof: p, port: cfg.Port, gid: wire.GIDFromAddr(cfg.Port.Addr()),
-		ATU: u, dmac: dm,
-		QPs:      transport.NewTable[transport.QP](firstQPN, cfg.MaxQP),
-		CQs:      transport.NewTable[transport.CQ](1, cfg.MaxCQ),
 		pcie:     pcie,
 		pcieBps:  p.PCIeBytesPerSec(),
 		units:    timing.NewPool(max(p.Engine.Units, 1)),
@@ -191,18 +177,17 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
 	}
-	n.Engine, err = transport.NewEngine(transport.Config{
-		ATU: u, DMA: dm, QPs: n.QPs, CQs: n.CQs,
-		QPCCache: p.Caches.QPC.CacheConfig("qpc"), CQCCache: p.Caches.CQC.CacheConfig("cqc"),
-		Arbiter:  sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16, Queues: min(cfg.MaxQP, 1024)},
+	hw.Engine = transport.Config{
 		LocalMTU: mtu, GID: n.gid,
 		Doorbell: n.doorbell,
 		Billing:  true,
 		Metadata: cfg.Metadata,
-	})
-	if err != nil {
-		return nil, err
 	}
+	core, err := transport.NewCore(hw)
+	if err != nil {
+		return nil, fmt.Errorf("nicmodel: %w", err)
+	}
+	n.Engine, n.ATU, n.QPs, n.CQs, n.dmac = core.Engine, core.ATU, core.QPs, core.CQs, core.DMA
 	n.Engine.SetGate(busyGate{n})
 	n.timer = s.NewTimer(n, evTimer, 0)
 	cfg.Port.Attach(n)
@@ -433,7 +418,7 @@ func (n *NIC) busy(qpn uint32, side int, now sim.Time) bool {
 
 // firstQPN is the number of the first QP; QP qpn's per-QP state is at
 // slot qpn-firstQPN.
-const firstQPN = 0x11
+const firstQPN = transport.FirstQPN
 
 // slot returns QP qpn's slot, false for a number no QP can have (a frame
 // for an unknown QP, a step for none).
