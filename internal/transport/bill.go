@@ -109,29 +109,50 @@ func (e *Engine) translate(r *atu.Request, dst []atu.Seg) ([]atu.Seg, atu.Fault)
 	return dst, f
 }
 
-// dmaGather is DMA.Gather, billed as a read of host memory.
-func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) {
+// dmaGather is DMA.Gather, billed as a read of host memory. A bus error
+// (host memory unreachable behind a valid translation) is counted and
+// reported as atu.FaultHost, which the caller turns into the same status
+// as a protection fault of that access.
+func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) atu.Fault {
 	n := len(dst)
 	if !e.cfg.Metadata {
-		n = e.cfg.DMA.Gather(qp.index, dst, segs)
+		var err error
+		if n, err = e.cfg.DMA.Gather(qp.index, dst, segs); err != nil {
+			return e.hostFault(qp, err)
+		}
 	}
 	e.bill.DMAReads++
 	e.bill.DMAReadBytes += n
+	return atu.OK
+}
+
+// hostFault counts a failed DMA access and says what the caller reports.
+func (e *Engine) hostFault(qp *QP, err error) atu.Fault {
+	e.count(qp, HostMemErrors)
+	if e.cfg.Trace != nil {
+		e.tracef("qp %#x: DMA: %v", qp.QPN, err)
+	}
+	return atu.FaultHost
 }
 
 // copyInline copies inline data from a WQE into a packet: the bytes came
 // with the WQE (its fetch, or the doorbell write), so no host read.
 func (e *Engine) copyInline(qp *QP, dst []byte, src []byte) {
-	e.cfg.DMA.Gather(qp.index, dst, [][]byte{src})
+	e.cfg.DMA.Copy(qp.index, dst, src)
 	e.bill.InlineBytes += len(dst)
 }
 
-// dmaScatter is DMA.Scatter, billed as a write of host memory.
-func (e *Engine) dmaScatter(qp *QP, segs []atu.Seg, src []byte) {
+// dmaScatter is DMA.Scatter, billed as a write of host memory; errors as
+// dmaGather.
+func (e *Engine) dmaScatter(qp *QP, segs []atu.Seg, src []byte) atu.Fault {
 	n := len(src)
 	if !e.cfg.Metadata {
-		n = e.cfg.DMA.Scatter(qp.index, segs, src)
+		var err error
+		if n, err = e.cfg.DMA.Scatter(qp.index, segs, src); err != nil {
+			return e.hostFault(qp, err)
+		}
 	}
 	e.bill.DMAWrites++
 	e.bill.DMAWriteBytes += n
+	return atu.OK
 }

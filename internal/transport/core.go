@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/cache"
 	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/hw/sched"
@@ -33,6 +34,10 @@ type CoreConfig struct {
 	// MaxReadPSNs bounds the READ response packets outstanding on the
 	// whole device (Config.MaxReadPSNs); 0: no bound.
 	MaxReadPSNs uint32
+
+	// Host is the DMA bus to host memory; nil: the program's own memory
+	// (a bus.Local).
+	Host bus.Mapper
 
 	// Engine carries what the driver of a clock adds: the MTU, the GID,
 	// and its hooks (Kick, Event, Trace, Doorbell, Billing, Metadata).
@@ -123,6 +128,7 @@ func (c *CoreConfig) Validate() error {
 // a driver runs the engine on a clock.
 type Core struct {
 	Config CoreConfig // with the defaults filled in
+	Host   bus.Mapper
 	ATU    *atu.ATU
 	DMA    *dma.Cluster
 	QPs    *Table[QP]
@@ -136,15 +142,18 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache})
+	if cfg.Host == nil {
+		cfg.Host = new(bus.Local)
+	}
+	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache, Host: cfg.Host})
 	if err != nil {
 		return nil, err
 	}
-	dm, err := dma.New(cfg.DMAEngines)
+	dm, err := dma.New(cfg.DMAEngines, cfg.Host)
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{Config: cfg, ATU: u, DMA: dm, QPs: NewTable[QP](FirstQPN, cfg.MaxQP), CQs: NewTable[CQ](1, cfg.MaxCQ)}
+	c := &Core{Config: cfg, Host: cfg.Host, ATU: u, DMA: dm, QPs: NewTable[QP](FirstQPN, cfg.MaxQP), CQs: NewTable[CQ](1, cfg.MaxCQ)}
 	e := cfg.Engine
 	e.ATU, e.DMA, e.QPs, e.CQs = u, dm, c.QPs, c.CQs
 	e.QPCCache, e.CQCCache = cfg.QPCCache, cfg.CQCCache

@@ -44,6 +44,7 @@ const (
 	ReadBudgetWaits   // times a QP's READ waited for the NIC's budget of outstanding READ responses
 	RxInvalidRequests // requests refused as invalid (opcode sequence, length, rights, resources): NAKed on RC, dropped on UC
 	RxUCDropped       // UC packets dropped after a gap or an invalid request, until the next FIRST or ONLY
+	HostMemErrors     // DMA accesses the host bus failed (host memory unreachable behind a valid translation)
 	numQPCounters
 
 	// Device only.
@@ -105,6 +106,7 @@ var counterNames = [numCounters]string{
 	ReadBudgetWaits:         "read_budget_waits",
 	RxInvalidRequests:       "rx_invalid_requests",
 	RxUCDropped:             "rx_uc_dropped",
+	HostMemErrors:           "host_mem_errors",
 	RxICRCErrors:            "rx_icrc_encapsulated",
 	RxICRCUnverified:        "rx_icrc_unverified",
 	RxMalformed:             "rx_malformed",

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/cache"
 	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/hw/sched"
@@ -74,6 +75,7 @@ type nodeConfig struct {
 	cqDepth         int
 	memSize         int
 	sigAll          bool
+	host            bus.Mapper // the DMA bus (nil: a bus.Local)
 	// noDefaults keeps zero values of timeout, retryCnt, rnrRetry and
 	// minRNRTimer (0 is meaningful for each).
 	noDefaults bool
@@ -177,6 +179,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
 		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16},
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
+		Host: cfg.host,
 		Engine: Config{
 			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid,
 			Event: func(ev Event) { n.events = append(n.events, ev) },

@@ -534,7 +534,7 @@ func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
 	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(off), uint64(len(dst)), atu.LocalRead)
 	if f == atu.OK {
-		e.dmaGather(qp, dst, segs)
+		f = e.dmaGather(qp, dst, segs)
 	}
 	e.releaseSegs(segs)
 	return f
@@ -545,7 +545,7 @@ func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
 func (e *Engine) scatter(qp *QP, pd uint32, sgl []SGE, off uint64, src []byte) atu.Fault {
 	segs, f := e.translateSGL(qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
 	if f == atu.OK {
-		e.dmaScatter(qp, segs, src)
+		f = e.dmaScatter(qp, segs, src)
 	}
 	e.releaseSegs(segs)
 	return f

@@ -360,9 +360,17 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			e.accessError(qp, psn)
 			return false
 		}
-		e.dmaScatter(qp, segs, p.Payload)
-		e.bill.RxWriteBytes += int(n)
+		f = e.dmaScatter(qp, segs, p.Payload)
 		e.releaseSegs(segs)
+		if f != atu.OK {
+			// Host memory behind the region could not be written: as
+			// rxe, a remote access error (the bytes placed before the
+			// failing page stay, as they would on hardware).
+			e.count(qp, RespRemoteAccessErrors)
+			e.accessError(qp, psn)
+			return false
+		}
+		e.bill.RxWriteBytes += int(n)
 	}
 	resp.woff += n
 	if !last {
@@ -464,9 +472,15 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 	if p.Op == wire.OpRCCompareSwap {
 		op = dma.CompareSwap
 	}
-	orig := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
-	e.bill.Atomics++
+	orig, err := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
 	e.releaseSegs(segs)
+	if err != nil {
+		e.hostFault(qp, err)
+		e.count(qp, RespRemoteAccessErrors)
+		e.accessError(qp, psn)
+		return
+	}
+	e.bill.Atomics++
 	*r = respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true}
 	resp.queue.push(i)
 	resp.epsn = psn.Next()
@@ -635,8 +649,15 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				e.accessError(qp, r.cur)
 				return pkts, bytes
 			}
-			e.dmaGather(qp, payload, segs)
+			fault = e.dmaGather(qp, payload, segs)
 			e.releaseSegs(segs)
+			if fault != atu.OK {
+				// Host memory behind the region could not be read.
+				b.Release()
+				e.count(qp, RespRemoteAccessErrors)
+				e.accessError(qp, r.cur)
+				return pkts, bytes
+			}
 			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
 		}
 		e.send(qp, b, route)

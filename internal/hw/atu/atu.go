@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/cache"
 )
 
@@ -27,25 +28,30 @@ type MPTEntry struct {
 	Key       uint32 // index<<8 | variant
 	Kind      Kind
 	Valid     bool // MR: registered; MW: bound
+	mapped    bool // MR: the ATU mapped its buffer (RegMR with Buf) and unmaps it
 	PageShift uint8
 	PD        uint32
 	Access    Access
 	VA        uint64 // first virtual address of the range
 	Length    uint64
-	MTTBase   uint32 // MR: MTT index of the page holding VA
-	Parent    uint32 // MW: MPT index of the region it is bound to
-	QPN       uint32 // MW type 2: the QP it is bound to
+	MTTBase   uint32    // MR: MTT index of the page holding VA
+	Space     bus.Space // MR: the host memory behind it
+	Parent    uint32    // MW: MPT index of the region it is bound to
+	QPN       uint32    // MW type 2: the QP it is bound to
 }
 
 // MTTEntry is one memory translation table entry: a host page, or the part
-// of it that belongs to the region. Page[0] lies at page offset Start.
+// of it that belongs to the region, by bus address: Len bytes at Addr of
+// the region's space, the first of which lies at page offset Start.
 type MTTEntry struct {
-	Page  []byte
+	Addr  uint64
+	Len   uint32
 	Start uint32
 }
 
-// Seg is a run of host memory that backs part of a translated range.
-type Seg = []byte
+// Seg is a run of host memory that backs part of a translated range: an
+// extent on the DMA bus, which the DMA engines read and write.
+type Seg = bus.Extent
 
 // Config sizes the tables and their on-chip caches.
 type Config struct {
@@ -54,6 +60,9 @@ type Config struct {
 	MPTCache    cache.Config
 	MTTCache    cache.Config
 	MaxMRLength uint64 // largest region, in bytes
+	// Host is the DMA bus behind the regions. RegMR with a Buf maps the
+	// buffer on it (it must be a bus.Mapper); nil: a bus.Local of its own.
+	Host bus.Bus
 }
 
 // Control-path errors. They wrap into messages that name the object.
@@ -67,7 +76,7 @@ var (
 // Stats counts translations and their faults.
 type Stats struct {
 	Translations uint64
-	Faults       [FaultKind + 1]uint64
+	Faults       [numFaults]uint64
 	MPT, MTT     cache.Stats
 	MRs, MWs     int
 	MTTEntries   uint32
@@ -89,7 +98,8 @@ type ATU struct {
 	mttCache  *cache.Cache[uint32, MTTEntry]
 	nMR, nMW  int
 	xlates    uint64
-	faults    [FaultKind + 1]uint64
+	faults    [numFaults]uint64
+	xread     []Seg // Read's scratch
 	loadMPTFn func(uint32) (MPTEntry, bool)
 	loadMTTFn func(uint32) (MTTEntry, bool)
 }
@@ -104,6 +114,9 @@ func New(cfg Config) (*ATU, error) {
 	}
 	if cfg.MaxMRLength == 0 {
 		cfg.MaxMRLength = 1 << 40
+	}
+	if cfg.Host == nil {
+		cfg.Host = new(bus.Local)
 	}
 	mpc, err := cache.New[uint32, MPTEntry](cfg.MPTCache, hashU32)
 	if err != nil {
@@ -127,6 +140,9 @@ func New(cfg Config) (*ATU, error) {
 }
 
 func hashU32(k uint32) uint64 { return uint64(k) }
+
+// Host returns the DMA bus behind the regions.
+func (u *ATU) Host() bus.Bus { return u.cfg.Host }
 
 // PageShift returns the default page size of new regions as a shift.
 func (u *ATU) PageShift() uint8 { return u.cfg.PageShift }
@@ -162,15 +178,20 @@ func (u *ATU) nextKey(idx uint32) uint32 {
 
 // MRSpec describes a region to register.
 type MRSpec struct {
-	PD        uint32
+	PD uint32
+	// Buf is the program's own memory: RegMR maps it on the host bus
+	// (Config.Host) and DeregMR unmaps it.
 	Buf       []byte
-	IOVA      uint64 // virtual address of Buf[0] as peers will name it
+	IOVA      uint64 // virtual address of the region's first byte as peers will name it
 	Access    Access
 	PageShift uint8 // 0: the ATU's default
 
-	// Length, with Buf nil, registers a region without host memory behind
-	// it, for the simulator's metadata-only mode (which never copies
-	// payload): its pages are windows onto one shared scratch page.
+	// With Buf nil, the region is Length bytes at bus address Addr of
+	// Space: memory the bus already names (another process's). Space
+	// bus.NoMemory registers a region without host memory behind it, for
+	// the simulator's metadata-only mode (which never copies payload).
+	Space  bus.Space
+	Addr   uint64
 	Length uint64
 }
 
@@ -208,22 +229,36 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 	if shift < 12 || shift > 30 {
 		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
 	}
-	var pages []MTTEntry
-	if s.Buf == nil {
-		pages = buildScratchPages(n, s.IOVA, shift)
-	} else {
-		pages = buildPages(s.Buf, s.IOVA, shift)
+	sp, addr, mapped := s.Space, s.Addr, false
+	if s.Buf != nil {
+		m, ok := u.cfg.Host.(bus.Mapper)
+		if !ok {
+			return 0, fmt.Errorf("%w: the host bus takes no buffers of this program", ErrInvalid)
+		}
+		var err error
+		if sp, err = m.Map(s.Buf); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrNoResources, err)
+		}
+		addr, mapped = 0, true
 	}
+	pages := buildPages(addr, n, s.IOVA, shift)
 
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	unmap := func() {
+		if mapped {
+			u.cfg.Host.(bus.Mapper).Unmap(sp)
+		}
+	}
 	idx, ok := u.allocIndex()
 	if !ok {
+		unmap()
 		return 0, fmt.Errorf("%w (%d regions and windows)", ErrNoResources, u.cfg.MaxMR)
 	}
 	base, ok := u.mttAlloc.alloc(uint32(len(pages)))
 	if !ok {
 		u.freeIndex(idx)
+		unmap()
 		return 0, fmt.Errorf("%w: MTT full", ErrNoResources)
 	}
 	if end := int(base) + len(pages); end > len(u.mtt) {
@@ -234,45 +269,19 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 	u.mpt[idx] = MPTEntry{
 		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
 		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base,
+		Space: sp, mapped: mapped,
 	}
 	u.nMR++
 	return key, nil
 }
 
-// buildPages cuts buf into MTT entries along the page boundaries of its
-// IOVA range.
-func buildPages(buf []byte, iova uint64, shift uint8) []MTTEntry {
-	size := uint64(1) << shift
-	first := iova >> shift
-	last := (iova + uint64(len(buf)) - 1) >> shift
-	pages := make([]MTTEntry, last-first+1)
-	off := uint64(0)
-	for i := range pages {
-		start := uint32(0)
-		if i == 0 {
-			start = uint32(iova & (size - 1))
-		}
-		n := min(size-uint64(start), uint64(len(buf))-off)
-		pages[i] = MTTEntry{Page: buf[off : off+n : off+n], Start: start}
-		off += n
-	}
-	return pages
-}
-
-// scratchPage backs every page of the regions registered without memory
-// (up to a 1 GiB page). It is made on first use: a package-level 1 GiB
-// allocation would reserve that much address space in every program that
-// links the ATU, and fail to start it where memory is not overcommitted.
-var scratchPage = sync.OnceValue(func() []byte { return make([]byte, 1<<30) })
-
-// buildScratchPages cuts an n-byte region at iova into pages backed by the
-// scratch page (metadata-only simulation: nothing is ever copied).
-func buildScratchPages(n, iova uint64, shift uint8) []MTTEntry {
+// buildPages cuts the n bytes at bus address addr into MTT entries along
+// the page boundaries of their IOVA range.
+func buildPages(addr, n, iova uint64, shift uint8) []MTTEntry {
 	size := uint64(1) << shift
 	first := iova >> shift
 	last := (iova + n - 1) >> shift
 	pages := make([]MTTEntry, last-first+1)
-	scratch := scratchPage()
 	off := uint64(0)
 	for i := range pages {
 		start := uint32(0)
@@ -280,7 +289,7 @@ func buildScratchPages(n, iova uint64, shift uint8) []MTTEntry {
 			start = uint32(iova & (size - 1))
 		}
 		k := min(size-uint64(start), n-off)
-		pages[i] = MTTEntry{Page: scratch[:k:k], Start: start}
+		pages[i] = MTTEntry{Addr: addr + off, Len: uint32(k), Start: start}
 		off += k
 	}
 	return pages
@@ -306,6 +315,11 @@ func (u *ATU) DeregMR(key uint32) error {
 	u.mttAlloc.release(e.MTTBase, pages)
 	u.mtt = u.mtt[:u.mttAlloc.top]
 	u.mptCache.Invalidate(idx)
+	if e.mapped {
+		// The engine lock is held (control path): no DMA into the region
+		// is in flight, and the caches hold no translation to it now.
+		u.cfg.Host.(bus.Mapper).Unmap(e.Space)
+	}
 	u.freeIndex(idx)
 	u.nMR--
 	return nil
@@ -658,8 +672,8 @@ func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
 			panic("atu: MTT entry missing inside a valid region")
 		}
 		off := uint32(va&mask) - pe.Start
-		take := min(uint64(len(pe.Page))-uint64(off), n)
-		dst = append(dst, pe.Page[off:uint64(off)+take:uint64(off)+take])
+		take := min(uint64(pe.Len-off), n)
+		dst = append(dst, Seg{Addr: pe.Addr + uint64(off), Space: e.Space, Len: uint32(take)})
 		va += take
 		n -= take
 		i++
@@ -711,13 +725,18 @@ func (u *ATU) Read(pd, key uint32, va uint64, dst []byte) Fault {
 	shift := e.PageShift
 	mask := uint64(1)<<shift - 1
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
-	for off := 0; n > 0; i++ {
+	xs := u.xread[:0]
+	for ; n > 0; i++ {
 		pe := &u.mtt[i]
 		po := uint32(va&mask) - pe.Start
-		c := copy(dst[off:], pe.Page[po:])
-		off += c
-		va += uint64(c)
-		n -= uint64(c)
+		c := min(uint64(pe.Len-po), n)
+		xs = append(xs, Seg{Addr: pe.Addr + uint64(po), Space: e.Space, Len: uint32(c)})
+		va += c
+		n -= c
+	}
+	u.xread = xs[:0]
+	if _, err := u.cfg.Host.Gather(dst, xs); err != nil {
+		return FaultHost
 	}
 	return OK
 }

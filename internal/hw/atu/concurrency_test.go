@@ -38,12 +38,12 @@ func TestConcurrentUse(t *testing.T) {
 				for !done.Load() {
 					var f Fault
 					segs, f = u.Translate(&Request{Key: sk, PD: 1, VA: sharedVA, Len: uint64(len(shared))}, segs[:0])
-					if f != OK || len(segs) != 4 || &segs[0][0] != &shared[0] {
+					if f != OK || len(segs) != 4 || !aliases(u, segs, shared) {
 						t.Errorf("shared region: %v, %d segments", f, len(segs))
 						return
 					}
 					segs, f = u.Translate(&Request{Key: sw, PD: 1, QPN: 1, VA: sharedVA + 100, Len: 8000, Access: RemoteRead, Remote: true}, segs[:0])
-					if f != OK || &segs[0][0] != &shared[100] {
+					if f != OK || !aliases(u, segs, shared[100:8100]) {
 						t.Errorf("shared window: %v", f)
 						return
 					}
@@ -76,7 +76,7 @@ func TestConcurrentUse(t *testing.T) {
 						}
 						var f Fault
 						segs, f = u.Translate(&Request{Key: k, PD: pd, VA: s.IOVA, Len: n, Access: LocalWrite}, segs[:0])
-						if f != OK || !aliases(segs, s.Buf) {
+						if f != OK || !aliases(u, segs, s.Buf) {
 							t.Errorf("worker %d iter %d: Translate(own region) = %v or wrong segments", w, i, f)
 							return
 						}
@@ -95,7 +95,7 @@ func TestConcurrentUse(t *testing.T) {
 							return
 						}
 						segs, f = u.Translate(&Request{Key: nk, PD: pd, QPN: qpn, VA: 0, Len: n, Access: RemoteRead, Remote: true}, segs[:0])
-						if f != OK || !aliases(segs, s.Buf) {
+						if f != OK || !aliases(u, segs, s.Buf) {
 							t.Errorf("worker %d iter %d: Translate(own window) = %v or wrong segments", w, i, f)
 							return
 						}
@@ -120,7 +120,7 @@ func TestConcurrentUse(t *testing.T) {
 						// The old keys must never reach the old buffer.
 						for _, old := range []uint32{k, nk} {
 							segs, f = u.Translate(&Request{Key: old, PD: pd, QPN: qpn, VA: s.IOVA, Len: 1, Remote: true, Access: RemoteRead}, segs[:0])
-							if f == OK && &segs[0][0] == &s.Buf[0] {
+							if f == OK && startsAt(u, segs[0], &s.Buf[0]) {
 								t.Errorf("worker %d iter %d: stale key %#x still reaches the deregistered buffer", w, i, old)
 								return
 							}
@@ -139,14 +139,17 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// aliases reports whether segs are, in order, exactly the bytes of buf.
-func aliases(segs []Seg, buf []byte) bool {
+// aliases reports whether segs resolve, on u's host bus and in order, to
+// exactly the bytes of buf. It does not fail the test, so the workers'
+// goroutines can use it.
+func aliases(u *ATU, segs []Seg, buf []byte) bool {
 	at := 0
 	for _, s := range segs {
-		if len(s) == 0 || at+len(s) > len(buf) || &s[0] != &buf[at] {
+		n := int(s.Len)
+		if n == 0 || at+n > len(buf) || !startsAt(u, s, &buf[at]) {
 			return false
 		}
-		at += len(s)
+		at += n
 	}
 	return at == len(buf)
 }

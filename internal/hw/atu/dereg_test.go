@@ -165,11 +165,11 @@ func TestDeregMRReusesMTT(t *testing.T) {
 		}
 	}
 	check(0, 0)
-	// The host table's freed entries hold no pages (the MR no longer keeps
-	// its buffer reachable through the MTT).
+	// The host table's freed entries are cleared: they name no host
+	// memory the region had.
 	for i, me := range u.mtt[:cap(u.mtt)] {
-		if me.Page != nil {
-			t.Fatalf("freed MTT entry %d still points at a page", i)
+		if me != (MTTEntry{}) {
+			t.Fatalf("freed MTT entry %d is %+v, want the zero entry", i, me)
 		}
 	}
 }

@@ -23,9 +23,14 @@
 // host memory. Deregistering a region or rebinding a window invalidates its
 // cached entries, as the driver's SYNC_TPT command does on hardware.
 //
-// A "host page" here is a slice of the caller's registered []byte. The Go
-// heap does not move, and the MR keeps the buffer alive, so a page slice is
-// exactly what a physical page address is to a hardware DMA engine: it
-// reaches the registered bytes and nothing else. A page at either end of a
-// region may be partial; its entry records the page offset its bytes start at.
+// A "host page" is a bus address (internal/hw/bus): the MTT holds, for
+// each page of a region, where its bytes lie in the region's address space
+// on the DMA bus, and Translate returns extents of that space, as a
+// hardware MTT holds DMA addresses. The DMA engines read and write them
+// through the bus (Config.Host). RegMR with a buffer of the program's own
+// memory maps it on the bus (each buffer a space of its own) and DeregMR
+// unmaps it; a region may instead name memory the bus already reaches
+// (another process's), or none at all (the simulator's metadata mode). A
+// page at either end of a region may be partial; its entry records the
+// page offset its bytes start at.
 package atu

@@ -14,6 +14,9 @@ const (
 	FaultAlign        // an atomic's address is not 8-byte aligned
 	FaultQP           // a type 2 window is bound to another QP
 	FaultKind         // the key names a window where only a region is allowed (lkeys)
+	FaultHost         // the host memory behind a valid translation could not be reached (the DMA bus failed)
+
+	numFaults = iota
 )
 
 var faultNames = [...]string{
@@ -25,6 +28,7 @@ var faultNames = [...]string{
 	FaultAlign:  "misaligned atomic",
 	FaultQP:     "window bound to another QP",
 	FaultKind:   "window key used as local key",
+	FaultHost:   "host memory unreachable",
 }
 
 func (f Fault) String() string {

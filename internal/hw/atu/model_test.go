@@ -11,11 +11,13 @@ package atu
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/cache"
 )
 
@@ -398,34 +400,68 @@ func (m *model) checkStats(tb testing.TB, u *ATU) {
 	}
 }
 
+// hostBytes returns the host memory behind s: the bytes of u's host bus
+// (a bus.Local) that the extent names.
+func hostBytes(u *ATU, s Seg) ([]byte, error) {
+	l, ok := u.Host().(*bus.Local)
+	if !ok {
+		return nil, fmt.Errorf("the ATU's host bus is a %T, not a *bus.Local", u.Host())
+	}
+	return l.Bytes(s)
+}
+
+// segBytes returns the host memory behind s and fails the test if the
+// extent does not resolve (call it from the test's goroutine only).
+func segBytes(tb testing.TB, u *ATU, s Seg) []byte {
+	tb.Helper()
+	b, err := hostBytes(u, s)
+	if err != nil {
+		tb.Fatalf("segment %+v does not resolve on the host bus: %v", s, err)
+	}
+	if len(b) != int(s.Len) {
+		tb.Fatalf("segment %+v resolves to %d bytes", s, len(b))
+	}
+	return b
+}
+
+// startsAt reports whether s resolves to host memory whose first byte is
+// *p. It does not fail the test, so other goroutines can use it, and so
+// can checks on segments that may rightly not resolve.
+func startsAt(u *ATU, s Seg, p *byte) bool {
+	b, err := hostBytes(u, s)
+	return err == nil && len(b) > 0 && &b[0] == p
+}
+
 // checkSegs checks that segs is exactly the translation of want: the
 // segments alias, in order and without gaps, the n bytes of the region's
-// buffer at want.off; each lies within one page of the region's page size;
-// each is capped, so appending to one cannot reach past it; and there is
-// one segment per page the range touches.
-func checkSegs(tb testing.TB, r *Request, segs []Seg, want translation) {
+// buffer at want.off (resolved on u's host bus); each lies within one page
+// of the region's page size; each resolves to capped bytes, so appending
+// to one cannot reach past it; and there is one segment per page the range
+// touches.
+func checkSegs(tb testing.TB, u *ATU, r *Request, segs []Seg, want translation) {
 	tb.Helper()
 	mr := want.mr
 	off := want.off
 	for i, s := range segs {
-		if len(s) == 0 {
+		if s.Len == 0 {
 			tb.Fatalf("%+v: segment %d is empty", *r, i)
 		}
-		if cap(s) != len(s) {
-			tb.Fatalf("%+v: segment %d has len %d but cap %d: an append would reach past the page", *r, i, len(s), cap(s))
-		}
-		if off+uint64(len(s)) > uint64(len(mr.buf)) {
+		if off+uint64(s.Len) > uint64(len(mr.buf)) {
 			tb.Fatalf("%+v: segments run past the region's %d bytes", *r, len(mr.buf))
 		}
-		if &s[0] != &mr.buf[off] {
+		b := segBytes(tb, u, s)
+		if cap(b) != len(b) {
+			tb.Fatalf("%+v: segment %d has len %d but cap %d: an append would reach past the page", *r, i, len(b), cap(b))
+		}
+		if &b[0] != &mr.buf[off] {
 			tb.Fatalf("%+v: segment %d does not alias region byte %d", *r, i, off)
 		}
 		first := mr.iova + off
-		last := first + uint64(len(s)) - 1
+		last := first + uint64(s.Len) - 1
 		if first>>mr.shift != last>>mr.shift {
 			tb.Fatalf("%+v: segment %d [%#x, %#x] crosses a %d-byte page boundary", *r, i, first, last, uint64(1)<<mr.shift)
 		}
-		off += uint64(len(s))
+		off += uint64(s.Len)
 	}
 	if got := off - want.off; got != r.Len {
 		tb.Fatalf("%+v: segments cover %d bytes, want %d", *r, got, r.Len)
@@ -440,17 +476,19 @@ func checkSegs(tb testing.TB, r *Request, segs []Seg, want translation) {
 	}
 }
 
-// writeThrough writes fresh bytes through segs and checks that exactly the
-// region bytes [off, off+n) changed.
-func writeThrough(tb testing.TB, segs []Seg, mr *mobj, off uint64, rng *rand.Rand) {
+// writeThrough writes fresh bytes through segs (the host memory they
+// resolve to on u's bus) and checks that exactly the region bytes
+// [off, off+n) changed.
+func writeThrough(tb testing.TB, u *ATU, segs []Seg, mr *mobj, off uint64, rng *rand.Rand) {
 	tb.Helper()
 	before := append([]byte(nil), mr.buf...)
 	var written []byte
 	for _, s := range segs {
-		for i := range s {
-			s[i] = byte(rng.Uint32())
+		b := segBytes(tb, u, s)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
 		}
-		written = append(written, s...)
+		written = append(written, b...)
 	}
 	end := off + uint64(len(written))
 	for i := range mr.buf {

@@ -245,10 +245,10 @@ func TestMWTranslate(t *testing.T) {
 			}
 			at := tt.off
 			for _, s := range segs {
-				if &s[0] != &f.buf[at] {
+				if at >= len(f.buf) || &segBytes(t, f.u, s)[0] != &f.buf[at] {
 					t.Fatalf("segment at region byte %d does not alias it", at)
 				}
-				at += len(s)
+				at += int(s.Len)
 			}
 			if uint64(at-tt.off) != tt.r.Len {
 				t.Fatalf("segments cover %d bytes, want %d", at-tt.off, tt.r.Len)

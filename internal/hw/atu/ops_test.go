@@ -199,7 +199,7 @@ func TestModelRandomOps(t *testing.T) {
 							t.Fatalf("step %d: Translate(%+v) = %v, want %v", step, r, f, want.f)
 						}
 						if f == OK {
-							checkSegs(t, &r, segs, want)
+							checkSegs(t, u, &r, segs, want)
 						}
 						see("xlate", f)
 					}

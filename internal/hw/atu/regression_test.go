@@ -122,7 +122,7 @@ func TestRegressionAtomicThroughUnalignedZeroBasedWindow(t *testing.T) {
 		return // refusing the bind is a fix too
 	}
 	segs, f := u.Translate(&Request{Key: w, PD: 1, QPN: 3, VA: 0, Len: 8, Access: RemoteAtomic, Remote: true}, nil)
-	if f == OK && (len(segs) != 1 || len(segs[0]) != 8) {
+	if f == OK && (len(segs) != 1 || segs[0].Len != 8) {
 		t.Errorf("atomic at offset 0 of a zero-based window at region VA 0x1ffc: ok with %d segments, want one 8-byte segment or %v", len(segs), FaultAlign)
 	}
 }

@@ -64,10 +64,13 @@ func TestStaleKeyAfterReuse(t *testing.T) {
 			}
 			at := 0
 			for _, s := range segs {
-				if &s[0] != &newBuf[at] {
-					t.Fatalf("segment at byte %d does not alias the new buffer (old buffer aliased: %v)", at, &s[0] == &oldBuf[at])
+				if at >= n {
+					t.Fatalf("segments run past the region's %d bytes", n)
 				}
-				at += len(s)
+				if b := segBytes(t, u, s); &b[0] != &newBuf[at] {
+					t.Fatalf("segment at byte %d does not alias the new buffer (old buffer aliased: %v)", at, &b[0] == &oldBuf[at])
+				}
+				at += int(s.Len)
 			}
 			if at != n {
 				t.Fatalf("segments cover %d bytes, want %d", at, n)
@@ -114,7 +117,7 @@ func TestStaleMTTAfterShapeChange(t *testing.T) {
 				if f != OK || want.f != OK {
 					t.Fatalf("Translate(%+v) = %v (oracle %v)", r, f, want.f)
 				}
-				checkSegs(t, &r, segs, want)
+				checkSegs(t, u, &r, segs, want)
 			}
 		})
 	}
@@ -136,7 +139,7 @@ func TestWindowRebindInvalidatesCache(t *testing.T) {
 			rd := func(key uint32, va uint64) (Seg, Fault) {
 				segs, f := u.Translate(&Request{Key: key, PD: 1, QPN: 5, VA: va, Len: 16, Access: RemoteRead, Remote: true}, nil)
 				if f != OK {
-					return nil, f
+					return Seg{}, f
 				}
 				return segs[0], f
 			}
@@ -146,7 +149,7 @@ func TestWindowRebindInvalidatesCache(t *testing.T) {
 			w1 := nextVariant(w0)
 			mustBind(t, u, Bind{MW: w0, NewKey: w1, MR: ka, PD: 1, VA: 0x1000, Length: 8192, Access: RemoteRead})
 			for range 2 {
-				if s, f := rd(w1, 0x1100); f != OK || &s[0] != &a[0x100] {
+				if s, f := rd(w1, 0x1100); f != OK || &segBytes(t, u, s)[0] != &a[0x100] {
 					t.Fatalf("window over a: %v", f)
 				}
 			}
@@ -155,7 +158,7 @@ func TestWindowRebindInvalidatesCache(t *testing.T) {
 			if _, f := rd(w1, 0x1100); f != FaultKey {
 				t.Fatalf("old key after rebind = %v, want %v", f, FaultKey)
 			}
-			if s, f := rd(w2, 0x9100); f != OK || &s[0] != &b[0x100] {
+			if s, f := rd(w2, 0x9100); f != OK || &segBytes(t, u, s)[0] != &b[0x100] {
 				t.Fatalf("window after rebind over b: %v", f)
 			}
 			if _, f := rd(w2, 0x1100); f != FaultBounds {

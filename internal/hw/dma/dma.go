@@ -1,11 +1,13 @@
 // Package dma is the RNIC's DMA engine cluster: the only place where
 // payload bytes move between registered host memory and packet buffers.
 //
-// A descriptor names host segments (from the ATU) and a contiguous region
-// of a packet buffer; a gather descriptor copies host → packet (requester
-// payload, READ responses), a scatter descriptor copies packet → host
-// (responder writes, receive buffers, READ response data). Each byte is
-// copied exactly once per side.
+// A descriptor names host extents (from the ATU: bus addresses, see
+// internal/hw/bus) and a contiguous region of a packet buffer; a gather
+// descriptor copies host → packet (requester payload, READ responses), a
+// scatter descriptor copies packet → host (responder writes, receive
+// buffers, READ response data). The engines reach host memory only through
+// the cluster's bus, one call per descriptor; each byte is copied exactly
+// once per side.
 //
 // In real time the descriptor executes synchronously on the calling
 // engine's goroutine; the engine index only selects whose counters (and,
@@ -19,19 +21,21 @@
 package dma
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
+
+	"github.com/rnic/rnic/internal/hw/bus"
 )
 
 // Seg is a run of host memory (from the ATU).
-type Seg = []byte
+type Seg = bus.Extent
 
 // Stats counts the work of the cluster.
 type Stats struct {
 	Descriptors uint64 // gather + scatter descriptors executed
 	Bytes       uint64 // payload bytes moved
 	Atomics     uint64
+	Faults      uint64 // descriptors whose host access the bus failed
 	PerEngine   []EngineStats
 }
 
@@ -52,17 +56,22 @@ type engine struct {
 // concurrent use. The counters are plain on purpose: an atomic add after
 // a 4 KiB copy is a full fence that waits for the copy's stores.
 type Cluster struct {
+	host     bus.Bus
 	engines  []engine
 	atomicMu sync.Mutex
 	atomics  uint64
+	faults   uint64 // descriptors the bus failed
 }
 
-// New returns a cluster of n engines.
-func New(n int) (*Cluster, error) {
+// New returns a cluster of n engines on the host bus.
+func New(n int, host bus.Bus) (*Cluster, error) {
 	if n < 1 || n > 1024 {
 		return nil, fmt.Errorf("dma: %d engines out of range [1, 1024]", n)
 	}
-	return &Cluster{engines: make([]engine, n)}, nil
+	if host == nil {
+		return nil, fmt.Errorf("dma: no host bus")
+	}
+	return &Cluster{host: host, engines: make([]engine, n)}, nil
 }
 
 // Engines returns the number of engines.
@@ -70,32 +79,36 @@ func (c *Cluster) Engines() int { return len(c.engines) }
 
 func (c *Cluster) engine(ch uint32) *engine { return &c.engines[ch%uint32(len(c.engines))] }
 
-// Gather copies the host segments, in order, into dst and returns the
-// number of bytes copied (the smaller of len(dst) and the segments' total).
-func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) int {
-	n := 0
-	for _, s := range segs {
-		n += copy(dst[n:], s)
-		if n == len(dst) {
-			break
-		}
-	}
+// Gather copies the host extents, in order, into dst and returns the
+// number of bytes copied (the smaller of len(dst) and the extents' total),
+// or the bus's error (the memory could not be read).
+func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) (int, error) {
+	n, err := c.host.Gather(dst, segs)
+	c.account(ch, n, err)
+	return n, err
+}
+
+// Scatter copies src across the host extents, in order, and returns the
+// number of bytes copied, or the bus's error.
+func (c *Cluster) Scatter(ch uint32, segs []Seg, src []byte) (int, error) {
+	n, err := c.host.Scatter(segs, src)
+	c.account(ch, n, err)
+	return n, err
+}
+
+func (c *Cluster) account(ch uint32, n int, err error) {
 	e := c.engine(ch)
 	e.descs++
 	e.bytes += uint64(n)
-	return n
+	if err != nil {
+		c.faults++
+	}
 }
 
-// Scatter copies src across the host segments, in order, and returns the
-// number of bytes copied.
-func (c *Cluster) Scatter(ch uint32, segs []Seg, src []byte) int {
-	n := 0
-	for _, s := range segs {
-		n += copy(s, src[n:])
-		if n == len(src) {
-			break
-		}
-	}
+// Copy moves bytes that are already on the NIC (inline data that came with
+// the WQE) into a packet: an engine's work, but no host access.
+func (c *Cluster) Copy(ch uint32, dst, src []byte) int {
+	n := copy(dst, src)
 	e := c.engine(ch)
 	e.descs++
 	e.bytes += uint64(n)
@@ -103,44 +116,35 @@ func (c *Cluster) Scatter(ch uint32, segs []Seg, src []byte) int {
 }
 
 // AtomicOp selects the atomic operation.
-type AtomicOp uint8
+type AtomicOp = bus.AtomicOp
 
 const (
-	CompareSwap AtomicOp = iota
-	FetchAdd
+	CompareSwap = bus.CompareSwap
+	FetchAdd    = bus.FetchAdd
 )
 
-// Atomic executes an 8-byte atomic on host memory (seg, which must be
-// exactly 8 bytes: the ATU checked the alignment and bounds) and returns the
-// original value. Memory holds the value in the host's byte order, as on
-// hardware.
-func (c *Cluster) Atomic(ch uint32, seg Seg, op AtomicOp, compareOrAdd, swap uint64) uint64 {
-	if len(seg) != 8 {
-		panic("dma: atomic on a segment that is not 8 bytes")
-	}
+// Atomic executes an 8-byte atomic on host memory (seg, 8 bytes and
+// aligned: the ATU checked) and returns the original value, or the bus's
+// error. Memory holds the value in the host's byte order, as on hardware.
+func (c *Cluster) Atomic(ch uint32, seg Seg, op AtomicOp, compareOrAdd, swap uint64) (uint64, error) {
 	c.atomicMu.Lock()
-	orig := binary.NativeEndian.Uint64(seg)
-	switch op {
-	case CompareSwap:
-		if orig == compareOrAdd {
-			binary.NativeEndian.PutUint64(seg, swap)
-		}
-	case FetchAdd:
-		binary.NativeEndian.PutUint64(seg, orig+compareOrAdd)
-	}
+	defer c.atomicMu.Unlock()
+	orig, err := c.host.Atomic(seg, op, compareOrAdd, swap)
 	c.atomics++
 	e := c.engine(ch)
 	e.descs++
 	e.bytes += 8
-	c.atomicMu.Unlock()
-	return orig
+	if err != nil {
+		c.faults++
+	}
+	return orig, err
 }
 
 // Stats returns the cluster's counters.
 func (c *Cluster) Stats() Stats {
 	c.atomicMu.Lock()
 	defer c.atomicMu.Unlock()
-	s := Stats{Atomics: c.atomics, PerEngine: make([]EngineStats, len(c.engines))}
+	s := Stats{Atomics: c.atomics, Faults: c.faults, PerEngine: make([]EngineStats, len(c.engines))}
 	for i := range c.engines {
 		d, b := c.engines[i].descs, c.engines[i].bytes
 		s.PerEngine[i] = EngineStats{Descriptors: d, Bytes: b}

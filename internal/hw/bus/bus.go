@@ -1,0 +1,319 @@
+// Package bus is host memory as the RNIC reaches it: the DMA bus (on
+// hardware, PCIe and the IOMMU behind it). The address translation unit
+// (internal/hw/atu) turns a key and a virtual address into extents of
+// host memory named by (address space, bus address, length); the DMA
+// engines (internal/hw/dma) read, write and execute atomics on them
+// through a Bus, never on host memory directly.
+//
+//	WQE / packet ─▶ ATU: key, VA ─▶ []Extent ─▶ DMA engine ─▶ Bus ─▶ host memory
+//
+// Implementations:
+//   - Local: the program's own memory. Go gives a buffer no stable address,
+//     so each registered buffer is an address space of its own (Map), and a
+//     bus address is an offset into it; resolving one is a table lookup,
+//     with no copy and no allocation.
+//   - Faulty: a Bus whose chosen extents fail, as if a page had vanished
+//     under the DMA; the NIC must complete the work with an error status.
+//   - Another process's memory is a third (the verbs device adds it).
+//
+// Space 0 is no memory at all: regions registered without host memory (the
+// simulator's metadata mode, which moves lengths only) live there; reads of
+// it yield zeros and writes to it are dropped.
+package bus
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Space names an address space of host memory.
+type Space uint32
+
+// NoMemory is the space of regions without host memory behind them.
+const NoMemory Space = 0
+
+// Extent is a run of host memory: Len bytes at bus address Addr of Space.
+type Extent struct {
+	Addr  uint64
+	Space Space
+	Len   uint32
+}
+
+// AtomicOp selects the atomic operation.
+type AtomicOp uint8
+
+const (
+	CompareSwap AtomicOp = iota
+	FetchAdd
+)
+
+// ErrUnmapped is the error of an access to memory that is not (or no
+// longer) mapped: a page fault the NIC cannot resolve.
+var ErrUnmapped = errors.New("bus: host memory not mapped")
+
+// Bus is host memory behind the DMA engines. Gather and Scatter are the
+// batch forms (one call for a scatter/gather list). On an error, what was
+// copied before the failing extent stays copied, as on hardware; the NIC
+// completes the work request with an error status.
+type Bus interface {
+	// Gather copies the extents, in order, into dst and returns the bytes
+	// copied: the smaller of len(dst) and the extents' total.
+	Gather(dst []byte, src []Extent) (int, error)
+	// Scatter copies src across the extents, in order, and returns the
+	// bytes copied.
+	Scatter(dst []Extent, src []byte) (int, error)
+	// Atomic executes an 8-byte atomic at x (8 bytes, 8-byte aligned: the
+	// ATU checked) and returns the value before it. Memory holds the value
+	// in the host's byte order, as on hardware.
+	Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error)
+}
+
+// Mapper is a Bus that registration can hand buffers of the program's own
+// memory to (Local). A Bus without it takes only regions already named by
+// space and address.
+type Mapper interface {
+	Bus
+	// Map makes buf addressable on the bus as a space of its own, whose
+	// bus address 0 is buf[0]. The buffer is not copied; it stays
+	// reachable until Unmap.
+	Map(buf []byte) (Space, error)
+	// Unmap ends a mapping. Later accesses to its space fail with
+	// ErrUnmapped; a space number is reused only after 255 more mappings
+	// of its slot.
+	Unmap(sp Space) error
+}
+
+// Local is the program's own memory (Mapper). It is safe for concurrent
+// use: mappings change on the control path while DMA runs.
+type Local struct {
+	mu    sync.Mutex // Map and Unmap
+	dir   [dirSize]atomic.Pointer[chunk]
+	free  []uint32 // free slots
+	next  uint32   // the first slot never used
+	atoms sync.Mutex
+}
+
+// A space is gen<<24 | slot (slot ≥ 1): 2^24 mappings at once, each slot's
+// generation counting its reuses so that a stale extent finds nothing.
+const (
+	slotBits  = 24
+	slotMask  = 1<<slotBits - 1
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+	dirSize   = 1 << (slotBits - chunkBits)
+)
+
+type chunk [chunkSize]atomic.Pointer[mapping]
+
+type mapping struct {
+	buf []byte
+	sp  Space
+}
+
+// Map makes buf a space of its own (Mapper).
+func (l *Local) Map(buf []byte) (Space, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var slot uint32
+	if n := len(l.free); n > 0 {
+		slot, l.free = l.free[n-1], l.free[:n-1]
+	} else {
+		if l.next == 0 {
+			l.next = 1 // slot 0 would make space 0, which is NoMemory
+		}
+		if l.next > slotMask {
+			return 0, fmt.Errorf("bus: %d buffers mapped", slotMask)
+		}
+		slot = l.next
+		l.next++
+	}
+	c := l.dir[slot>>chunkBits].Load()
+	if c == nil {
+		c = new(chunk)
+		l.dir[slot>>chunkBits].Store(c)
+	}
+	p := &c[slot&(chunkSize-1)]
+	gen := Space(1)
+	if old := p.Load(); old != nil {
+		gen = old.sp>>slotBits + 1
+		if gen > 0xFF {
+			gen = 1
+		}
+	}
+	sp := gen<<slotBits | Space(slot)
+	p.Store(&mapping{buf: buf, sp: sp})
+	return sp, nil
+}
+
+// Unmap ends a mapping (Mapper). The slot keeps a tombstone with the
+// space's number, so that the next mapping of the slot gets a new
+// generation.
+func (l *Local) Unmap(sp Space) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.lookup(sp)
+	if m == nil {
+		return fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(sp))
+	}
+	slot := uint32(sp) & slotMask
+	l.dir[slot>>chunkBits].Load()[slot&(chunkSize-1)].Store(&mapping{sp: sp}) // buf nil: a tombstone
+	l.free = append(l.free, slot)
+	return nil
+}
+
+// lookup returns sp's live mapping, or nil.
+func (l *Local) lookup(sp Space) *mapping {
+	slot := uint32(sp) & slotMask
+	c := l.dir[slot>>chunkBits].Load()
+	if c == nil {
+		return nil
+	}
+	m := c[slot&(chunkSize-1)].Load()
+	if m == nil || m.sp != sp || m.buf == nil {
+		return nil
+	}
+	return m
+}
+
+// bytes resolves an extent to the memory behind it; nil, false for space
+// NoMemory.
+func (l *Local) bytes(x Extent) ([]byte, bool, error) {
+	if x.Space == NoMemory {
+		return nil, false, nil
+	}
+	m := l.lookup(x.Space)
+	if m == nil {
+		return nil, false, fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(x.Space))
+	}
+	end := x.Addr + uint64(x.Len)
+	if end < x.Addr || end > uint64(len(m.buf)) {
+		return nil, false, fmt.Errorf("%w: %d bytes at %#x of a %d-byte space", ErrUnmapped, x.Len, x.Addr, len(m.buf))
+	}
+	return m.buf[x.Addr:end:end], true, nil
+}
+
+// Bytes returns the memory behind an extent of a mapped space (tests and
+// debugging; the DMA engines use Gather, Scatter and Atomic).
+func (l *Local) Bytes(x Extent) ([]byte, error) {
+	b, _, err := l.bytes(x)
+	return b, err
+}
+
+// Gather implements Bus.
+func (l *Local) Gather(dst []byte, src []Extent) (int, error) {
+	n := 0
+	for _, x := range src {
+		b, ok, err := l.bytes(x)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n += copy(dst[n:], b)
+		} else {
+			n += copy(dst[n:], zeros(min(int(x.Len), len(dst)-n)))
+		}
+		if n == len(dst) {
+			break
+		}
+	}
+	return n, nil
+}
+
+// Scatter implements Bus.
+func (l *Local) Scatter(dst []Extent, src []byte) (int, error) {
+	n := 0
+	for _, x := range dst {
+		b, ok, err := l.bytes(x)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n += copy(b, src[n:])
+		} else {
+			n += min(int(x.Len), len(src)-n)
+		}
+		if n == len(src) {
+			break
+		}
+	}
+	return n, nil
+}
+
+// Atomic implements Bus. Atomics are serialized with one another (the
+// NIC's atomic unit), not with the host CPU's own accesses, as on an RNIC
+// without PCIe atomics.
+func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error) {
+	if x.Len != 8 {
+		return 0, fmt.Errorf("bus: atomic on %d bytes", x.Len)
+	}
+	b, ok, err := l.bytes(x)
+	if err != nil || !ok {
+		return 0, err
+	}
+	l.atoms.Lock()
+	defer l.atoms.Unlock()
+	orig := binary.NativeEndian.Uint64(b)
+	switch op {
+	case CompareSwap:
+		if orig == compareOrAdd {
+			binary.NativeEndian.PutUint64(b, swap)
+		}
+	case FetchAdd:
+		binary.NativeEndian.PutUint64(b, orig+compareOrAdd)
+	}
+	return orig, nil
+}
+
+// zeroPage is what reads of space NoMemory copy from.
+var zeroPage [4096]byte
+
+func zeros(n int) []byte {
+	if n <= len(zeroPage) {
+		return zeroPage[:n]
+	}
+	return make([]byte, n) // metadata-mode reads larger than a page: rare, and never on a payload path
+}
+
+// Faulty is a Bus whose extents for which Fail reports true fail with
+// ErrUnmapped, as if the page had vanished under the DMA: the fault
+// injection the NIC's error paths are tested with.
+type Faulty struct {
+	Mapper
+	Fail func(x Extent) bool
+}
+
+func (f *Faulty) check(xs []Extent) error {
+	for _, x := range xs {
+		if f.Fail(x) {
+			return fmt.Errorf("%w: %d bytes at %#x of space %#x (injected)", ErrUnmapped, x.Len, x.Addr, uint32(x.Space))
+		}
+	}
+	return nil
+}
+
+// Gather implements Bus.
+func (f *Faulty) Gather(dst []byte, src []Extent) (int, error) {
+	if err := f.check(src); err != nil {
+		return 0, err
+	}
+	return f.Mapper.Gather(dst, src)
+}
+
+// Scatter implements Bus.
+func (f *Faulty) Scatter(dst []Extent, src []byte) (int, error) {
+	if err := f.check(dst); err != nil {
+		return 0, err
+	}
+	return f.Mapper.Scatter(dst, src)
+}
+
+// Atomic implements Bus.
+func (f *Faulty) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error) {
+	if err := f.check([]Extent{x}); err != nil {
+		return 0, err
+	}
+	return f.Mapper.Atomic(x, op, compareOrAdd, swap)
+}
