@@ -10,7 +10,8 @@ import (
 // completerRecv handles a response (ACK, NAK, RDMA READ response, atomic
 // ACK) on an RC QP: it retires the WQEs the response acknowledges, places
 // READ and atomic results, and reacts to NAKs (IBTA 9.7.5.1, 9.9.2).
-func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
+func (cpl *completer) completerRecv(qp *QP, p *wire.Packet) {
+	e := cpl.e
 	req, sq := &qp.req, qp.sq
 	psn := p.BTH.PSN()
 	flags := p.Info.Flags
@@ -47,7 +48,7 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 	// sent, partly) completes, pendingEnd moves back to next, behind
 	// compIdx, and the walk would go on through the ring's retired slots
 	// (their state is still done) for 2^32 indices, holding the engine.
-	end := e.pendingEnd(qp)
+	end := e.req.pendingEnd(qp)
 	for {
 		if req.compIdx == end {
 			w = nil
@@ -66,19 +67,19 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 		if ra && !ackThrough.Before(w.firstPSN) && !(flags.Has(wire.FlagReadResp) || flags.Has(wire.FlagAtomicAckETH)) {
 			// An ACK or NAK covering an outstanding READ/atomic whose
 			// response never came: the response was lost (implied NAK).
-			e.impliedNAK(qp)
-			e.afterCompletion(qp, progress)
+			cpl.impliedNAK(qp)
+			cpl.afterCompletion(qp, progress)
 			return
 		}
 		if ra && ackThrough.After(w.lastPSN) {
 			if w.op == WRRDMARead && flags.Has(wire.FlagReadResp) {
 				// A later READ's response while this one has a gap:
 				// keep it (see readrecovery.go).
-				progress = e.readAhead(qp, p, psn) || progress
+				progress = cpl.readAhead(qp, p, psn) || progress
 			} else {
-				e.impliedNAK(qp)
+				cpl.impliedNAK(qp)
 			}
-			e.afterCompletion(qp, progress)
+			cpl.afterCompletion(qp, progress)
 			return
 		}
 		// A SEND or WRITE is acknowledged by an ACK of its last PSN or by
@@ -95,14 +96,14 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 		break
 	}
 	if w == nil {
-		e.afterCompletion(qp, progress)
+		cpl.afterCompletion(qp, progress)
 		return
 	}
 	switch {
 	case flags.Has(wire.FlagReadResp):
-		progress = e.readResponse(qp, req.compIdx, w, p, psn) || progress
+		progress = cpl.readResponse(qp, req.compIdx, w, p, psn) || progress
 	case flags.Has(wire.FlagAtomicAckETH):
-		progress = e.atomicAck(qp, req.compIdx, w, p, psn) || progress
+		progress = cpl.atomicAck(qp, req.compIdx, w, p, psn) || progress
 	case kind == wire.AckKindACK:
 		if !wrInfos[w.op].readAtom && !psn.Before(w.firstPSN) {
 			// A coalesced ACK inside a multi-packet message.
@@ -116,25 +117,26 @@ func (e *Engine) completerRecv(qp *QP, p *wire.Packet) {
 		if psn.After(req.una) {
 			req.una = psn
 			progress = true
-			e.resetRetries(qp)
+			cpl.resetRetries(qp)
 		}
 		if kind == wire.AckKindRNRNAK {
-			e.rnrNAK(qp, w, syn)
+			cpl.rnrNAK(qp, w, syn)
 		} else {
-			e.nak(qp, w, psn, syn.NAKCode())
+			cpl.nak(qp, w, psn, syn.NAKCode())
 		}
 	}
-	e.afterCompletion(qp, progress)
+	cpl.afterCompletion(qp, progress)
 }
 
 // afterCompletion retires what completed, restarts the timers on
 // progress and wakes the requester.
-func (e *Engine) afterCompletion(qp *QP, progress bool) {
+func (cpl *completer) afterCompletion(qp *QP, progress bool) {
+	e := cpl.e
 	req := &qp.req
 	req.rd.forget(req.una)
 	if progress {
-		e.resetRetries(qp)
-		e.growWindow(qp)
+		cpl.resetRetries(qp)
+		e.req.growWindow(qp)
 		if qp.sq.after(req.compIdx, req.next) {
 			// The responder acknowledged the WQE being sent again (an
 			// ACK that was late, not lost): carry on after it.
@@ -157,14 +159,14 @@ func (e *Engine) afterCompletion(qp *QP, progress bool) {
 		}
 	}
 	e.retire(qp)
-	if e.requesterReady(qp) {
+	if e.req.requesterReady(qp) {
 		e.arb.Ring(qp.index)
 	}
 }
 
 // resetRetries restores the retry budgets after the responder showed
 // progress: retry_cnt and rnr_retry count consecutive failures.
-func (e *Engine) resetRetries(qp *QP) {
+func (cpl *completer) resetRetries(qp *QP) {
 	req := &qp.req
 	req.retries = qp.attr.RetryCnt
 	req.rnrRetries = qp.attr.RNRRetry
@@ -173,7 +175,8 @@ func (e *Engine) resetRetries(qp *QP) {
 }
 
 // readResponse places one RDMA READ response packet.
-func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+func (cpl *completer) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+	e := cpl.e
 	req := &qp.req
 	if w.op != WRRDMARead || psn.Before(w.firstPSN) || psn.After(w.lastPSN) {
 		e.count(qp, RxGhostResponse)
@@ -182,7 +185,7 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 	if psn != req.una {
 		// Responses before this one were lost: keep it, and ask again
 		// for the rest of the READ once the responder has sent it all.
-		return e.readAhead(qp, p, psn)
+		return cpl.readAhead(qp, p, psn)
 	}
 	off, want, ok := readSlot(qp, w, p, psn)
 	if !ok {
@@ -198,10 +201,10 @@ func (e *Engine) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, ps
 	}
 	req.una = psn.Next()
 	if psn == w.lastPSN {
-		e.readDone(qp, w, idx)
+		cpl.readDone(qp, w, idx)
 	}
-	e.readAdvance(qp)
-	e.readRecover(qp)
+	cpl.readAdvance(qp)
+	cpl.readRecover(qp)
 	return true
 }
 
@@ -216,7 +219,8 @@ func readSlot(qp *QP, w *sendWQE, p *wire.Packet, psn wire.PSN) (off, want uint3
 }
 
 // atomicAck places an atomic's original value.
-func (e *Engine) atomicAck(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+func (cpl *completer) atomicAck(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
+	e := cpl.e
 	if !wrInfos[w.op].atomic || psn != w.firstPSN {
 		e.count(qp, RxGhostResponse)
 		return false
@@ -235,7 +239,8 @@ func (e *Engine) atomicAck(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn w
 
 // rnrNAK handles "receiver not ready": wait the responder's RNR timer and
 // send again from the NAKed PSN, up to rnr_retry times (7: forever).
-func (e *Engine) rnrNAK(qp *QP, w *sendWQE, syn wire.Syndrome) {
+func (cpl *completer) rnrNAK(qp *QP, w *sendWQE, syn wire.Syndrome) {
+	e := cpl.e
 	req := &qp.req
 	e.count(qp, RNRNAKRetryErr)
 	if qp.attr.RNRRetry != 7 {
@@ -253,7 +258,8 @@ func (e *Engine) rnrNAK(qp *QP, w *sendWQE, syn wire.Syndrome) {
 
 // nak handles a NAK: a PSN sequence error goes back to the NAKed PSN; the
 // other codes fail the WQE with the matching status.
-func (e *Engine) nak(qp *QP, w *sendWQE, psn wire.PSN, code wire.NAKCode) {
+func (cpl *completer) nak(qp *QP, w *sendWQE, psn wire.PSN, code wire.NAKCode) {
+	e := cpl.e
 	req := &qp.req
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x completer: NAK %v psn %v (una %v psn %v)", qp.QPN, code, psn, req.una, req.psn)
@@ -266,7 +272,7 @@ func (e *Engine) nak(qp *QP, w *sendWQE, psn wire.PSN, code wire.NAKCode) {
 		}
 		req.nakSeen, req.nakPSN = true, psn
 		req.recovering = false // a NAK is news from the responder: act on it
-		e.retryFromUna(qp, false)
+		cpl.retryFromUna(qp, false)
 		return
 	case wire.NAKInvalidRequest:
 		e.count(qp, ReqRemoteInvalidRequest)
@@ -288,13 +294,14 @@ func (e *Engine) nak(qp *QP, w *sendWQE, psn wire.PSN, code wire.NAKCode) {
 // fails with RETRY_EXC_ERR. Once a retry is under way, further evidence of
 // the same loss (responses that were in flight past the gap) is ignored
 // until the responder shows progress or the timer fires (force).
-func (e *Engine) retryFromUna(qp *QP, force bool) bool {
+func (cpl *completer) retryFromUna(qp *QP, force bool) bool {
+	e := cpl.e
 	req := &qp.req
 	if !force && (req.retry || req.recovering) {
 		return false
 	}
 	if req.retries == 0 {
-		if w, idx, ok := e.oldestPending(qp); ok {
+		if w, idx, ok := cpl.oldestPending(qp); ok {
 			e.wqeDone(qp, w, WCRetryExcErr)
 			if idx == req.next {
 				// It was being sent again (a retry window stops resends
@@ -316,17 +323,19 @@ func (e *Engine) retryFromUna(qp *QP, force bool) bool {
 
 // impliedNAK reacts to a response that shows an earlier READ or atomic
 // response was lost (IBTA 9.9.2.2 "implied NAK").
-func (e *Engine) impliedNAK(qp *QP) {
-	if e.retryFromUna(qp, false) {
+func (cpl *completer) impliedNAK(qp *QP) {
+	e := cpl.e
+	if cpl.retryFromUna(qp, false) {
 		e.count(qp, ImpliedNAKSeqErr)
 	}
 }
 
 // oldestPending returns the oldest WQE waiting for acknowledgement, and
 // its send queue index.
-func (e *Engine) oldestPending(qp *QP) (*sendWQE, uint32, bool) {
+func (cpl *completer) oldestPending(qp *QP) (*sendWQE, uint32, bool) {
+	e := cpl.e
 	req, sq := &qp.req, qp.sq
-	end := e.pendingEnd(qp)
+	end := e.req.pendingEnd(qp)
 	for i := req.compIdx; i != end; i++ {
 		if w := sq.slot(i); w.state == wqePending {
 			return w, i, true
@@ -337,21 +346,22 @@ func (e *Engine) oldestPending(qp *QP) (*sendWQE, uint32, bool) {
 
 // retransTimeout is the local ACK timeout: nothing was acknowledged for
 // 4.096 µs × 2^timeout.
-func (e *Engine) retransTimeout(qp *QP) {
+func (cpl *completer) retransTimeout(qp *QP) {
+	e := cpl.e
 	if qp.attr.State != QPSRTS && qp.attr.State != QPSSQD {
 		return
 	}
-	if _, _, ok := e.oldestPending(qp); !ok {
+	if _, _, ok := cpl.oldestPending(qp); !ok {
 		return
 	}
 	e.count(qp, LocalAckTimeoutErr)
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x requester: local ACK timeout (una %v psn %v, recovering %v)", qp.QPN, qp.req.una, qp.req.psn, qp.req.recovering)
 	}
-	if e.retryFromUna(qp, true) {
-		e.cutWindow(qp)
-		if w, _, ok := e.oldestPending(qp); ok && w.op == WRRDMARead {
-			e.readBudgetCut()
+	if cpl.retryFromUna(qp, true) {
+		e.req.cutWindow(qp)
+		if w, _, ok := cpl.oldestPending(qp); ok && w.op == WRRDMARead {
+			e.req.readBudgetCut()
 		}
 	}
 	if qp.req.retries > 0 || qp.req.retry {
@@ -363,7 +373,8 @@ func (e *Engine) retransTimeout(qp *QP) {
 }
 
 // rnrTimeout ends an RNR wait: send again from the NAKed PSN.
-func (e *Engine) rnrTimeout(qp *QP) {
+func (cpl *completer) rnrTimeout(qp *QP) {
+	e := cpl.e
 	if !qp.req.rnrWait {
 		return
 	}

@@ -75,9 +75,9 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
 	if qp.req.readWait {
-		e.readWaiters = slices.DeleteFunc(e.readWaiters, func(q *QP) bool { return q == qp })
+		e.req.readWaiters = slices.DeleteFunc(e.req.readWaiters, func(q *QP) bool { return q == qp })
 	}
-	e.releaseReads(qp)
+	e.req.releaseReads(qp)
 	e.cfg.ATU.UnbindQP(qp.QPN)
 	qp.state.Store(uint32(QPSReset))
 	e.arb.Remove(qp.index)
@@ -279,7 +279,7 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 	}
 	qp.state.Store(uint32(to))
 	if to == QPSSQD {
-		e.checkDrained(qp)
+		e.req.checkDrained(qp)
 	}
 	e.arb.Ring(qp.index)
 }
@@ -301,7 +301,7 @@ func (e *Engine) reset(qp *QP) {
 	res, q := qp.resp.res, qp.resp.queue
 	clear(res)
 	q.reset()
-	e.releaseReads(qp)
+	e.req.releaseReads(qp)
 	qp.req = reqState{}
 	qp.resp = respState{res: res, queue: q, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
@@ -373,7 +373,7 @@ func (e *Engine) flushSQ(qp *QP) {
 		e.cqe(qp, qp.sendCQN(), &wc, false)
 	}
 	qp.req.next, qp.req.compIdx, qp.req.off, qp.req.rdAtomic = pi, pi, 0, 0
-	e.releaseReads(qp)
+	e.req.releaseReads(qp)
 }
 
 // ForgetCQ drops a destroyed CQ's context from the CQC cache.

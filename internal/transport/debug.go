@@ -20,6 +20,6 @@ func (e *Engine) DebugState(qp *QP) string {
 	fmt.Fprintf(&b, "  resp: epsn %v msn %d nakSent %v msg %d haveRecv %v queue %d ack %v ackPSN %v\n",
 		s.epsn, s.msn, s.nakSent, s.msg, s.haveRecv, s.queue.n, s.ack, s.ackPSN)
 	fmt.Fprintf(&b, "  timers: retrans %d rnr %d queued %d; heap %d; arbiter ready %d; requesterReady %v\n",
-		qp.timer.retransAt, qp.timer.rnrAt, qp.timer.queuedAt, len(e.timers), e.arb.Ready(), e.requesterReady(qp))
+		qp.timer.retransAt, qp.timer.rnrAt, qp.timer.queuedAt, len(e.timers), e.arb.Ready(), e.req.requesterReady(qp))
 	return b.String()
 }

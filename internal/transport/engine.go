@@ -89,10 +89,9 @@ type Engine struct {
 	qpc *cache.Cache[uint32, *QP]
 	cqc *cache.Cache[uint32, *CQ]
 
-	now     int64
-	timers  timerHeap
-	out     []*link.Buf
-	ackList []*QP // QPs with an ACK to send after this batch
+	now    int64
+	timers timerHeap
+	out    []*link.Buf
 
 	db struct {
 		sync.Mutex
@@ -102,11 +101,14 @@ type Engine struct {
 		pending atomic.Int32 // len(q), readable without the lock
 	}
 
-	// The read budget (Config.MaxReadPSNs): response PSNs outstanding, and
-	// the QPs waiting for room.
-	readPSNs    uint32
-	readBudget  uint32 // what may be outstanding now: MaxReadPSNs, less after timeouts
-	readWaiters []*QP
+	// The protocol engine's three parts (IBTA §9.7): the requester turns
+	// WQEs into requests, the responder answers requests, the completer
+	// turns ACKs and responses into completions. They share the engine's
+	// services: the arbiter, the outbox, the ATU and DMA, the bill, the
+	// counters and the timers.
+	req  requester
+	resp responder
+	comp completer
 
 	// hold is what the driver's Hold says not to send now.
 	hold struct{ requests, responses bool }
@@ -162,7 +164,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64), readBudget: cfg.MaxReadPSNs}
+	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64)}
+	e.req = requester{e: e, readBudget: cfg.MaxReadPSNs}
+	e.resp = responder{e: e}
+	e.comp = completer{e: e}
 	e.loadQPFn = func(qpn uint32) (*QP, bool) { q := cfg.QPs.Get(qpn); return q, q != nil }
 	e.loadCQFn = func(cqn uint32) (*CQ, bool) { c := cfg.CQs.Get(cqn); return c, c != nil }
 	return e, nil
@@ -324,15 +329,15 @@ func (e *Engine) serve(qp *QP, g sched.Grant) (pkts, bytes int, more bool) {
 		return 0, 0, false
 	}
 	if !e.hold.responses {
-		pkts, bytes = e.serveResponses(qp, g)
+		pkts, bytes = e.resp.serveResponses(qp, g)
 	}
 	respMore := qp.resp.queueLen() > 0
 	if !e.hold.requests && pkts < g.Packets && bytes < g.Bytes {
-		p, b := e.serveRequests(qp, sched.Grant{Packets: g.Packets - pkts, Bytes: g.Bytes - bytes})
+		p, b := e.req.serveRequests(qp, sched.Grant{Packets: g.Packets - pkts, Bytes: g.Bytes - bytes})
 		pkts += p
 		bytes += b
 	}
-	return pkts, bytes, respMore || e.requesterReady(qp)
+	return pkts, bytes, respMore || e.req.requesterReady(qp)
 }
 
 // Outbox returns the frames produced since the last ClearOutbox; the

@@ -110,9 +110,10 @@ func (r *readRecovery) cancelResend() {
 }
 
 // headRead returns the oldest pending WQE and its index if it is a READ.
-func (e *Engine) headRead(qp *QP) (*sendWQE, uint32, bool) {
+func (cpl *completer) headRead(qp *QP) (*sendWQE, uint32, bool) {
+	e := cpl.e
 	req, sq := &qp.req, qp.sq
-	end := e.pendingEnd(qp)
+	end := e.req.pendingEnd(qp)
 	for i := req.compIdx; i != end; i++ {
 		w := sq.slot(i)
 		if w.state == wqeDone {
@@ -128,12 +129,13 @@ func (e *Engine) headRead(qp *QP) (*sendWQE, uint32, bool) {
 
 // readAhead takes a READ response for a PSN past una. It returns whether
 // the requester made progress (never: una does not move).
-func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
+func (cpl *completer) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
+	e := cpl.e
 	req, sq, rd := &qp.req, qp.sq, &qp.req.rd
 	// The READ it belongs to: among the pending READs from the head on,
 	// with nothing but READs before it (their PSNs are contiguous and no
 	// ACK has to come first).
-	end := e.pendingEnd(qp)
+	end := e.req.pendingEnd(qp)
 	var w *sendWQE
 	var idx uint32
 	for i := req.compIdx; i != end; i++ {
@@ -152,7 +154,7 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 	if w == nil {
 		// Past a SEND, WRITE or atomic still waiting for its ACK: the
 		// responder skipped something; go back.
-		e.impliedNAK(qp)
+		cpl.impliedNAK(qp)
 		return false
 	}
 	if !rd.highValid || psn.After(rd.high) {
@@ -166,7 +168,7 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 	}
 	if uint32(psn.Diff(req.una)) >= readWindow || rd.has(psn) {
 		e.count(qp, RxLateResponse)
-		e.readRecover(qp)
+		cpl.readRecover(qp)
 		return false
 	}
 	off, want, ok := readSlot(qp, w, p, psn)
@@ -178,32 +180,32 @@ func (e *Engine) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 		if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload); f != atu.OK {
 			// Not kept: when the packet comes again in order, the
 			// in-order path fails the READ with the protection error.
-			e.readRecover(qp)
+			cpl.readRecover(qp)
 			return false
 		}
 	}
 	rd.set(psn, req.una)
 	e.count(qp, ReadRespAhead)
-	e.readRecover(qp)
+	cpl.readRecover(qp)
 	return false
 }
 
 // readAdvance moves una over the responses kept past it, completing the
 // READs it passes. It reports whether una moved.
-func (e *Engine) readAdvance(qp *QP) bool {
+func (cpl *completer) readAdvance(qp *QP) bool {
 	req, rd := &qp.req, &qp.req.rd
 	if rd.win == nil {
 		return false
 	}
 	moved := false
 	for rd.has(req.una) {
-		w, idx, ok := e.headRead(qp)
+		w, idx, ok := cpl.headRead(qp)
 		if !ok || req.una.Before(w.firstPSN) || req.una.After(w.lastPSN) {
 			break
 		}
 		rd.clear(req.una)
 		if req.una == w.lastPSN {
-			e.readDone(qp, w, idx)
+			cpl.readDone(qp, w, idx)
 		}
 		req.una = req.una.Next()
 		moved = true
@@ -213,7 +215,8 @@ func (e *Engine) readAdvance(qp *QP) bool {
 
 // readDone completes the READ at send queue index idx, the head of the
 // queue, whose last response has been placed.
-func (e *Engine) readDone(qp *QP, w *sendWQE, idx uint32) {
+func (cpl *completer) readDone(qp *QP, w *sendWQE, idx uint32) {
+	e := cpl.e
 	e.wqeDone(qp, w, WCSuccess)
 	qp.req.compIdx = idx + 1
 	if rd := &qp.req.rd; rd.resendSet && rd.resendIdx == idx {
@@ -223,7 +226,8 @@ func (e *Engine) readDone(qp *QP, w *sendWQE, idx uint32) {
 
 // readRecover asks for the head READ again from una when the responder
 // has sent all of it and una did not come: once per round (see above).
-func (e *Engine) readRecover(qp *QP) {
+func (cpl *completer) readRecover(qp *QP) {
+	e := cpl.e
 	req, rd := &qp.req, &qp.req.rd
 	if req.retry || !rd.highValid {
 		return
@@ -232,7 +236,7 @@ func (e *Engine) readRecover(qp *QP) {
 		rd.highValid = false // nothing seen past una: no gap
 		return
 	}
-	w, idx, ok := e.headRead(qp)
+	w, idx, ok := cpl.headRead(qp)
 	if !ok || rd.high.Before(w.lastPSN) {
 		return // the responder is still sending the head READ
 	}
@@ -261,7 +265,8 @@ func (e *Engine) readRecover(qp *QP) {
 // resendRead sends the READ request readRecover asked for: the rest of
 // the head READ from resendPSN, under that PSN. It returns the payload
 // bytes sent (-1: nothing to send any more) and false if the WQE failed.
-func (e *Engine) resendRead(qp *QP) (int, bool) {
+func (cpl *completer) resendRead(qp *QP) (int, bool) {
+	e := cpl.e
 	req, rd := &qp.req, &qp.req.rd
 	w := qp.sq.slot(rd.resendIdx)
 	if !rd.resendSet || w.state != wqePending || w.op != WRRDMARead ||
@@ -274,7 +279,7 @@ func (e *Engine) resendRead(qp *QP) (int, bool) {
 	req.psn, req.off, req.next = rd.resendPSN, uint32(rd.resendPSN.Diff(w.firstPSN))*qp.mtu, rd.resendIdx
 	e.bill.WQEFetches++
 	e.bill.WQEBytes += sendWQEBytes(qp.Type, w)
-	n, ok := e.sendRequest(qp, w, &wrInfos[w.op])
+	n, ok := e.req.sendRequest(qp, w, &wrInfos[w.op])
 	req.psn, req.off, req.next = psn, off, next
 	return n, ok
 }

@@ -109,7 +109,7 @@ func ackTimeout(t uint8) int64 {
 }
 
 // requesterReady reports whether the requester could send now.
-func (e *Engine) requesterReady(qp *QP) bool {
+func (rqr *requester) requesterReady(qp *QP) bool {
 	st := QPState(qp.state.Load())
 	if st != QPSRTS && st != QPSSQD {
 		return st == QPSSQE && qp.sq.ci.Load() != qp.sq.pi.Load()
@@ -139,11 +139,11 @@ func (e *Engine) requesterReady(qp *QP) bool {
 		if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
 			return false
 		}
-		if w.op == WRRDMARead && !e.readFits(qp, w) {
+		if w.op == WRRDMARead && !rqr.readFits(qp, w) {
 			return false
 		}
 	}
-	return !e.windowFull(qp, w)
+	return !rqr.windowFull(qp, w)
 }
 
 // readPSNSpan bounds the PSNs a requester has outstanding: half of the
@@ -156,7 +156,8 @@ const readPSNSpan = 1 << 22
 // packet however many response PSNs it claims, so READs are bounded by
 // max_rd_atomic and by the PSN space instead: a 1 MiB READ (1024 PSNs at
 // MTU 1024) must not keep the next READ from being sent.
-func (e *Engine) windowFull(qp *QP, w *sendWQE) bool {
+func (rqr *requester) windowFull(qp *QP, w *sendWQE) bool {
+	e := rqr.e
 	if qp.Type != RC {
 		return false
 	}
@@ -177,7 +178,8 @@ func (e *Engine) windowFull(qp *QP, w *sendWQE) bool {
 
 // cutWindow shrinks the retry window to one request after a local ACK
 // timeout (see reqState).
-func (e *Engine) cutWindow(qp *QP) {
+func (rqr *requester) cutWindow(qp *QP) {
+	e := rqr.e
 	req := &qp.req
 	req.ssthresh = max(uint32(req.maxPSN.Diff(req.una))/2, 2)
 	req.cwnd, req.cwndAcked, req.cwndUna = 1, 0, req.una
@@ -187,7 +189,8 @@ func (e *Engine) cutWindow(qp *QP) {
 // growWindow widens the retry window by what was acknowledged since it
 // last grew (see reqState), and opens it when it is wider than the
 // requester's window.
-func (e *Engine) growWindow(qp *QP) {
+func (rqr *requester) growWindow(qp *QP) {
+	e := rqr.e
 	req := &qp.req
 	if req.cwnd == 0 {
 		return
@@ -216,16 +219,17 @@ func (e *Engine) growWindow(qp *QP) {
 // read budget (Config.MaxReadPSNs: the response PSNs of all QPs' READs
 // outstanding); if not, qp waits for room. A READ larger than the whole
 // budget starts when nothing else is outstanding.
-func (e *Engine) readFits(qp *QP, w *sendWQE) bool {
-	if e.cfg.MaxReadPSNs == 0 || e.readPSNs == 0 {
+func (rqr *requester) readFits(qp *QP, w *sendWQE) bool {
+	e := rqr.e
+	if e.cfg.MaxReadPSNs == 0 || rqr.readPSNs == 0 {
 		return true
 	}
-	if e.readPSNs+packets(w.length-min(w.length, qp.req.off), qp.mtu) <= e.readBudget {
+	if rqr.readPSNs+packets(w.length-min(w.length, qp.req.off), qp.mtu) <= rqr.readBudget {
 		return true
 	}
 	if !qp.req.readWait {
 		qp.req.readWait = true
-		e.readWaiters = append(e.readWaiters, qp)
+		rqr.readWaiters = append(rqr.readWaiters, qp)
 	}
 	if !w.rdWaited {
 		w.rdWaited = true
@@ -242,51 +246,53 @@ func (e *Engine) readFits(qp *QP, w *sendWQE) bool {
 // completed READ's packets, up to Config.MaxReadPSNs.
 const readBudgetMin = 64
 
-func (e *Engine) readBudgetCut() {
+func (rqr *requester) readBudgetCut() {
+	e := rqr.e
 	if e.cfg.MaxReadPSNs != 0 {
-		e.readBudget = max(e.readBudget/2, min(readBudgetMin, e.cfg.MaxReadPSNs))
+		rqr.readBudget = max(rqr.readBudget/2, min(readBudgetMin, e.cfg.MaxReadPSNs))
 	}
 }
 
-func (e *Engine) readBudgetGrow(n uint32) {
+func (rqr *requester) readBudgetGrow(n uint32) {
+	e := rqr.e
 	if e.cfg.MaxReadPSNs != 0 {
-		e.readBudget = min(e.readBudget+max(n/4, 1), e.cfg.MaxReadPSNs)
+		rqr.readBudget = min(rqr.readBudget+max(n/4, 1), e.cfg.MaxReadPSNs)
 	}
 }
 
 // readReserve takes the READ w's response PSNs from the read budget as
 // it starts (sent for the first time, or again after a rewind).
-func (e *Engine) readReserve(qp *QP, w *sendWQE) {
+func (rqr *requester) readReserve(qp *QP, w *sendWQE) {
 	n := packets(w.length-min(w.length, qp.req.off), qp.mtu)
 	w.rdRes = n
 	qp.req.readPSNs += n
-	e.readPSNs += n
+	rqr.readPSNs += n
 }
 
 // readRelease gives a READ's response PSNs back to the read budget when it
 // is no longer outstanding (completed, failed, or to be sent again), and
 // wakes the QPs that waited for room.
-func (e *Engine) readRelease(qp *QP, w *sendWQE) {
+func (rqr *requester) readRelease(qp *QP, w *sendWQE) {
 	n := w.rdRes
 	if n == 0 {
 		return
 	}
 	w.rdRes = 0
 	qp.req.readPSNs -= n
-	e.readPSNs -= n
-	e.wakeReadWaiters()
+	rqr.readPSNs -= n
+	rqr.wakeReadWaiters()
 }
 
 // releaseReads gives back every READ reservation of qp (its send queue is
 // flushed, reset or destroyed).
-func (e *Engine) releaseReads(qp *QP) {
+func (rqr *requester) releaseReads(qp *QP) {
 	sq := qp.sq
 	for i := sq.ci.Load(); i != sq.pi.Load(); i++ {
 		sq.slot(i).rdRes = 0
 	}
-	e.readPSNs -= qp.req.readPSNs
+	rqr.readPSNs -= qp.req.readPSNs
 	qp.req.readPSNs = 0
-	e.wakeReadWaiters()
+	rqr.wakeReadWaiters()
 }
 
 // wakeReadWaiters rings every QP waiting for the read budget: each tries
@@ -294,20 +300,22 @@ func (e *Engine) releaseReads(qp *QP) {
 // as the room would take, oldest first, spreads the budget over more QPs
 // at once, and against a slow peer that serves one QP's READs at a time
 // each waits longer for its answers and times out more.)
-func (e *Engine) wakeReadWaiters() {
-	for _, q := range e.readWaiters {
+func (rqr *requester) wakeReadWaiters() {
+	e := rqr.e
+	for _, q := range rqr.readWaiters {
 		q.req.readWait = false
 		if !q.destroyed {
 			e.arb.Ring(q.index)
 		}
 	}
-	clear(e.readWaiters)
-	e.readWaiters = e.readWaiters[:0]
+	clear(rqr.readWaiters)
+	rqr.readWaiters = rqr.readWaiters[:0]
 }
 
 // serveRequests sends packets of the WQEs at the head of the send queue,
 // within the grant.
-func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
+func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
+	e := rqr.e
 	st := QPState(qp.state.Load())
 	if st == QPSSQE {
 		e.flushSQ(qp)
@@ -321,11 +329,11 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 		return 0, 0
 	}
 	if req.retry {
-		e.rewind(qp)
+		rqr.rewind(qp)
 	}
 	if req.rd.resendPending {
 		req.rd.resendPending = false
-		n, ok := e.resendRead(qp)
+		n, ok := e.comp.resendRead(qp)
 		if !ok {
 			e.retire(qp)
 			return pkts, bytes
@@ -354,7 +362,7 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 			if info.local {
 				e.bill.WQEFetches++
 				e.bill.WQEBytes += sendWQEBytes(qp.Type, w)
-				e.executeLocal(qp, w)
+				rqr.executeLocal(qp, w)
 				req.next++
 				e.retire(qp)
 				if QPState(qp.state.Load()) != st {
@@ -365,7 +373,7 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 			if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
 				break
 			}
-			if w.op == WRRDMARead && !e.readFits(qp, w) {
+			if w.op == WRRDMARead && !rqr.readFits(qp, w) {
 				break
 			}
 			if qp.Type == UD && w.length > qp.mtu {
@@ -385,7 +393,7 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 					w.lastPSN = req.psn
 				}
 			}
-			if e.windowFull(qp, w) {
+			if rqr.windowFull(qp, w) {
 				break
 			}
 			w.state = wqePending
@@ -393,13 +401,13 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				req.rdAtomic++
 			}
 			if w.op == WRRDMARead {
-				e.readReserve(qp, w)
+				rqr.readReserve(qp, w)
 			}
 		}
-		if e.windowFull(qp, w) {
+		if rqr.windowFull(qp, w) {
 			break
 		}
-		n, ok := e.sendRequest(qp, w, info)
+		n, ok := rqr.sendRequest(qp, w, info)
 		if !ok {
 			e.retire(qp)
 			return pkts, bytes
@@ -413,7 +421,8 @@ func (e *Engine) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 
 // sendRequest builds and queues the next packet of w. It reports false if
 // the WQE failed locally (it is then complete with an error).
-func (e *Engine) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
+func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
+	e := rqr.e
 	req := &qp.req
 	mtu := qp.mtu
 	route := &qp.attr.AV
@@ -596,7 +605,8 @@ func (e *Engine) releaseSegs(segs []atu.Seg) {
 const maxScratchSegs = 1024
 
 // executeLocal runs a BIND_MW or LOCAL_INV work request.
-func (e *Engine) executeLocal(qp *QP, w *sendWQE) {
+func (rqr *requester) executeLocal(qp *QP, w *sendWQE) {
+	e := rqr.e
 	switch w.op {
 	case WRBindMW:
 		f := e.cfg.ATU.BindMW(atu.Bind{MW: w.invKey, NewKey: w.imm, MR: w.rkey, PD: qp.PD, QPN: qp.QPN,
@@ -623,9 +633,9 @@ func (e *Engine) wqeDone(qp *QP, w *sendWQE, status WCStatus) {
 	if w.state == wqePending && wrInfos[w.op].readAtom {
 		qp.req.rdAtomic--
 		if w.op == WRRDMARead && status == WCSuccess {
-			e.readBudgetGrow(w.rdRes)
+			e.req.readBudgetGrow(w.rdRes)
 		}
-		e.readRelease(qp, w)
+		e.req.readRelease(qp, w)
 	}
 	w.state = wqeDone
 	w.status = status
@@ -672,12 +682,12 @@ func (e *Engine) retire(qp *QP) {
 			return
 		}
 	}
-	e.checkDrained(qp)
+	e.req.checkDrained(qp)
 }
 
 // pendingEnd is one past the last WQE that may be waiting for a response:
 // next, or next+1 while next is partly sent (pending).
-func (e *Engine) pendingEnd(qp *QP) uint32 {
+func (rqr *requester) pendingEnd(qp *QP) uint32 {
 	req, sq := &qp.req, qp.sq
 	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
 		return req.next + 1
@@ -688,11 +698,11 @@ func (e *Engine) pendingEnd(qp *QP) uint32 {
 // rewind goes back to the oldest unacknowledged PSN (go-back-N): every
 // WQE from there on is sent again, a partly answered READ as a new READ
 // for the rest.
-func (e *Engine) rewind(qp *QP) {
+func (rqr *requester) rewind(qp *QP) {
 	req, sq := &qp.req, qp.sq
 	req.retry = false
 	req.rd.cancelResend() // go-back-N asks for everything from una again
-	end := e.pendingEnd(qp)
+	end := rqr.pendingEnd(qp)
 	if n := end - req.compIdx; n > sq.depth {
 		panic("transport: send queue indices out of order (compIdx past next)")
 	}
@@ -704,7 +714,7 @@ func (e *Engine) rewind(qp *QP) {
 		}
 		if wrInfos[w.op].readAtom {
 			req.rdAtomic--
-			e.readRelease(qp, w)
+			rqr.readRelease(qp, w)
 		}
 		w.state = wqePosted
 		if !found {
@@ -726,7 +736,8 @@ func (e *Engine) rewind(qp *QP) {
 }
 
 // checkDrained reports SQ_DRAINED once a QP in SQD has nothing in flight.
-func (e *Engine) checkDrained(qp *QP) {
+func (rqr *requester) checkDrained(qp *QP) {
+	e := rqr.e
 	if qp.attr.State != QPSSQD || qp.req.drainSent {
 		return
 	}

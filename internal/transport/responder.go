@@ -116,9 +116,10 @@ func (q *resQueue) contains(i uint8) bool {
 // responderRecv handles a request packet on an RC or UC QP
 // (IBTA 9.7.4: check PSN, opcode sequence, resources, length, R_Key;
 // execute; complete; acknowledge).
-func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
+func (rsp *responder) responderRecv(qp *QP, p *wire.Packet) {
+	e := rsp.e
 	if qp.Type == UD {
-		e.udRecv(qp, p)
+		rsp.udRecv(qp, p)
 		return
 	}
 	resp := &qp.resp
@@ -143,7 +144,7 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 			// reception resumes at the next FIRST or ONLY.
 			e.count(qp, OutOfSequence)
 			resp.epsn = psn
-			e.abortMsg(qp)
+			rsp.abortMsg(qp)
 			resp.ucDrop = true
 		}
 		if resp.ucDrop {
@@ -160,13 +161,13 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 			if !resp.nakSent {
 				resp.nakSent = true
 				e.count(qp, SeqNAKSent)
-				e.queueAck(qp, resp.epsn, wire.SyndromeNAK(wire.NAKPSNSeqErr))
+				rsp.queueAck(qp, resp.epsn, wire.SyndromeNAK(wire.NAKPSNSeqErr))
 			}
 			return
 		}
 		if d < 0 {
 			e.count(qp, DuplicateRequest)
-			e.duplicate(qp, p, psn)
+			rsp.duplicate(qp, p, psn)
 			return
 		}
 	}
@@ -178,7 +179,7 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 	case resp.msg == msgSend && (first || !info.Flags.Has(wire.FlagSend)),
 		resp.msg == msgWrite && (first || !info.Flags.Has(wire.FlagWrite)),
 		resp.msg == msgNone && !first:
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	switch {
@@ -186,7 +187,7 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 		info.Flags.Has(wire.FlagReadReq) && !qp.attr.AccessFlags.Has(atu.RemoteRead),
 		info.Flags.Has(wire.FlagAtomic) && !qp.attr.AccessFlags.Has(atu.RemoteAtomic):
 		e.count(qp, RespRemoteAccessErrors)
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	// Payload length against the path MTU: FIRST and MIDDLE carry exactly
@@ -194,35 +195,36 @@ func (e *Engine) responderRecv(qp *QP, p *wire.Packet) {
 	n := uint32(len(p.Payload))
 	last := info.Flags.Has(wire.FlagLast)
 	if n > qp.mtu || (!last && n != qp.mtu) || (last && !first && n == 0) {
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 
 	switch {
 	case info.Flags.Has(wire.FlagSend):
-		if !e.recvSend(qp, p, psn, first, last) {
+		if !rsp.recvSend(qp, p, psn, first, last) {
 			return
 		}
 	case info.Flags.Has(wire.FlagWrite):
-		if !e.recvWrite(qp, p, psn, first, last) {
+		if !rsp.recvWrite(qp, p, psn, first, last) {
 			return
 		}
 	case info.Flags.Has(wire.FlagReadReq):
-		e.recvRead(qp, p, psn)
+		rsp.recvRead(qp, p, psn)
 		return
 	case info.Flags.Has(wire.FlagAtomic):
-		e.recvAtomic(qp, p, psn)
+		rsp.recvAtomic(qp, p, psn)
 		return
 	}
 	resp.epsn = psn.Next()
 	resp.nakSent = false
 	if qp.Type == RC && p.BTH.AckReq() {
-		e.queueAck(qp, psn, wire.SyndromeACK(wire.CreditsInvalid))
+		rsp.queueAck(qp, psn, wire.SyndromeACK(wire.CreditsInvalid))
 	}
 }
 
 // takeRecvWQE gets a receive WQE from the QP's RQ or SRQ.
-func (e *Engine) takeRecvWQE(qp *QP) bool {
+func (rsp *responder) takeRecvWQE(qp *QP) bool {
+	e := rsp.e
 	resp := &qp.resp
 	if resp.haveRecv {
 		return true
@@ -247,27 +249,29 @@ func (e *Engine) takeRecvWQE(qp *QP) bool {
 
 // noRecvWQE answers a request that needs a receive WQE when there is none:
 // RNR NAK on RC (the requester waits and retries), drop on UC.
-func (e *Engine) noRecvWQE(qp *QP, psn wire.PSN) {
+func (rsp *responder) noRecvWQE(qp *QP, psn wire.PSN) {
+	e := rsp.e
 	if qp.Type == RC {
 		e.count(qp, RNRNAKSent)
-		e.queueAck(qp, psn, wire.SyndromeRNR(qp.attr.MinRNRTimer))
+		rsp.queueAck(qp, psn, wire.SyndromeRNR(qp.attr.MinRNRTimer))
 		// Packets after it are dropped silently until the requester,
 		// after its RNR wait, sends psn again (no sequence NAK on top).
 		qp.resp.nakSent = true
 		return
 	}
 	e.count(qp, OutOfBuffer)
-	e.abortMsg(qp)
+	rsp.abortMsg(qp)
 	qp.resp.ucDrop = true
 	qp.resp.epsn = psn.Next()
 }
 
-func (e *Engine) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+	e := rsp.e
 	resp := &qp.resp
 	if first {
 		e.count(qp, RxSendRequests)
-		if !e.takeRecvWQE(qp) {
-			e.noRecvWQE(qp, psn)
+		if !rsp.takeRecvWQE(qp) {
+			rsp.noRecvWQE(qp, psn)
 			return false
 		}
 		resp.msg = msgSend
@@ -275,14 +279,14 @@ func (e *Engine) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool
 	n := uint64(len(p.Payload))
 	if resp.recvOff+n > resp.recv.length {
 		e.count(qp, RespLocalLengthError)
-		e.recvError(qp, WCLocLenErr)
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.recvError(qp, WCLocLenErr)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return false
 	}
 	if n > 0 {
-		if f := e.scatter(qp, e.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload); f != atu.OK {
-			e.recvError(qp, WCLocProtErr)
-			e.requestError(qp, psn, wire.NAKRemoteOpErr)
+		if f := e.scatter(qp, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload); f != atu.OK {
+			rsp.recvError(qp, WCLocProtErr)
+			rsp.requestError(qp, psn, wire.NAKRemoteOpErr)
 			return false
 		}
 	}
@@ -298,8 +302,8 @@ func (e *Engine) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool
 	if p.IETH != nil {
 		rkey := p.IETH.RKey()
 		if f := e.cfg.ATU.Invalidate(rkey, qp.PD, qp.QPN, true); f != atu.OK {
-			e.recvError(qp, WCRemInvReqErr)
-			e.requestError(qp, psn, wire.NAKInvalidRequest)
+			rsp.recvError(qp, WCRemInvReqErr)
+			rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 			return false
 		}
 		wc.Flags |= WCWithInv
@@ -312,14 +316,15 @@ func (e *Engine) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool
 	return true
 }
 
-func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
+	e := rsp.e
 	resp := &qp.resp
 	n := uint32(len(p.Payload))
 	if first {
 		e.count(qp, RxWriteRequests)
 		resp.wva, resp.wrkey, resp.wlen, resp.woff = p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen(), 0
 		if resp.wlen > MaxMsgSize {
-			e.requestError(qp, psn, wire.NAKInvalidRequest)
+			rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 			return false
 		}
 		if !last && resp.wlen > 0 {
@@ -331,24 +336,24 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			e.releaseSegs(segs)
 			if f != atu.OK {
 				e.count(qp, RespRemoteAccessErrors)
-				e.accessError(qp, psn)
+				rsp.accessError(qp, psn)
 				return false
 			}
 		}
 		resp.msg = msgWrite
 	}
 	if resp.woff+n > resp.wlen || (last && resp.woff+n != resp.wlen) {
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return false
 	}
 	imm := p.ImmDt != nil
-	if imm && !e.takeRecvWQE(qp) {
+	if imm && !rsp.takeRecvWQE(qp) {
 		if first {
 			// The requester sends this ONLY packet again after the RNR
 			// wait: it must find no message in progress.
 			resp.msg = msgNone
 		}
-		e.noRecvWQE(qp, psn)
+		rsp.noRecvWQE(qp, psn)
 		return false
 	}
 	if n > 0 {
@@ -357,7 +362,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 		if f != atu.OK {
 			e.segs = segs[:0]
 			e.count(qp, RespRemoteAccessErrors)
-			e.accessError(qp, psn)
+			rsp.accessError(qp, psn)
 			return false
 		}
 		f = e.dmaScatter(qp, segs, p.Payload)
@@ -367,7 +372,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 			// rxe, a remote access error (the bytes placed before the
 			// failing page stay, as they would on hardware).
 			e.count(qp, RespRemoteAccessErrors)
-			e.accessError(qp, psn)
+			rsp.accessError(qp, psn)
 			return false
 		}
 		e.bill.RxWriteBytes += int(n)
@@ -389,7 +394,7 @@ func (e *Engine) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last boo
 
 // allocRes takes the next READ/atomic resource; false if all are still
 // answering (the requester exceeded max_dest_rd_atomic).
-func (e *Engine) allocRes(qp *QP) (*respRes, uint8, bool) {
+func (rsp *responder) allocRes(qp *QP) (*respRes, uint8, bool) {
 	resp := &qp.resp
 	if len(resp.res) == 0 {
 		return nil, 0, false
@@ -407,12 +412,13 @@ func (e *Engine) allocRes(qp *QP) (*respRes, uint8, bool) {
 	return &resp.res[i], i, true
 }
 
-func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
+func (rsp *responder) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
+	e := rsp.e
 	resp := &qp.resp
 	e.count(qp, RxReadRequests)
 	va, rkey, length := p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen()
 	if length > MaxMsgSize {
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	if length > 0 {
@@ -423,13 +429,13 @@ func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 		e.releaseSegs(segs)
 		if f != atu.OK {
 			e.count(qp, RespRemoteAccessErrors)
-			e.accessError(qp, psn)
+			rsp.accessError(qp, psn)
 			return
 		}
 	}
-	r, i, ok := e.allocRes(qp)
+	r, i, ok := rsp.allocRes(qp)
 	if !ok {
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	np := packets(length, qp.mtu)
@@ -441,13 +447,14 @@ func (e *Engine) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 	e.arb.Ring(qp.index)
 }
 
-func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
+func (rsp *responder) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
+	e := rsp.e
 	resp := &qp.resp
 	e.count(qp, RxAtomicRequests)
 	a := p.AtomicETH
 	va := a.VA()
 	if va&7 != 0 {
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	segs, f := e.translate(&atu.Request{Key: a.RKey(), PD: qp.PD, QPN: qp.QPN, VA: va, Len: 8,
@@ -456,16 +463,16 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		e.releaseSegs(segs)
 		e.count(qp, RespRemoteAccessErrors)
 		if f == atu.FaultAlign {
-			e.requestError(qp, psn, wire.NAKInvalidRequest)
+			rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		} else {
-			e.accessError(qp, psn)
+			rsp.accessError(qp, psn)
 		}
 		return
 	}
-	r, i, ok := e.allocRes(qp)
+	r, i, ok := rsp.allocRes(qp)
 	if !ok {
 		e.releaseSegs(segs)
-		e.requestError(qp, psn, wire.NAKInvalidRequest)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
 	}
 	op := dma.FetchAdd
@@ -477,7 +484,7 @@ func (e *Engine) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 	if err != nil {
 		e.hostFault(qp, err)
 		e.count(qp, RespRemoteAccessErrors)
-		e.accessError(qp, psn)
+		rsp.accessError(qp, psn)
 		return
 	}
 	e.bill.Atomics++
@@ -501,7 +508,8 @@ func chooseAtomicArg(op dma.AtomicOp, a wire.AtomicETH) uint64 {
 // duplicate answers a request the responder has already executed
 // (IBTA 9.7.5.1.2): SEND and WRITE get an ACK, a READ is answered again
 // from the requested PSN, an atomic gets its saved result.
-func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
+func (rsp *responder) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
+	e := rsp.e
 	resp := &qp.resp
 	info := p.Info
 	switch {
@@ -536,13 +544,13 @@ func (e *Engine) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 			e.tracef("qp %#x responder: duplicate %v at psn %v: no resource holds it", qp.QPN, p.Op, psn)
 		}
 	default:
-		e.queueAck(qp, resp.epsn.Add(wire.PSNMask), wire.SyndromeACK(wire.CreditsInvalid))
+		rsp.queueAck(qp, resp.epsn.Add(wire.PSNMask), wire.SyndromeACK(wire.CreditsInvalid))
 	}
 }
 
 // queueAck records a cumulative ACK or NAK to send at the end of the
 // receive batch (ACK coalescing), or after queued READ/atomic responses.
-func (e *Engine) queueAck(qp *QP, psn wire.PSN, syn wire.Syndrome) {
+func (rsp *responder) queueAck(qp *QP, psn wire.PSN, syn wire.Syndrome) {
 	resp := &qp.resp
 	if resp.ack && resp.ackSyn.Kind() != wire.AckKindACK && !psn.After(resp.ackPSN) {
 		// A NAK pending for PSN p says more than an ACK of p-1 (a
@@ -552,15 +560,15 @@ func (e *Engine) queueAck(qp *QP, psn wire.PSN, syn wire.Syndrome) {
 	resp.ack, resp.ackPSN, resp.ackSyn = true, psn, syn
 	if !resp.onAckList {
 		resp.onAckList = true
-		e.ackList = append(e.ackList, qp)
+		rsp.ackList = append(rsp.ackList, qp)
 	}
 }
 
 // flushAcks sends the coalesced ACKs of a receive batch. An ACK waits for
 // queued responses older than it, so the requester sees responses in PSN
 // order.
-func (e *Engine) flushAcks() {
-	for _, qp := range e.ackList {
+func (rsp *responder) flushAcks() {
+	for _, qp := range rsp.ackList {
 		resp := &qp.resp
 		resp.onAckList = false
 		if !resp.ack || qp.destroyed {
@@ -569,13 +577,14 @@ func (e *Engine) flushAcks() {
 		if resp.queue.n > 0 && !resp.ackPSN.Before(resp.res[resp.queue.front()].first) {
 			continue // sent by serveResponses after the queue drains
 		}
-		e.sendAck(qp)
+		rsp.sendAck(qp)
 	}
-	clear(e.ackList)
-	e.ackList = e.ackList[:0]
+	clear(rsp.ackList)
+	rsp.ackList = rsp.ackList[:0]
 }
 
-func (e *Engine) sendAck(qp *QP) {
+func (rsp *responder) sendAck(qp *QP) {
+	e := rsp.e
 	resp := &qp.resp
 	resp.ack = false
 	route := &qp.attr.AV
@@ -587,7 +596,8 @@ func (e *Engine) sendAck(qp *QP) {
 }
 
 // serveResponses sends queued READ responses and atomic ACKs.
-func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
+func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
+	e := rsp.e
 	resp := &qp.resp
 	route := &qp.attr.AV
 	for resp.queue.n > 0 && pkts < g.Packets && bytes < g.Bytes {
@@ -646,7 +656,7 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				e.releaseSegs(segs)
 				b.Release()
 				e.count(qp, RespRemoteAccessErrors)
-				e.accessError(qp, r.cur)
+				rsp.accessError(qp, r.cur)
 				return pkts, bytes
 			}
 			fault = e.dmaGather(qp, payload, segs)
@@ -655,7 +665,7 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				// Host memory behind the region could not be read.
 				b.Release()
 				e.count(qp, RespRemoteAccessErrors)
-				e.accessError(qp, r.cur)
+				rsp.accessError(qp, r.cur)
 				return pkts, bytes
 			}
 			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
@@ -671,7 +681,7 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 		}
 	}
 	if resp.queue.n == 0 && resp.ack {
-		e.sendAck(qp)
+		rsp.sendAck(qp)
 		if resp.errPending {
 			e.cfg.Event(Event{Type: resp.errEvent, QP: qp})
 			e.toError(qp)
@@ -683,30 +693,32 @@ func (e *Engine) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 // requestError NAKs a request that the responder refuses (class B/C
 // errors: invalid request, remote operational error) and moves the QP to
 // ERR, with the matching async event.
-func (e *Engine) requestError(qp *QP, psn wire.PSN, code wire.NAKCode) {
+func (rsp *responder) requestError(qp *QP, psn wire.PSN, code wire.NAKCode) {
+	e := rsp.e
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x responder: NAK %v at psn %v (epsn %v, msg %d)", qp.QPN, code, psn, qp.resp.epsn, qp.resp.msg)
 	}
 	e.count(qp, RxInvalidRequests)
 	if qp.Type == UC {
-		e.abortMsg(qp)
+		rsp.abortMsg(qp)
 		qp.resp.ucDrop = true
 		return
 	}
-	e.fatalNAK(qp, psn, code, EventQPReqErr)
+	rsp.fatalNAK(qp, psn, code, EventQPReqErr)
 }
 
 // accessError NAKs an R_Key violation and moves the QP to ERR.
-func (e *Engine) accessError(qp *QP, psn wire.PSN) {
+func (rsp *responder) accessError(qp *QP, psn wire.PSN) {
+	e := rsp.e
 	if e.cfg.Trace != nil {
 		e.tracef("qp %#x responder: NAK remote access error at psn %v", qp.QPN, psn)
 	}
 	if qp.Type == UC {
-		e.abortMsg(qp)
+		rsp.abortMsg(qp)
 		qp.resp.ucDrop = true
 		return
 	}
-	e.fatalNAK(qp, psn, wire.NAKRemoteAccessErr, EventQPAccessErr)
+	rsp.fatalNAK(qp, psn, wire.NAKRemoteAccessErr, EventQPAccessErr)
 }
 
 // fatalNAK answers a request in error with a NAK and moves the QP to ERR,
@@ -714,7 +726,8 @@ func (e *Engine) accessError(qp *QP, psn wire.PSN) {
 // responses, those go first (IBTA 9.7.5.2: responses are returned in PSN
 // order, and the requests were legal): the NAK waits in the queue's
 // cumulative ACK slot and serveResponses sends it once they are out.
-func (e *Engine) fatalNAK(qp *QP, psn wire.PSN, code wire.NAKCode, ev EventType) {
+func (rsp *responder) fatalNAK(qp *QP, psn wire.PSN, code wire.NAKCode, ev EventType) {
+	e := rsp.e
 	resp := &qp.resp
 	if resp.queue.n > 0 && resp.res[resp.queue.front()].cur.Before(psn) {
 		resp.ack, resp.ackPSN, resp.ackSyn = true, psn, wire.SyndromeNAK(code)
@@ -722,21 +735,22 @@ func (e *Engine) fatalNAK(qp *QP, psn wire.PSN, code wire.NAKCode, ev EventType)
 		e.arb.Ring(qp.index)
 		return
 	}
-	e.nakNow(qp, psn, code)
+	rsp.nakNow(qp, psn, code)
 	e.cfg.Event(Event{Type: ev, QP: qp})
 	e.toError(qp)
 }
 
 // nakNow sends a NAK at once (the QP is about to leave the states that
 // send anything).
-func (e *Engine) nakNow(qp *QP, psn wire.PSN, code wire.NAKCode) {
+func (rsp *responder) nakNow(qp *QP, psn wire.PSN, code wire.NAKCode) {
 	qp.resp.ack, qp.resp.ackPSN, qp.resp.ackSyn = true, psn, wire.SyndromeNAK(code)
 	qp.resp.queue.reset()
-	e.sendAck(qp)
+	rsp.sendAck(qp)
 }
 
 // recvError completes the receive WQE in progress with an error.
-func (e *Engine) recvError(qp *QP, status WCStatus) {
+func (rsp *responder) recvError(qp *QP, status WCStatus) {
+	e := rsp.e
 	resp := &qp.resp
 	if !resp.haveRecv {
 		return
@@ -749,13 +763,13 @@ func (e *Engine) recvError(qp *QP, status WCStatus) {
 
 // abortMsg forgets the message in progress (UC loss); a receive WQE taken
 // for it stays with the QP for the next message.
-func (e *Engine) abortMsg(qp *QP) {
+func (rsp *responder) abortMsg(qp *QP) {
 	qp.resp.msg = msgNone
 	qp.resp.recvOff = 0
 }
 
 // recvPD is the protection domain of the QP's receive buffers.
-func (e *Engine) recvPD(qp *QP) uint32 {
+func (rsp *responder) recvPD(qp *QP) uint32 {
 	if qp.srq != nil {
 		return qp.srq.PD
 	}
@@ -764,21 +778,22 @@ func (e *Engine) recvPD(qp *QP) uint32 {
 
 // udRecv handles a UD SEND: check the Q_Key, take a receive WQE, place
 // the 40-byte GRH and the payload (IBTA 11.4.1.1).
-func (e *Engine) udRecv(qp *QP, p *wire.Packet) {
+func (rsp *responder) udRecv(qp *QP, p *wire.Packet) {
+	e := rsp.e
 	if p.DETH.QKey() != qp.attr.QKey {
 		e.count(qp, RxBadQKey)
 		return
 	}
 	e.count(qp, RxSendRequests)
 	resp := &qp.resp
-	if !e.takeRecvWQE(qp) {
+	if !rsp.takeRecvWQE(qp) {
 		e.count(qp, OutOfBuffer)
 		return
 	}
 	total := uint64(grhSize + len(p.Payload))
 	if total > resp.recv.length {
 		e.count(qp, RespLocalLengthError)
-		e.recvError(qp, WCLocLenErr)
+		rsp.recvError(qp, WCLocLenErr)
 		return
 	}
 	// The GRH area holds the IPv6 header, or for IPv4 the IPv4 header in
@@ -789,14 +804,14 @@ func (e *Engine) udRecv(qp *QP, p *wire.Packet) {
 	} else {
 		copy(grh[20:], p.Frame[:20])
 	}
-	pd := e.recvPD(qp)
+	pd := rsp.recvPD(qp)
 	if f := e.scatter(qp, pd, resp.recv.sge, 0, grh[:]); f != atu.OK {
-		e.recvError(qp, WCLocProtErr)
+		rsp.recvError(qp, WCLocProtErr)
 		return
 	}
 	if len(p.Payload) > 0 {
 		if f := e.scatter(qp, pd, resp.recv.sge, grhSize, p.Payload); f != atu.OK {
-			e.recvError(qp, WCLocProtErr)
+			rsp.recvError(qp, WCLocProtErr)
 			return
 		}
 	}

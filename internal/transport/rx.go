@@ -17,7 +17,7 @@ func (e *Engine) Receive(now int64, bufs []*link.Buf) {
 		e.receiveOne(b)
 		b.Release()
 	}
-	e.flushAcks()
+	e.resp.flushAcks()
 }
 
 func (e *Engine) receiveOne(b *link.Buf) {
@@ -92,9 +92,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		return
 	}
 	if isReq {
-		e.responderRecv(qp, p)
+		e.resp.responderRecv(qp, p)
 	} else {
-		e.completerRecv(qp, p)
+		e.comp.completerRecv(qp, p)
 	}
 }
 

@@ -100,11 +100,11 @@ func (e *Engine) Tick(now int64) {
 		qp.timer.queuedAt = 0
 		if at := qp.timer.rnrAt; at != 0 && at <= now {
 			qp.timer.rnrAt = 0
-			e.rnrTimeout(qp)
+			e.comp.rnrTimeout(qp)
 		}
 		if at := qp.timer.retransAt; at != 0 && at <= now {
 			qp.timer.retransAt = 0
-			e.retransTimeout(qp)
+			e.comp.retransTimeout(qp)
 		}
 		e.schedule(qp)
 	}
