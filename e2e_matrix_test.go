@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -57,17 +58,23 @@ func TestMatrix(t *testing.T) {
 					t.Skip("covered without -race: 10 % loss at MTU 256 is slow under the race detector")
 				}
 				checkGoroutines(t)
-				// ACK timeout 16.8 ms (2^12 × 4.096 µs), 7 retries: tail
-				// losses recover in tens of ms, and a stall of the
-				// process (a shared CI machine) does not exhaust retries.
-				p := newPair(t, pairOpts{mtu: mtu, fa: fc.f, fb: fc.f,
-					cap:  rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 2, MaxRecvSGE: 2},
-					conn: rnic.ConnParams{Timeout: 12, RetryCnt: 7}})
-				sizes := matrixSizes(mtu, fc.large)
-				for _, op := range []rnic.WROpcode{rnic.WRRDMAWrite, rnic.WRRDMAWriteWithImm, rnic.WRRDMARead, rnic.WRSend, rnic.WRSendWithImm} {
-					runOp(t, p, op, sizes, fc.f.Seed)
-				}
-				runAtomics(t, p, 300)
+				// In a synctest bubble: the NICs' timers (ACK timeouts,
+				// RNR waits), the link's delays and the test's waits run
+				// on the bubble's clock, which jumps ahead whenever every
+				// goroutine is blocked, so recovering from a loss costs
+				// no wall-clock time.
+				synctest.Test(t, func(t *testing.T) {
+					// ACK timeout 16.8 ms (2^12 × 4.096 µs), 7 retries:
+					// tail losses recover in tens of ms.
+					p := newPair(t, pairOpts{mtu: mtu, fa: fc.f, fb: fc.f,
+						cap:  rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 2, MaxRecvSGE: 2},
+						conn: rnic.ConnParams{Timeout: 12, RetryCnt: 7}})
+					sizes := matrixSizes(mtu, fc.large)
+					for _, op := range []rnic.WROpcode{rnic.WRRDMAWrite, rnic.WRRDMAWriteWithImm, rnic.WRRDMARead, rnic.WRSend, rnic.WRSendWithImm} {
+						runOp(t, p, op, sizes, fc.f.Seed)
+					}
+					runAtomics(t, p, 300)
+				})
 			})
 		}
 	}
