@@ -147,3 +147,76 @@ func BenchmarkLocalGather4K(b *testing.B) {
 		l.Gather(dst, xs)
 	}
 }
+
+// TestLocalConcurrent: mappings come and go on the control path while DMA
+// runs. An access to a live space finds its bytes, one to a space being
+// unmapped finds them or fails with ErrUnmapped, and nothing races (go test
+// -race). (A space number comes back after 255 remappings of its slot, as
+// an IOVA does on hardware at once: see TestLocalGenerations.)
+func TestLocalConcurrent(t *testing.T) {
+	var l Local
+	stable := bytes.Repeat([]byte{0xAB}, 4096)
+	sp, _ := l.Map(stable)
+	done := make(chan struct{})
+	spaces := make(chan Space, 64)
+	go func() {
+		defer close(done)
+		for i := range 20000 {
+			s, err := l.Map(bytes.Repeat([]byte{byte(i)}, 64))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case spaces <- s:
+			default:
+			}
+			if err := l.Unmap(s); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	dst := make([]byte, 64)
+	for {
+		select {
+		case <-done:
+			return
+		case s := <-spaces: // unmapped by now or soon: its bytes or ErrUnmapped
+			if _, err := l.Gather(dst, []Extent{{Space: s, Len: 64}}); err != nil && !errors.Is(err, ErrUnmapped) {
+				t.Fatal(err)
+			}
+		default:
+		}
+		if _, err := l.Gather(dst, []Extent{{Space: sp, Addr: 100, Len: 64}}); err != nil || dst[0] != 0xAB || dst[63] != 0xAB {
+			t.Fatalf("the stable space: %v % x", err, dst[:4])
+		}
+	}
+}
+
+// TestLocalGenerations: a stale space (kept past its Unmap) fails for the
+// next 254 mappings of its slot; the 255th gets its number back. The NIC
+// never keeps an extent past the operation that translated it, and
+// deregistration runs between operations, so this is a second line of
+// defence, as an IOMMU's is none: hardware reuses an IOVA at once.
+func TestLocalGenerations(t *testing.T) {
+	var l Local
+	sp, _ := l.Map(make([]byte, 8))
+	stale := Extent{Space: sp, Len: 8}
+	l.Unmap(sp)
+	dst := make([]byte, 8)
+	for i := 1; i <= 255; i++ {
+		s, err := l.Map([]byte{byte(i), 0, 0, 0, 0, 0, 0, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.Gather(dst, []Extent{stale})
+		if i < 255 && !errors.Is(err, ErrUnmapped) {
+			t.Fatalf("mapping %d of the slot: the stale space reads % x (%v)", i, dst, err)
+		}
+		if i == 255 && (s != sp || err != nil || dst[0] != 255) {
+			t.Fatalf("mapping 255: space %#x (want %#x back), %v", uint32(s), uint32(sp), err)
+		}
+		l.Unmap(s)
+	}
+}
