@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -117,58 +118,61 @@ func TestFeatureMultiSGE(t *testing.T) {
 // original bytes.
 func TestFeatureInline(t *testing.T) {
 	checkGoroutines(t)
-	p := newPair(t, pairOpts{conn: rnic.ConnParams{Timeout: 12, RNRRetry: 7, MinRNRTimer: 8}})
-	src := newGuarded(t, p.pda, 256, rnic.AccessLocalWrite, 1)
-	dst := newGuarded(t, p.pdb, 256, allAccess, 2)
-	orig := bytes.Clone(src.region()[:64])
-	must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 1, Opcode: rnic.WRSend, Flags: rnic.SendSignaled | rnic.SendInline,
-		SGL: []rnic.SGE{src.mr.SGE(0, 20), src.mr.SGE(20, 44)}}))
-	for i := range 64 {
-		src.region()[i] = 0xEE
-	}
-	// RNR NAKs: the SEND is sent again after the change. Wait for the first
-	// one rather than sleeping a fixed time, which a loaded machine outlasts.
-	for deadline := time.Now().Add(5 * time.Second); qpCounter(t, p.qpa, "rnr_nak_retry_err") == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no RNR NAK in 5 s: the SEND was not held back")
+	synctest.Test(t, func(t *testing.T) {
+		p := newPair(t, pairOpts{conn: rnic.ConnParams{Timeout: 12, RNRRetry: 7, MinRNRTimer: 8}})
+		src := newGuarded(t, p.pda, 256, rnic.AccessLocalWrite, 1)
+		dst := newGuarded(t, p.pdb, 256, allAccess, 2)
+		orig := bytes.Clone(src.region()[:64])
+		must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 1, Opcode: rnic.WRSend, Flags: rnic.SendSignaled | rnic.SendInline,
+			SGL: []rnic.SGE{src.mr.SGE(0, 20), src.mr.SGE(20, 44)}}))
+		for i := range 64 {
+			src.region()[i] = 0xEE
 		}
-		time.Sleep(time.Millisecond)
-	}
-	must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 2, SGL: []rnic.SGE{dst.mr.SGE(0, 256)}}))
-	if wc := waitWC(t, p.cqa, 1, 5*time.Second)[0]; wc.Status != rnic.WCSuccess {
-		t.Fatalf("inline SEND: %+v", wc)
-	}
-	wc := waitWC(t, p.cqb, 1, 5*time.Second)[0]
-	if wc.Status != rnic.WCSuccess || wc.ByteLen != 64 {
-		t.Fatalf("receive: %+v", wc)
-	}
-	if !bytes.Equal(dst.region()[:64], orig) {
-		t.Fatalf("the receiver got the buffer's bytes after PostSend returned, not those at post time:\n% x\nwant\n% x", dst.region()[:64], orig)
-	}
+		// RNR NAKs: the SEND is sent again after the change. (In the
+		// bubble the wait costs no wall time and a loaded machine cannot
+		// outlast it.)
+		for deadline := time.Now().Add(5 * time.Second); qpCounter(t, p.qpa, "rnr_nak_retry_err") == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("no RNR NAK in 5 s: the SEND was not held back")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 2, SGL: []rnic.SGE{dst.mr.SGE(0, 256)}}))
+		if wc := waitWC(t, p.cqa, 1, 5*time.Second)[0]; wc.Status != rnic.WCSuccess {
+			t.Fatalf("inline SEND: %+v", wc)
+		}
+		wc := waitWC(t, p.cqb, 1, 5*time.Second)[0]
+		if wc.Status != rnic.WCSuccess || wc.ByteLen != 64 {
+			t.Fatalf("receive: %+v", wc)
+		}
+		if !bytes.Equal(dst.region()[:64], orig) {
+			t.Fatalf("the receiver got the buffer's bytes after PostSend returned, not those at post time:\n% x\nwant\n% x", dst.region()[:64], orig)
+		}
 
-	// Inline WRITE: the same rule.
-	copy(src.region(), pattern(7, 64))
-	must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 3, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled | rnic.SendInline,
-		SGL: []rnic.SGE{src.mr.SGE(0, 64)}, RemoteAddr: dst.mr.Addr() + 100, RKey: dst.mr.RKey()}))
-	clear(src.region()[:64])
-	waitWC(t, p.cqa, 1, 5*time.Second)
-	if !bytes.Equal(dst.region()[100:164], pattern(7, 64)) {
-		t.Fatal("inline WRITE: data differs")
-	}
-	dst.guardsIntact(t, "target")
+		// Inline WRITE: the same rule.
+		copy(src.region(), pattern(7, 64))
+		must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 3, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled | rnic.SendInline,
+			SGL: []rnic.SGE{src.mr.SGE(0, 64)}, RemoteAddr: dst.mr.Addr() + 100, RKey: dst.mr.RKey()}))
+		clear(src.region()[:64])
+		waitWC(t, p.cqa, 1, 5*time.Second)
+		if !bytes.Equal(dst.region()[100:164], pattern(7, 64)) {
+			t.Fatal("inline WRITE: data differs")
+		}
+		dst.guardsIntact(t, "target")
 
-	// Limits: more than max_inline_data, and inline on an opcode without
-	// payload, are refused at post time.
-	var we *rnic.WRError
-	err := p.qpa.PostSend(rnic.SendWR{WRID: 4, Opcode: rnic.WRSend, Flags: rnic.SendInline, SGL: []rnic.SGE{src.mr.SGE(0, 65)}})
-	if !errors.As(err, &we) || we.Index != 0 || !strings.Contains(err.Error(), "max_inline_data") {
-		t.Errorf("65 inline bytes with max_inline_data 64: %v", err)
-	}
-	err = p.qpa.PostSend(rnic.SendWR{WRID: 5, Opcode: rnic.WRRDMARead, Flags: rnic.SendInline, SGL: []rnic.SGE{src.mr.SGE(0, 8)}, RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()})
-	if !errors.As(err, &we) || we.Index != 0 {
-		t.Errorf("inline RDMA READ: %v, want a WRError", err)
-	}
-	quiet(t, p.cqa, 10*time.Millisecond, "refused WRs")
+		// Limits: more than max_inline_data, and inline on an opcode without
+		// payload, are refused at post time.
+		var we *rnic.WRError
+		err := p.qpa.PostSend(rnic.SendWR{WRID: 4, Opcode: rnic.WRSend, Flags: rnic.SendInline, SGL: []rnic.SGE{src.mr.SGE(0, 65)}})
+		if !errors.As(err, &we) || we.Index != 0 || !strings.Contains(err.Error(), "max_inline_data") {
+			t.Errorf("65 inline bytes with max_inline_data 64: %v", err)
+		}
+		err = p.qpa.PostSend(rnic.SendWR{WRID: 5, Opcode: rnic.WRRDMARead, Flags: rnic.SendInline, SGL: []rnic.SGE{src.mr.SGE(0, 8)}, RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()})
+		if !errors.As(err, &we) || we.Index != 0 {
+			t.Errorf("inline RDMA READ: %v, want a WRError", err)
+		}
+		quiet(t, p.cqa, 10*time.Millisecond, "refused WRs")
+	})
 }
 
 // TestFeatureUnsignaled: without IBV_SEND_SIGNALED (and without sq_sig_all)
