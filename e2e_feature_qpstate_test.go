@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -115,78 +116,83 @@ func TestFeatureQPQuery(t *testing.T) {
 // in SQD), in order.
 func TestFeatureSQD(t *testing.T) {
 	checkGoroutines(t)
-	// A 5 ms one-way delay: the requester's 128-packet window cannot
-	// send the 32 × 16 packets below in less than several round trips.
-	delay := mem.Faults{Delay: 5 * time.Millisecond}
-	p := newPair(t, pairOpts{fa: delay, fb: delay, conn: rnic.ConnParams{Timeout: 16}})
-	const n, size = 32, 64 << 10
-	src := newGuarded(t, p.pda, (n+4)*size, rnic.AccessLocalWrite, 1)
-	dst := newGuarded(t, p.pdb, (n+4)*size, allAccess, 2)
-	for i := range src.region() {
-		src.region()[i] = byte(i/size*31 + i)
-	}
-	wr := func(i int) rnic.SendWR {
-		return rnic.SendWR{WRID: uint64(i), Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
-			SGL: []rnic.SGE{src.mr.SGE(i*size, size)}, RemoteAddr: dst.mr.Addr() + uint64(i*size), RKey: dst.mr.RKey()}
-	}
-	var wrs []rnic.SendWR
-	for i := 0; i < n; i++ {
-		wrs = append(wrs, wr(i))
-	}
-	must0(t, p.qpa.PostSend(wrs...))
-	// Let the requester start: its first packets are on the wire (their
-	// ACKs are 10 ms away).
-	for deadline := time.Now().Add(5 * time.Second); counter(t, p.a, "tx_packets") == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing sent")
+	// In a testing/synctest bubble: the link delay and the ACK timers run on
+	// the bubble's clock, so which WRs have started at the SQD transition
+	// does not depend on how loaded the machine is.
+	synctest.Test(t, func(t *testing.T) {
+		// A 5 ms one-way delay: the requester's 128-packet window cannot
+		// send the 32 × 16 packets below in less than several round trips.
+		delay := mem.Faults{Delay: 5 * time.Millisecond}
+		p := newPair(t, pairOpts{fa: delay, fb: delay, conn: rnic.ConnParams{Timeout: 16}})
+		const n, size = 32, 64 << 10
+		src := newGuarded(t, p.pda, (n+4)*size, rnic.AccessLocalWrite, 1)
+		dst := newGuarded(t, p.pdb, (n+4)*size, allAccess, 2)
+		for i := range src.region() {
+			src.region()[i] = byte(i/size*31 + i)
 		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: true}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
-	if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || !a.EnSQDAsyncNotify {
-		t.Fatalf("after Modify to SQD: state %v en_sqd_async_notify %v", a.State, a.EnSQDAsyncNotify)
-	}
-	waitQPEvent(t, p.a, p.qpa, rnic.EventSQDrained)
-	// Everything started has completed by the time of the event.
-	got := make([]rnic.WC, n)
-	k := must(p.cqa.Poll(got))
-	if k == 0 || k >= n {
-		t.Fatalf("%d of %d WRs completed when the SQ drained; want some but not all (the rest not started)", k, n)
-	}
-	for i, wc := range got[:k] {
-		if wc.WRID != uint64(i) || wc.Status != rnic.WCSuccess {
-			t.Fatalf("completion %d before the drain: %+v", i, wc)
+		wr := func(i int) rnic.SendWR {
+			return rnic.SendWR{WRID: uint64(i), Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+				SGL: []rnic.SGE{src.mr.SGE(i*size, size)}, RemoteAddr: dst.mr.Addr() + uint64(i*size), RKey: dst.mr.RKey()}
 		}
-	}
-	if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || a.SQDraining {
-		t.Errorf("drained QP: state %v sq_draining %v, want SQD, false", a.State, a.SQDraining)
-	}
-	// WRs posted in SQD wait too.
-	must0(t, p.qpa.PostSend(wr(n), wr(n+1), wr(n+2), wr(n+3)))
-	quiet(t, p.cqa, 30*time.Millisecond, "QP in SQD")
-	if evs := drainEvents(p.a, 5*time.Millisecond); len(evs) != 0 {
-		t.Errorf("more events: %s", evString(evs))
-	}
-	t.Logf("%d of %d WRITEs had started when the QP entered SQD", k, n)
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSRTS}, rnic.QPAttrState))
-	for i, wc := range waitWC(t, p.cqa, n+4-k, 10*time.Second) {
-		if wc.WRID != uint64(k+i) || wc.Status != rnic.WCSuccess {
-			t.Fatalf("completion %d after SQD→RTS: %+v", k+i, wc)
+		var wrs []rnic.SendWR
+		for i := 0; i < n; i++ {
+			wrs = append(wrs, wr(i))
 		}
-	}
-	if !bytes.Equal(dst.region(), src.region()) {
-		t.Fatal("data differs after SQD→RTS")
-	}
-	// An idle send queue is drained at once.
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: true}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
-	waitQPEvent(t, p.a, p.qpa, rnic.EventSQDrained)
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSRTS}, rnic.QPAttrState))
-	// With en_sqd_async_notify cleared there is no event. (Leaving the
-	// mask bit out keeps the previous value, as rxe does.)
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: false}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
-	if evs := drainEvents(p.a, 20*time.Millisecond); len(evs) != 0 {
-		t.Errorf("SQD without en_sqd_async_notify raised %s", evString(evs))
-	}
+		must0(t, p.qpa.PostSend(wrs...))
+		// Let the requester start: its first packets are on the wire (their
+		// ACKs are 10 ms away).
+		for deadline := time.Now().Add(5 * time.Second); counter(t, p.a, "tx_packets") == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("nothing sent")
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: true}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
+		if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || !a.EnSQDAsyncNotify {
+			t.Fatalf("after Modify to SQD: state %v en_sqd_async_notify %v", a.State, a.EnSQDAsyncNotify)
+		}
+		waitQPEvent(t, p.a, p.qpa, rnic.EventSQDrained)
+		// Everything started has completed by the time of the event.
+		got := make([]rnic.WC, n)
+		k := must(p.cqa.Poll(got))
+		if k == 0 || k >= n {
+			t.Fatalf("%d of %d WRs completed when the SQ drained; want some but not all (the rest not started)", k, n)
+		}
+		for i, wc := range got[:k] {
+			if wc.WRID != uint64(i) || wc.Status != rnic.WCSuccess {
+				t.Fatalf("completion %d before the drain: %+v", i, wc)
+			}
+		}
+		if a, _ := query(t, p.qpa); a.State != rnic.QPSSQD || a.SQDraining {
+			t.Errorf("drained QP: state %v sq_draining %v, want SQD, false", a.State, a.SQDraining)
+		}
+		// WRs posted in SQD wait too.
+		must0(t, p.qpa.PostSend(wr(n), wr(n+1), wr(n+2), wr(n+3)))
+		quiet(t, p.cqa, 30*time.Millisecond, "QP in SQD")
+		if evs := drainEvents(p.a, 5*time.Millisecond); len(evs) != 0 {
+			t.Errorf("more events: %s", evString(evs))
+		}
+		t.Logf("%d of %d WRITEs had started when the QP entered SQD", k, n)
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSRTS}, rnic.QPAttrState))
+		for i, wc := range waitWC(t, p.cqa, n+4-k, 10*time.Second) {
+			if wc.WRID != uint64(k+i) || wc.Status != rnic.WCSuccess {
+				t.Fatalf("completion %d after SQD→RTS: %+v", k+i, wc)
+			}
+		}
+		if !bytes.Equal(dst.region(), src.region()) {
+			t.Fatal("data differs after SQD→RTS")
+		}
+		// An idle send queue is drained at once.
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: true}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
+		waitQPEvent(t, p.a, p.qpa, rnic.EventSQDrained)
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSRTS}, rnic.QPAttrState))
+		// With en_sqd_async_notify cleared there is no event. (Leaving the
+		// mask bit out keeps the previous value, as rxe does.)
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSSQD, EnSQDAsyncNotify: false}, rnic.QPAttrState|rnic.QPAttrEnSQDAsyncNotify))
+		if evs := drainEvents(p.a, 20*time.Millisecond); len(evs) != 0 {
+			t.Errorf("SQD without en_sqd_async_notify raised %s", evString(evs))
+		}
+	})
 }
 
 // TestFeatureFlushAndReset: Modify to ERR completes every outstanding send
