@@ -66,7 +66,8 @@ type Bus interface {
 	// bytes copied.
 	Scatter(dst []Extent, src []byte) (int, error)
 	// Atomic executes an 8-byte atomic at x (8 bytes, 8-byte aligned: the
-	// ATU checked) and returns the value before it. Memory holds the value
+	// ATU checked) and returns the value before it. The caller serializes
+	// atomics (the DMA cluster's atomic unit). Memory holds the value
 	// in the host's byte order, as on hardware.
 	Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error)
 }
@@ -87,13 +88,13 @@ type Mapper interface {
 }
 
 // Local is the program's own memory (Mapper). It is safe for concurrent
-// use: mappings change on the control path while DMA runs.
+// use (mappings change on the control path while DMA runs), except that
+// concurrent atomics on one word need their caller's serialization.
 type Local struct {
-	mu    sync.Mutex // Map and Unmap
-	dir   [dirSize]atomic.Pointer[chunk]
-	free  []uint32 // free slots
-	next  uint32   // the first slot never used
-	atoms sync.Mutex
+	mu   sync.Mutex // Map and Unmap
+	dir  [dirSize]atomic.Pointer[chunk]
+	free []uint32 // free slots
+	next uint32   // the first slot never used
 }
 
 // A space is gen<<24 | slot (slot ≥ 1): 2^24 mappings at once, each slot's
@@ -213,7 +214,9 @@ func (l *Local) Gather(dst []byte, src []Extent) (int, error) {
 		if ok {
 			n += copy(dst[n:], b)
 		} else {
-			n += copy(dst[n:], zeros(min(int(x.Len), len(dst)-n)))
+			k := min(int(x.Len), len(dst)-n)
+			clear(dst[n : n+k])
+			n += k
 		}
 		if n == len(dst) {
 			break
@@ -242,9 +245,10 @@ func (l *Local) Scatter(dst []Extent, src []byte) (int, error) {
 	return n, nil
 }
 
-// Atomic implements Bus. Atomics are serialized with one another (the
-// NIC's atomic unit), not with the host CPU's own accesses, as on an RNIC
-// without PCIe atomics.
+// Atomic implements Bus. It does not serialize atomics itself: the caller
+// does (the DMA cluster's atomic unit, internal/hw/dma), and nothing
+// orders them with the host CPU's own accesses, as on an RNIC without
+// PCIe atomics.
 func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error) {
 	if x.Len != 8 {
 		return 0, fmt.Errorf("bus: atomic on %d bytes", x.Len)
@@ -253,8 +257,6 @@ func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64
 	if err != nil || !ok {
 		return 0, err
 	}
-	l.atoms.Lock()
-	defer l.atoms.Unlock()
 	orig := binary.NativeEndian.Uint64(b)
 	switch op {
 	case CompareSwap:
@@ -265,16 +267,6 @@ func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64
 		binary.NativeEndian.PutUint64(b, orig+compareOrAdd)
 	}
 	return orig, nil
-}
-
-// zeroPage is what reads of space NoMemory copy from.
-var zeroPage [4096]byte
-
-func zeros(n int) []byte {
-	if n <= len(zeroPage) {
-		return zeroPage[:n]
-	}
-	return make([]byte, n) // metadata-mode reads larger than a page: rare, and never on a payload path
 }
 
 // Faulty is a Bus whose extents for which Fail reports true fail with
