@@ -23,6 +23,7 @@ type pair struct {
 	pda, pdb *rnic.PD
 	cqa, cqb *rnic.CQ
 	qpa, qpb *rnic.QP
+	witness  *witness // pairOpts.witness
 }
 
 type pairOpts struct {
@@ -34,6 +35,8 @@ type pairOpts struct {
 	devOpts rnic.Options
 	// wrapA, if set, wraps device a's link (a test link in front of it).
 	wrapA func(link.Link) link.Link
+	// witness, if set, records both NICs' frames (see linkExhaustedRetries).
+	witness *witness
 }
 
 func newPair(t testing.TB, o pairOpts) *pair {
@@ -48,7 +51,7 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pair{t: t, pa: pa, pb: pb}
+	p := &pair{t: t, pa: pa, pb: pb, witness: o.witness}
 	// RNIC_TRACE=1 keeps the engines' trace and prints its tail and the
 	// QPs' state when the test fails.
 	var trace func(string)
@@ -73,6 +76,9 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		opts.Link, opts.Name = l, name
 		if name == "a" && o.wrapA != nil {
 			opts.Link = o.wrapA(l)
+		}
+		if o.witness != nil {
+			opts.Link = o.witness.wrap(name[0], opts.Link)
 		}
 		if opts.Trace == nil && trace != nil {
 			opts.Trace = func(s string) { trace(name + ": " + s) }
@@ -102,6 +108,22 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// linkExhausted reports whether wc is a RETRY_EXC_ERR that the pair's
+// witness shows the link caused (see linkExhaustedRetries); a
+// RETRY_EXC_ERR the NIC caused fails the test.
+func (p *pair) linkExhausted(t testing.TB, wc rnic.WC) bool {
+	t.Helper()
+	if wc.Status != rnic.WCRetryExcErr || p.witness == nil {
+		return false
+	}
+	ok, why := p.witness.linkExhaustedRetries()
+	if !ok {
+		t.Fatalf("completion %+v, and not the link's doing: %s\ncounters a %v\nb %v", wc, why, interesting(p.a), interesting(p.b))
+	}
+	t.Logf("the link exhausted the retries (%s)", why)
+	return true
 }
 
 // remoteRights are the QP access flags the test helpers grant when a test
