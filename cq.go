@@ -37,12 +37,16 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	if cqe < 1 || cqe > d.attr.MaxCQE {
 		return nil, fmt.Errorf("rnic: CreateCQ: %d entries out of range [1, %d]", cqe, d.attr.MaxCQE)
 	}
-	cqn, index, ok := d.d.CQs.Alloc()
+	cqn, index, ok := d.cqt.Alloc()
 	if !ok {
 		return nil, fmt.Errorf("rnic: CreateCQ: all %d CQs in use", d.attr.MaxCQ)
 	}
 	c := transport.NewCQ(cqn, cqe)
-	c.Progress = d.d.Progress
+	if d.vc != nil {
+		c.Hold() // entries show when the model's CQE write reaches the host
+	} else {
+		c.Progress = d.d.Progress
+	}
 	cq := &CQ{dev: d, c: c, index: index}
 	c.Opaque = cq
 	// Registered under the device's lock, which Close takes to collect
@@ -50,12 +54,12 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	d.mu.Lock()
 	if d.closed.Load() {
 		d.mu.Unlock()
-		d.d.CQs.Release(index)
+		d.cqt.Release(index)
 		return nil, fmt.Errorf("rnic: CreateCQ: %w", d.errClosed())
 	}
 	d.cqs[cq] = struct{}{}
 	d.mu.Unlock()
-	d.d.CQs.Set(index, c)
+	d.cqt.Set(index, c)
 	return cq, nil
 }
 
@@ -92,7 +96,15 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if err := cq.usable(); err != nil {
 		return 0, err
 	}
-	n := cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)
+	var n int
+	if v := cq.dev.vc; v != nil {
+		var err error
+		if n, err = v.poll(cq, wc); err != nil {
+			return n, err
+		}
+	} else {
+		n = cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)
+	}
 	if n == 0 && cq.c.Overrun() {
 		return 0, ErrCQOverrun
 	}
@@ -110,7 +122,13 @@ func (cq *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	if len(wc) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
 	}
-	n, err := cq.c.Wait(ctx, wcs(wc))
+	var n int
+	var err error
+	if v := cq.dev.vc; v != nil {
+		n, err = v.waitCQ(ctx, cq, wc)
+	} else {
+		n, err = cq.c.Wait(ctx, wcs(wc))
+	}
 	if errors.Is(err, transport.ErrCQOverrun) {
 		return 0, ErrCQOverrun
 	}
@@ -154,7 +172,7 @@ func (cq *CQ) Destroy() error {
 			return
 		}
 		cq.dead.Store(true)
-		cq.dev.d.CQs.Release(cq.index)
+		cq.dev.cqt.Release(cq.index)
 		e.ForgetCQ(cq.c.CQN)
 	})
 	if busy > 0 {

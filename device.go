@@ -39,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/hw/atu"
 	"net"
 	"net/netip"
 	"reflect"
@@ -62,7 +63,8 @@ type Options struct {
 	Name string
 
 	// Link is the network port: link/mem (in-process), link/udp (RoCEv2
-	// over UDP 4791), or a wrapper such as link/sniff. Required.
+	// over UDP 4791), or a wrapper such as link/sniff. Required, unless
+	// Clock is set.
 	//
 	// Open takes the link over: from a successful Open until Close, the
 	// device is the link's only user, and Close closes the link (every
@@ -107,6 +109,12 @@ type Options struct {
 	// Publish makes the device visible to "rnic stat" until it closes
 	// (see Device.Publish); Open fails if it cannot.
 	Publish bool
+
+	// Clock, if set, runs the device in virtual time: as a timing model
+	// of the clock's hardware profile, on the clock's simulated fabric
+	// (see VirtualClock; Link and Hardware must then be unset, and Addr
+	// is assigned if unset). Nil: the wall clock.
+	Clock *VirtualClock
 }
 
 // Hardware describes the NIC's internals. Each zero field takes its value
@@ -285,7 +293,11 @@ func (h Hardware) config(c *nic.Config) error {
 // Accessors of fixed properties (Name, Attr, GID, QPN, LKey, Handle, …)
 // keep answering, and Counters keeps returning the final counts.
 type Device struct {
-	d    *nic.Device
+	d    driver
+	atu  *atu.ATU
+	qpt  *transport.Table[transport.QP]
+	cqt  *transport.Table[transport.CQ]
+	vc   *VirtualClock // nil: the wall clock
 	name string
 	attr DeviceAttr
 	link link.Link
@@ -346,8 +358,24 @@ var ErrClosed = errors.New("rnic: closed")
 // ErrBusy is wrapped when an object cannot be destroyed while others use it.
 var ErrBusy = errors.New("rnic: resource busy")
 
-// Open starts a device on a link.
+// driver is what a Device runs on: the NIC's core (transport.NewCore)
+// driven by a clock. internal/nic drives it in real time; a VirtualClock
+// drives it as sim/nicmodel's timing model (virtual.go).
+type driver interface {
+	Engine(f func(e *transport.Engine)) // the control path's way in
+	Sync(f func())                      // host access to registered memory
+	Progress() bool                     // a poll that found its CQ empty drives the NIC
+	Events() <-chan transport.Event
+	Counters() (transport.Counters, nic.Pipeline)
+	Close() error
+}
+
+// Open starts a device on a link, or, with Options.Clock, on a virtual
+// clock's fabric.
 func Open(o Options) (*Device, error) {
+	if o.Clock != nil {
+		return o.Clock.open(o)
+	}
 	if o.Link == nil {
 		return nil, errors.New("rnic: Options.Link is required")
 	}
@@ -395,13 +423,24 @@ func Open(o Options) (*Device, error) {
 		releaseLink(o.Link, dev)
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
-	dev.d = d
+	dev.d, dev.atu, dev.qpt, dev.cqt = d, d.ATU, d.QPs, d.CQs
 	var hw net.HardwareAddr
 	if h, ok := link.Find[interface{ HardwareAddr() net.HardwareAddr }](o.Link); ok {
 		hw = h.HardwareAddr()
 	}
 	dev.gids = gidTable(GID(d.GID()), hw)
-	c := d.Config()
+	dev.setAttr(d.Config().CoreConfig, d.Config().MTU)
+	if o.Publish {
+		if err := dev.Publish(); err != nil {
+			dev.Close()
+			return nil, err
+		}
+	}
+	return dev, nil
+}
+
+// setAttr fills the device's attributes from its core's configuration.
+func (dev *Device) setAttr(c transport.CoreConfig, mtu wire.MTU) {
 	dev.attr = DeviceAttr{
 		FWVer:       "rnic " + Version,
 		MaxMRSize:   1 << 40,
@@ -411,15 +450,8 @@ func Open(o Options) (*Device, error) {
 		MaxQPRdAtom: int(c.MaxQPRdAtom), MaxQPInitRdAtom: int(c.MaxQPRdAtom),
 		MaxSRQ: c.MaxSRQ, MaxSRQWR: c.MaxSRQWR, MaxSRQSGE: c.MaxSGE,
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
-		AtomicCap: AtomicHCA, ActiveMTU: MTU(c.MTU), GIDTableLen: gidTableLen,
+		AtomicCap: AtomicHCA, ActiveMTU: MTU(mtu), GIDTableLen: gidTableLen,
 	}
-	if o.Publish {
-		if err := dev.Publish(); err != nil {
-			dev.Close()
-			return nil, err
-		}
-	}
-	return dev, nil
 }
 
 // owners maps every link that an open device owns, and every link such a
@@ -529,6 +561,15 @@ func (d *Device) Close() error {
 	for _, cq := range cqs {
 		cq.c.Shutdown(d.errClosed())
 	}
+	if v := d.vc; v != nil {
+		// Threads waiting on the device wake (in CQ order, for a
+		// reproducible run) and find it closed.
+		slices.SortFunc(cqs, func(a, b *CQ) int { return int(a.c.CQN) - int(b.c.CQN) })
+		for _, cq := range cqs {
+			v.wakeFor(cq.c)
+		}
+		v.wakeFor(d.d)
+	}
 	return err
 }
 
@@ -560,24 +601,36 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	if err := d.usable(); err != nil {
 		return AsyncEvent{}, err
 	}
+	if d.vc != nil {
+		ev, err := d.vc.waitEvent(ctx, d)
+		if err != nil {
+			return AsyncEvent{}, err
+		}
+		return asyncEvent(ev), nil
+	}
 	select {
 	case ev := <-d.d.Events():
-		a := AsyncEvent{Type: EventType(ev.Type)}
-		if ev.QP != nil {
-			a.QP, _ = ev.QP.Opaque.(*QP)
-		}
-		if ev.CQ != nil {
-			a.CQ = cqOf(ev.CQ)
-		}
-		if ev.SRQ != nil {
-			a.SRQ, _ = ev.SRQ.Opaque.(*SRQ)
-		}
-		return a, nil
+		return asyncEvent(ev), nil
 	case <-ctx.Done():
 		return AsyncEvent{}, ctx.Err()
 	case <-d.done:
 		return AsyncEvent{}, d.errClosed()
 	}
+}
+
+// asyncEvent converts the engine's event into the API's.
+func asyncEvent(ev transport.Event) AsyncEvent {
+	a := AsyncEvent{Type: EventType(ev.Type)}
+	if ev.QP != nil {
+		a.QP, _ = ev.QP.Opaque.(*QP)
+	}
+	if ev.CQ != nil {
+		a.CQ = cqOf(ev.CQ)
+	}
+	if ev.SRQ != nil {
+		a.SRQ, _ = ev.SRQ.Opaque.(*SRQ)
+	}
+	return a
 }
 
 // route builds the outer headers for a destination GID from the port's

@@ -155,7 +155,7 @@ func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, e
 	if err := pd.get(); err != nil {
 		return nil, err
 	}
-	key, err := pd.dev.d.ATU.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift})
+	key, err := pd.dev.atu.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift})
 	if err != nil {
 		pd.put()
 		return nil, fmt.Errorf("rnic: RegMR: %w", err)
@@ -286,7 +286,7 @@ func (mr *MR) Dereg() error {
 		return fmt.Errorf("rnic: Dereg: %w", err)
 	}
 	var err error
-	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.d.ATU.DeregMR(mr.key) })
+	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.atu.DeregMR(mr.key) })
 	if errors.Is(err, atu.ErrBusy) {
 		return fmt.Errorf("%w: Dereg: %v", ErrBusy, err)
 	}
@@ -333,7 +333,7 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 	if err := pd.get(); err != nil {
 		return nil, err
 	}
-	key, err := pd.dev.d.ATU.AllocMW(pd.pdn, kind)
+	key, err := pd.dev.atu.AllocMW(pd.pdn, kind)
 	if err != nil {
 		pd.put()
 		return nil, fmt.Errorf("rnic: AllocMW: %w", err)
@@ -344,7 +344,7 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 // RKey returns the window's current rkey: its initial key until a bind
 // gives it a new one.
 func (mw *MW) RKey() uint32 {
-	k, _ := mw.pd.dev.d.ATU.CurrentKey(mw.first)
+	k, _ := mw.pd.dev.atu.CurrentKey(mw.first)
 	return k
 }
 
@@ -371,7 +371,7 @@ func (mw *MW) Dealloc() error {
 		return fmt.Errorf("rnic: Dealloc MW: %w: memory window %#x was deallocated", ErrClosed, mw.first)
 	}
 	var err error
-	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.d.ATU.DeallocMW(mw.RKey()) })
+	mw.pd.dev.d.Engine(func(_ *engine) { err = mw.pd.dev.atu.DeallocMW(mw.RKey()) })
 	if err != nil {
 		return fmt.Errorf("rnic: Dealloc MW: %w", err)
 	}

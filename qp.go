@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/wire"
@@ -118,7 +119,7 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 	if err := pd.get(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateQP: %w", err)
 	}
-	qpn, slot, ok := d.d.QPs.Alloc()
+	qpn, slot, ok := d.qpt.Alloc()
 	if !ok {
 		pd.put()
 		return nil, fmt.Errorf("rnic: CreateQP: all %d QPs in use", at.MaxQP)
@@ -148,7 +149,7 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 		qp.q, err = e.CreateQP(in, qpn, slot)
 	})
 	if err != nil {
-		d.d.QPs.Release(slot)
+		d.qpt.Release(slot)
 		pd.put()
 		return nil, fmt.Errorf("rnic: CreateQP: %w", err)
 	}
@@ -250,6 +251,16 @@ func (e *WRError) Unwrap() error { return e.Err }
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	if err := qp.usable(); err != nil {
 		return &WRError{Index: 0, Err: err}
+	}
+	if v := qp.pd.dev.vc; v != nil {
+		// In virtual time the host builds the WQEs first: the profile's
+		// post time passes before the doorbell.
+		if err := v.spend(time.Duration(v.prof.Host.PostSendNs) * time.Duration(len(wrs))); err != nil {
+			return &WRError{Index: 0, Err: err}
+		}
+		if err := qp.usable(); err != nil {
+			return &WRError{Index: 0, Err: err}
+		}
 	}
 	if err := qp.q.BeginPostSend(); err != nil {
 		return &WRError{Index: 0, Err: err}

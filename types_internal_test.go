@@ -251,7 +251,7 @@ func TestHardwareConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			c.check(t, d.d.Config())
+			c.check(t, d.d.(*nic.Device).Config())
 		})
 	}
 	if h := DefaultHardware(); h.QPCCache.CapacityBytes != def.QPCCache.CapacityBytes || h.Arbiter.Levels != def.Arbiter.Levels ||

@@ -43,6 +43,13 @@ type CQ struct {
 	// engine turn if the engine is free); it reports whether frames moved.
 	Progress func() bool
 
+	// Held completions (Hold): the timing model writes a CQE into the
+	// ring when the engine makes it, and says when the host can see it
+	// (Reveal), after the DMA write and the CQE write have crossed PCIe.
+	// poll takes only revealed entries.
+	held    bool
+	visible uint32 // revealed entries not yet polled (held CQs)
+
 	// dead is closed by Shutdown, deadErr set before it: a Wait that
 	// sleeps wakes with deadErr.
 	dead    chan struct{}
@@ -154,9 +161,17 @@ func (c *CQ) Poll(dst []WC) int {
 	return c.poll(dst)
 }
 
+// Take polls like Poll but never drives the NIC or yields: the timing
+// model's host, whose clock decides when the poll happens.
+func (c *CQ) Take(dst []WC) int { return c.poll(dst) }
+
 func (c *CQ) poll(dst []WC) int {
 	c.mu.Lock()
 	k := min(uint32(len(dst)), c.n)
+	if c.held {
+		k = min(k, c.visible)
+		c.visible -= k
+	}
 	for i := uint32(0); i < k; i++ {
 		dst[i] = c.ring[(c.head+i)%uint32(len(c.ring))]
 	}
@@ -164,6 +179,34 @@ func (c *CQ) poll(dst []WC) int {
 	c.n -= k
 	c.mu.Unlock()
 	return int(k)
+}
+
+// Hold makes the CQ keep the completions the engine writes from Poll and
+// Wait until Reveal shows them: the timing model's CQ, whose entries
+// become visible to the host only when their writes have crossed PCIe.
+// Call it before the CQ is used.
+func (c *CQ) Hold() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+// Reveal makes the next n held completions visible to Poll (at most as
+// many as are in the ring).
+func (c *CQ) Reveal(n int) {
+	c.mu.Lock()
+	c.visible = min(c.visible+uint32(max(n, 0)), c.n)
+	c.mu.Unlock()
+}
+
+// Ready returns how many completions a Poll would find now.
+func (c *CQ) Ready() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		return int(c.visible)
+	}
+	return int(c.n)
 }
 
 // Overrun reports whether the CQ has overflowed. It takes no lock, so

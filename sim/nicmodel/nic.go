@@ -55,6 +55,16 @@ type Config struct {
 	MaxMR    int // default 65536
 	// PageShift is the default MTT page size (12: 4 KiB).
 	PageShift uint8
+	// The rest of the device's limits (ibv_device_attr); zero fields take
+	// transport.CoreConfig's defaults.
+	MaxSRQ, MaxQPWR, MaxSGE, MaxInline, MaxCQE, MaxSRQWR int
+	// MTU is the largest path MTU of the port; 0: the profile's link MTU.
+	MTU wire.MTU
+	// Event receives the engine's asynchronous events; Trace its protocol
+	// trace (see transport.Config). Both run inside the simulation, at the
+	// virtual time of the step that raised them.
+	Event func(transport.Event)
+	Trace func(string)
 }
 
 // Event kinds of the NIC's handler.
@@ -123,7 +133,19 @@ type NIC struct {
 	costs    Costs
 	trace    Tracer
 	metadata bool
+	core     transport.CoreConfig
 }
+
+// DMA returns the NIC's DMA cluster.
+func (n *NIC) DMA() *dma.Cluster { return n.dmac }
+
+// Core returns the device's configuration, defaults filled in.
+func (n *NIC) Core() transport.CoreConfig { return n.core }
+
+// Kick has the NIC look for work now: after a control-path call (a QP
+// moved to RTS with work queued, a QP flushed to ERR) that rang no
+// doorbell.
+func (n *NIC) Kick() { n.scheduleProgress(n.s.Now()) }
 
 // Costs accumulates where the NIC's time went, for the latency breakdown
 // and the pipeline's utilisation.
@@ -155,10 +177,18 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if !ok {
 		return nil, fmt.Errorf("nicmodel: link MTU %d is not a RoCE MTU", p.Link.MTUBytes)
 	}
+	if cfg.MTU != 0 {
+		if cfg.MTU.Bytes() > mtu.Bytes() {
+			return nil, fmt.Errorf("nicmodel: MTU %d exceeds the profile's link MTU %d", cfg.MTU.Bytes(), mtu.Bytes())
+		}
+		mtu = cfg.MTU
+	}
 	// The same device as in real time (transport.NewCore), with the
 	// profile's caches and DMA engines.
 	hw := transport.CoreConfig{
 		MaxQP: cfg.MaxQP, MaxCQ: cfg.MaxCQ, MaxMR: cfg.MaxMR, PageShift: cfg.PageShift,
+		MaxSRQ: cfg.MaxSRQ, MaxQPWR: cfg.MaxQPWR, MaxSGE: cfg.MaxSGE, MaxInline: cfg.MaxInline,
+		MaxCQE: cfg.MaxCQE, MaxSRQWR: cfg.MaxSRQWR,
 		QPCCache: p.Caches.QPC.CacheConfig("qpc"), CQCCache: p.Caches.CQC.CacheConfig("cqc"),
 		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt"),
 		DMAEngines: max(p.DMA.Engines, 1),
@@ -182,12 +212,15 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		Doorbell: n.doorbell,
 		Billing:  true,
 		Metadata: cfg.Metadata,
+		Event:    cfg.Event,
+		Trace:    cfg.Trace,
 	}
 	core, err := transport.NewCore(hw)
 	if err != nil {
 		return nil, fmt.Errorf("nicmodel: %w", err)
 	}
 	n.Engine, n.ATU, n.QPs, n.CQs, n.dmac = core.Engine, core.ATU, core.QPs, core.CQs, core.DMA
+	n.core = core.Config
 	n.Engine.SetGate(busyGate{n})
 	n.timer = s.NewTimer(n, evTimer, 0)
 	cfg.Port.Attach(n)

@@ -1,0 +1,487 @@
+package rnic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rnic/rnic/internal/hw/dma"
+	"github.com/rnic/rnic/internal/nic"
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
+	"github.com/rnic/rnic/sim/nicmodel"
+	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/wire"
+)
+
+// VirtualClock runs devices in virtual time: each device opened with
+// Options.Clock is the same NIC core as in real time, driven as a timing
+// model of the clock's hardware profile (sim/nicmodel: SRAM cache misses,
+// WQE fetches and DMA crossing a PCIe model, processing units, the
+// profile's line rate), on a simulated fabric (sim/fabric) shared by the
+// clock's devices. The program's threads run one at a time under the
+// clock's scheduler, so a run is a function of the seed and the program:
+// the same program gives the same completions, at the same virtual
+// times, with the same trace, every time.
+//
+// A program in virtual time:
+//
+//   - runs its work inside Run, in the function given to Run and in
+//     threads started with Go (both may open devices, post, poll and
+//     wait). Setting up outside Run (Open, RegMR, CreateQP, Connect) is
+//     allowed; it takes no virtual time.
+//   - waits only through the API: CQ.Wait, CQ.Poll (each call costs the
+//     profile's poll time, so a busy-poll loop advances the clock),
+//     GetAsyncEvent, and the clock's Sleep. Each is a point where the
+//     scheduler may run another thread or advance time.
+//   - must not block on anything else — channels, mutexes, sync.WaitGroup,
+//     time.Sleep, network or file I/O between its threads, or a CQ's
+//     Events channel — and must not start goroutines of its own that call
+//     the API: one thread holds the clock at a time, and a thread that
+//     blocks elsewhere holds it forever. Shared variables between threads
+//     need no locks (only one thread runs at a time) but order only
+//     through the API's waits.
+//   - reads time with the clock's Now; context deadlines run on the wall
+//     clock and are only a safety net.
+//
+// A PostSend costs the profile's post time (host.post_send_ns) before the
+// doorbell, a Poll its poll time (host.poll_cq_ns) per call and per extra
+// completion taken. Completions become visible when the model says their
+// CQE write has reached host memory.
+type VirtualClock struct {
+	prof *profile.HardwareProfile
+	s    *sim.Sim
+	fab  *fabric.Fabric
+	next int // devices opened: the next default address
+
+	// The scheduler: at most one thread holds the clock (cur); the
+	// others are runnable (runq, in FIFO order) or blocked.
+	threads int // live threads
+	runq    []*vthread
+	cur     *vthread
+	back    chan struct{} // the running thread gives the clock back
+	blocked []*vthread    // in the order they began to wait
+	inRun   bool
+	stop    error // set when Run ends: blocked and later waits fail with it
+}
+
+// VirtualOptions configure a VirtualClock.
+type VirtualOptions struct {
+	// Profile names a built-in hardware profile (`rnic sim --list-profiles`
+	// lists them: cx6, cx6-200g, hangu) or a TOML profile file; "" is
+	// cx6-200g. HardwareProfile, if set, is used instead.
+	Profile         string
+	HardwareProfile *profile.HardwareProfile
+	// Seed seeds the simulation's random choices (ECN marking, random
+	// workloads drawing from Rand).
+	Seed uint64
+	// Trace, if set, receives a line per event of the simulation (doorbells
+	// reaching a NIC, progress steps, frames arriving, completions becoming
+	// visible, threads waking), with its virtual time: two runs of one
+	// program with one seed write the same bytes.
+	Trace io.Writer
+}
+
+// ErrDeadlock is wrapped by the error a blocked call returns when no
+// thread of a virtual-time program can run and the NICs have nothing
+// left to do: the waits can never end.
+var ErrDeadlock = errors.New("rnic: virtual time: every thread waits and nothing is in flight")
+
+// ErrRunOver is wrapped by the error blocked calls of other threads
+// return once Run's function has returned.
+var ErrRunOver = errors.New("rnic: virtual time: the run is over")
+
+// NewVirtualClock returns a clock at virtual time zero.
+func NewVirtualClock(o VirtualOptions) (*VirtualClock, error) {
+	p := o.HardwareProfile
+	if p == nil {
+		name := o.Profile
+		if name == "" {
+			name = "cx6-200g"
+		}
+		var err error
+		if p, err = profile.Builtin(name); errors.Is(err, profile.ErrUnknown) {
+			if _, serr := os.Stat(name); serr == nil {
+				p, err = profile.LoadFile(name)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
+	}
+	s := sim.New(o.Seed)
+	if o.Trace != nil {
+		s.SetTrace(sim.WriterTrace(o.Trace))
+	}
+	fab, err := fabric.New(s, p.FabricConfig())
+	if err != nil {
+		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
+	}
+	return &VirtualClock{prof: p, s: s, fab: fab, back: make(chan struct{})}, nil
+}
+
+// Profile returns the clock's hardware profile.
+func (v *VirtualClock) Profile() *profile.HardwareProfile { return v.prof }
+
+// Now returns the virtual time since the clock was made.
+func (v *VirtualClock) Now() time.Duration { return time.Duration(v.s.Now()) }
+
+// vthread is one thread of the program.
+type vthread struct {
+	gen   uint64     // counts its waits: a wake event of an earlier one is stale
+	wake  chan error // the clock, handed over with the reason it returns (nil, or v.stop)
+	wait  any        // what it waits for: *transport.CQ, *vnic (async events), or nil (a timer, or runnable)
+	timer bool       // sleeping until a wake event
+}
+
+// Go starts f as a thread of the program; it runs when the scheduler
+// gets to it (after the running thread waits). Call it before or inside
+// Run.
+func (v *VirtualClock) Go(f func()) {
+	t := &vthread{wake: make(chan error)}
+	v.threads++
+	v.runq = append(v.runq, t)
+	go func() {
+		<-t.wake
+		defer func() {
+			v.threads--
+			v.cur = nil
+			v.back <- struct{}{}
+		}()
+		f()
+	}()
+}
+
+// Run runs main as a thread of the program, with the threads started by
+// Go, in virtual time, and returns when main returns: nil, or an error
+// wrapping ErrDeadlock if the program stopped with every thread waiting
+// and nothing in flight (the blocked calls returned that error). Threads
+// still running then see their waits fail with ErrRunOver, one at a
+// time, until each returns. Run may be called again to go on.
+func (v *VirtualClock) Run(main func()) error {
+	if v.inRun {
+		return errors.New("rnic: VirtualClock.Run inside Run")
+	}
+	v.inRun, v.stop = true, nil
+	defer func() { v.inRun = false }()
+	done := false
+	v.Go(func() { main(); done = true })
+	var deadlock error
+	for {
+		if len(v.runq) > 0 {
+			t := v.runq[0]
+			v.runq = v.runq[1:]
+			v.cur = t
+			t.wake <- v.stop
+			<-v.back
+			continue
+		}
+		if done && v.stop == nil {
+			v.stop = ErrRunOver
+			v.wakeAll()
+			continue
+		}
+		if v.threads == 0 {
+			return deadlock
+		}
+		if v.stop == nil && v.s.Step() {
+			continue
+		}
+		// Every thread waits and no event is due: a deadlock.
+		if v.stop == nil {
+			deadlock = fmt.Errorf("%w (at %v)", ErrDeadlock, v.Now())
+			v.stop = deadlock
+		}
+		v.wakeAll()
+		if len(v.runq) == 0 {
+			return deadlock // threads blocked outside the API: nothing to do
+		}
+	}
+}
+
+// wakeAll makes every blocked thread runnable (its wait returns v.stop).
+func (v *VirtualClock) wakeAll() {
+	for _, t := range v.blocked {
+		t.wait, t.timer = nil, false
+		v.runq = append(v.runq, t)
+	}
+	clear(v.blocked)
+	v.blocked = v.blocked[:0]
+}
+
+// wakeFor makes the threads waiting for w runnable, in the order they
+// began to wait.
+func (v *VirtualClock) wakeFor(w any) {
+	kept := v.blocked[:0]
+	for _, t := range v.blocked {
+		if t.wait == w {
+			t.wait = nil
+			v.runq = append(v.runq, t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(v.blocked[len(kept):])
+	v.blocked = kept
+}
+
+// block gives the clock back until the thread is woken: by what it waits
+// for (w), or, with timer, by its wake event. It returns v.stop.
+func (v *VirtualClock) block(w any, timer bool) error {
+	t := v.cur
+	if t == nil {
+		return errors.New("rnic: a waiting call on a virtual-time device outside VirtualClock.Run (or from a goroutine the clock did not start)")
+	}
+	if v.stop != nil {
+		return v.stop
+	}
+	t.wait, t.timer = w, timer
+	t.gen++
+	v.blocked = append(v.blocked, t)
+	v.cur = nil
+	v.back <- struct{}{}
+	err := <-t.wake
+	return err
+}
+
+// spend lets the running thread use d of virtual time (host CPU time):
+// the clock goes on meanwhile, other threads may run.
+func (v *VirtualClock) spend(d time.Duration) error {
+	if v.cur == nil {
+		return nil // set-up outside Run takes no time
+	}
+	if d <= 0 {
+		return v.stop
+	}
+	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: v})
+	return v.block(nil, true)
+}
+
+// Sleep lets the calling thread wait d of virtual time.
+func (v *VirtualClock) Sleep(d time.Duration) error {
+	if v.cur == nil {
+		return errors.New("rnic: VirtualClock.Sleep outside Run")
+	}
+	return v.spend(max(d, 1))
+}
+
+// The clock's own events.
+const evWake int32 = 0 // a sleeping thread's time has come (Ptr: *vthread)
+
+// Handle runs the clock's events (sim.Handler).
+func (v *VirtualClock) Handle(_ *sim.Sim, ev sim.Event) {
+	t := ev.Ptr.(*vthread)
+	if !t.timer || ev.Arg != t.gen {
+		return // woken otherwise (the run ended), or a wake of an earlier wait
+	}
+	for i, b := range v.blocked {
+		if b == t {
+			v.blocked = append(v.blocked[:i], v.blocked[i+1:]...)
+			break
+		}
+	}
+	t.timer = false
+	v.runq = append(v.runq, t)
+}
+
+// KindName names the clock's events in traces.
+func (v *VirtualClock) KindName(int32) string { return "thread wakes" }
+
+// open starts a device on the clock (Open with Options.Clock).
+func (v *VirtualClock) open(o Options) (*Device, error) {
+	if o.Link != nil {
+		return nil, errors.New("rnic: Open: Options.Link and Options.Clock exclude each other (a virtual-time device is on its clock's fabric)")
+	}
+	if o.Hardware != (Hardware{}) {
+		return nil, errors.New("rnic: Open: with Options.Clock the hardware is the clock's profile; leave Options.Hardware unset")
+	}
+	if o.Publish {
+		return nil, errors.New("rnic: Open: a virtual-time device cannot be published (rnic stat reads real-time devices)")
+	}
+	addr := o.Addr
+	if !addr.IsValid() {
+		addr = fabric.HostAddrs(v.next + 1)[v.next]
+	}
+	if !addr.Is4() && !addr.Is6() {
+		return nil, fmt.Errorf("rnic: Open: address %v", addr)
+	}
+	if o.Name == "" {
+		o.Name = fmt.Sprintf("rnic%d", v.next)
+	}
+	var mtu wire.MTU
+	if o.MTU != 0 {
+		if o.MTU < MTU256 || o.MTU > MTU4096 {
+			return nil, fmt.Errorf("rnic: MTU %d is not an ibv_mtu value", o.MTU)
+		}
+		mtu = wire.MTU(o.MTU)
+	}
+	var shift uint8
+	if o.PageSize != 0 {
+		var ok bool
+		if shift, ok = log2(o.PageSize); !ok || shift < 12 || shift > 30 {
+			return nil, fmt.Errorf("rnic: PageSize %d is not a power of two in [4 KiB, 1 GiB]", o.PageSize)
+		}
+	}
+	port, err := v.fab.AddHost(addr.Unmap())
+	if err != nil {
+		return nil, fmt.Errorf("rnic: Open: %w", err)
+	}
+	vn := &vnic{v: v, events: make(chan transport.Event, 256)}
+	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port,
+		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
+		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
+		PageShift: shift, MTU: mtu, Event: vn.event, Trace: o.Trace})
+	if err != nil {
+		port.Close()
+		return nil, fmt.Errorf("rnic: Open: %w", err)
+	}
+	v.next++
+	vn.n, vn.port = n, port
+	n.SetCQEHandler(vn)
+	dev := &Device{d: vn, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, vc: v, name: o.Name,
+		pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
+	dev.gids = gidTable(GID(n.GID()), nil)
+	core := n.Core()
+	dev.setAttr(core, core.Engine.LocalMTU)
+	return dev, nil
+}
+
+// vnic is a device's driver in virtual time: the timing model of the
+// clock's profile (sim/nicmodel) around the NIC core. Everything runs on
+// the thread that holds the clock, so there are no locks.
+type vnic struct {
+	v      *VirtualClock
+	n      *nicmodel.NIC
+	port   *fabric.Port
+	events chan transport.Event
+	drops  uint64
+	closed bool
+}
+
+var _ driver = (*vnic)(nil)
+
+// Engine runs a control-path call, then lets the NIC look for the work it
+// may have made (a QP moved to RTS with sends queued, a flush).
+func (vn *vnic) Engine(f func(e *transport.Engine)) {
+	f(vn.n.Engine)
+	if !vn.closed {
+		vn.n.Kick()
+	}
+}
+
+func (vn *vnic) Sync(f func()) { f() }
+
+// Progress is never asked for: virtual-time CQs poll through the clock.
+func (vn *vnic) Progress() bool { return false }
+
+func (vn *vnic) Events() <-chan transport.Event { return vn.events }
+
+func (vn *vnic) event(ev transport.Event) {
+	select {
+	case vn.events <- ev:
+	default:
+		vn.drops++
+	}
+	vn.v.wakeFor(vn)
+}
+
+// CQEVisible is the model saying that n completions of cq have reached
+// host memory.
+func (vn *vnic) CQEVisible(cq *transport.CQ, n int) {
+	cq.Reveal(n)
+	vn.v.wakeFor(cq)
+}
+
+func (vn *vnic) Counters() (transport.Counters, nic.Pipeline) {
+	e := vn.n.Engine
+	c := e.Counters()
+	qpc, cqc := e.CacheStats()
+	a := vn.n.ATU.Stats()
+	var dm dma.Stats
+	if d := vn.n.DMA(); d != nil {
+		dm = d.Stats()
+	}
+	return c, nic.Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: dm,
+		Arbiter: e.ArbiterStats(), EventDrops: vn.drops}
+}
+
+// Close takes the NIC off the fabric: frames to it are dropped from now
+// on; the simulation keeps the rest of the clock's devices running.
+func (vn *vnic) Close() error {
+	if vn.closed {
+		return nil
+	}
+	vn.closed = true
+	return vn.port.Close()
+}
+
+// poll is CQ.Poll in virtual time: the call costs the profile's poll
+// time (and as much again per extra completion taken), during which the
+// clock goes on; it then takes what the model has made visible.
+func (v *VirtualClock) poll(cq *CQ, wc []WC) (int, error) {
+	cost := time.Duration(v.prof.Host.PollCQNs)
+	if err := v.spend(cost); err != nil {
+		return 0, err
+	}
+	if err := cq.usable(); err != nil {
+		return 0, err
+	}
+	n := cq.c.Take(wcs(wc))
+	if n > 1 {
+		if err := v.spend(time.Duration(n-1) * cost); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// waitCQ is CQ.Wait in virtual time: it waits (giving the clock to the
+// other threads and to the NICs) until completions are visible.
+func (v *VirtualClock) waitCQ(ctx context.Context, cq *CQ, wc []WC) (int, error) {
+	for {
+		if n := cq.c.Take(wcs(wc)); n > 0 {
+			// The thread that wakes reads the CQEs: one poll's time each.
+			return n, v.spend(time.Duration(n) * time.Duration(v.prof.Host.PollCQNs))
+		}
+		if cq.c.Overrun() {
+			return 0, transport.ErrCQOverrun
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := v.block(cq.c, false); err != nil {
+			return 0, err
+		}
+		if err := cq.usable(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// waitEvent is GetAsyncEvent in virtual time.
+func (v *VirtualClock) waitEvent(ctx context.Context, d *Device) (transport.Event, error) {
+	vn := d.d.(*vnic)
+	for {
+		select {
+		case ev := <-vn.events:
+			return ev, nil
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return transport.Event{}, err
+		}
+		if err := v.block(vn, false); err != nil {
+			return transport.Event{}, err
+		}
+		if err := d.usable(); err != nil {
+			return transport.Event{}, err
+		}
+	}
+}
