@@ -260,7 +260,7 @@ func (v *VirtualClock) spend(d time.Duration) error {
 	if d <= 0 {
 		return v.stop
 	}
-	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: v})
+	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: waker{v}})
 	return v.block(nil, true)
 }
 
@@ -275,8 +275,13 @@ func (v *VirtualClock) Sleep(d time.Duration) error {
 // The clock's own events.
 const evWake int32 = 0 // a sleeping thread's time has come (Ptr: *vthread)
 
-// Handle runs the clock's events (sim.Handler).
-func (v *VirtualClock) Handle(_ *sim.Sim, ev sim.Event) {
+// waker receives the clock's own events (a sim.Handler kept off the
+// clock's API).
+type waker struct{ v *VirtualClock }
+
+// Handle makes a thread whose time has come runnable.
+func (w waker) Handle(_ *sim.Sim, ev sim.Event) {
+	v := w.v
 	t := ev.Ptr.(*vthread)
 	if !t.timer || ev.Arg != t.gen {
 		return // woken otherwise (the run ended), or a wake of an earlier wait
@@ -292,7 +297,7 @@ func (v *VirtualClock) Handle(_ *sim.Sim, ev sim.Event) {
 }
 
 // KindName names the clock's events in traces.
-func (v *VirtualClock) KindName(int32) string { return "thread wakes" }
+func (waker) KindName(int32) string { return "thread wakes" }
 
 // open starts a device on the clock (Open with Options.Clock).
 func (v *VirtualClock) open(o Options) (*Device, error) {
