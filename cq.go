@@ -100,7 +100,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if v := cq.dev.vc; v != nil {
 		var err error
 		if n, err = v.poll(cq, wc); err != nil {
-			return n, err
+			return 0, err
 		}
 	} else {
 		n = cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)

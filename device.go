@@ -402,16 +402,11 @@ func Open(o Options) (*Device, error) {
 	if err := o.Hardware.config(&cfg); err != nil {
 		return nil, err
 	}
-	if o.PageSize != 0 {
-		shift, ok := log2(o.PageSize)
-		if !ok || shift < 12 || shift > 30 {
-			return nil, fmt.Errorf("rnic: PageSize %d is not a power of two in [4 KiB, 1 GiB]", o.PageSize)
-		}
-		cfg.PageShift = shift
+	shift, err := o.checkShape()
+	if err != nil {
+		return nil, err
 	}
-	if o.MTU != 0 && (o.MTU < MTU256 || o.MTU > MTU4096) {
-		return nil, fmt.Errorf("rnic: MTU %d is not an ibv_mtu value", o.MTU)
-	}
+	cfg.PageShift = shift
 	dev := &Device{name: o.Name, link: o.Link, pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
 	// Claim the link before the NIC attaches to it: attaching a second
 	// NIC would silently take the first one's frames.
@@ -452,6 +447,22 @@ func (dev *Device) setAttr(c transport.CoreConfig, mtu wire.MTU) {
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
 		AtomicCap: AtomicHCA, ActiveMTU: MTU(mtu), GIDTableLen: gidTableLen,
 	}
+}
+
+// checkShape checks the options both clocks take alike (MTU, PageSize)
+// and returns the page size as a shift (0: the default).
+func (o *Options) checkShape() (pageShift uint8, err error) {
+	if o.MTU != 0 && (o.MTU < MTU256 || o.MTU > MTU4096) {
+		return 0, fmt.Errorf("rnic: MTU %d is not an ibv_mtu value", o.MTU)
+	}
+	if o.PageSize == 0 {
+		return 0, nil
+	}
+	shift, ok := log2(o.PageSize)
+	if !ok || shift < 12 || shift > 30 {
+		return 0, fmt.Errorf("rnic: PageSize %d is not a power of two in [4 KiB, 1 GiB]", o.PageSize)
+	}
+	return shift, nil
 }
 
 // owners maps every link that an open device owns, and every link such a

@@ -319,6 +319,14 @@ func TestVirtualClockRules(t *testing.T) {
 				t.Errorf("Open(%+v) succeeded", o)
 			}
 		}
+		// A default address skips the ones devices were given.
+		d1 := must(rnic.Open(rnic.Options{Clock: v, Addr: netip.MustParseAddr("10.0.0.1")}))
+		d2 := must(rnic.Open(rnic.Options{Clock: v}))
+		defer d1.Close()
+		defer d2.Close()
+		if g := must(d2.GID(1)); g != rnic.GIDFromAddr(netip.MustParseAddr("10.0.0.2")) {
+			t.Errorf("second device's GID %v, want 10.0.0.2's", g)
+		}
 		if _, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "no-such-nic"}); err == nil {
 			t.Error("an unknown profile was accepted")
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/nic"
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
@@ -257,7 +256,7 @@ func (v *VirtualClock) spend(d time.Duration) error {
 	if v.cur == nil {
 		return nil // set-up outside Run takes no time
 	}
-	if d <= 0 {
+	if d <= 0 || v.stop != nil {
 		return v.stop
 	}
 	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: waker{v}})
@@ -310,29 +309,22 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 	if o.Publish {
 		return nil, errors.New("rnic: Open: a virtual-time device cannot be published (rnic stat reads real-time devices)")
 	}
-	addr := o.Addr
-	if !addr.IsValid() {
-		addr = fabric.HostAddrs(v.next + 1)[v.next]
+	shift, err := o.checkShape()
+	if err != nil {
+		return nil, err
 	}
-	if !addr.Is4() && !addr.Is6() {
-		return nil, fmt.Errorf("rnic: Open: address %v", addr)
+	addr := o.Addr
+	for !addr.IsValid() {
+		// The next of the fabric's host addresses that no device has.
+		a := fabric.HostAddrs(v.next + 1)[v.next]
+		if _, used := v.fab.Lookup(a); !used {
+			addr = a
+			break
+		}
+		v.next++
 	}
 	if o.Name == "" {
 		o.Name = fmt.Sprintf("rnic%d", v.next)
-	}
-	var mtu wire.MTU
-	if o.MTU != 0 {
-		if o.MTU < MTU256 || o.MTU > MTU4096 {
-			return nil, fmt.Errorf("rnic: MTU %d is not an ibv_mtu value", o.MTU)
-		}
-		mtu = wire.MTU(o.MTU)
-	}
-	var shift uint8
-	if o.PageSize != 0 {
-		var ok bool
-		if shift, ok = log2(o.PageSize); !ok || shift < 12 || shift > 30 {
-			return nil, fmt.Errorf("rnic: PageSize %d is not a power of two in [4 KiB, 1 GiB]", o.PageSize)
-		}
 	}
 	port, err := v.fab.AddHost(addr.Unmap())
 	if err != nil {
@@ -342,7 +334,7 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port,
 		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
 		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		PageShift: shift, MTU: mtu, Event: vn.event, Trace: o.Trace})
+		PageShift: shift, MTU: wire.MTU(o.MTU), Event: vn.event, Trace: o.Trace})
 	if err != nil {
 		port.Close()
 		return nil, fmt.Errorf("rnic: Open: %w", err)
@@ -409,11 +401,7 @@ func (vn *vnic) Counters() (transport.Counters, nic.Pipeline) {
 	c := e.Counters()
 	qpc, cqc := e.CacheStats()
 	a := vn.n.ATU.Stats()
-	var dm dma.Stats
-	if d := vn.n.DMA(); d != nil {
-		dm = d.Stats()
-	}
-	return c, nic.Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: dm,
+	return c, nic.Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: vn.n.DMA().Stats(),
 		Arbiter: e.ArbiterStats(), EventDrops: vn.drops}
 }
 
@@ -440,9 +428,9 @@ func (v *VirtualClock) poll(cq *CQ, wc []WC) (int, error) {
 	}
 	n := cq.c.Take(wcs(wc))
 	if n > 1 {
-		if err := v.spend(time.Duration(n-1) * cost); err != nil {
-			return n, err
-		}
+		// The completions are the caller's now; a run that ends meanwhile
+		// is the next call's error.
+		_ = v.spend(time.Duration(n-1) * cost)
 	}
 	return n, nil
 }
@@ -452,8 +440,10 @@ func (v *VirtualClock) poll(cq *CQ, wc []WC) (int, error) {
 func (v *VirtualClock) waitCQ(ctx context.Context, cq *CQ, wc []WC) (int, error) {
 	for {
 		if n := cq.c.Take(wcs(wc)); n > 0 {
-			// The thread that wakes reads the CQEs: one poll's time each.
-			return n, v.spend(time.Duration(n) * time.Duration(v.prof.Host.PollCQNs))
+			// The thread that wakes reads the CQEs: one poll's time each
+			// (a run that ends meanwhile is the next call's error).
+			_ = v.spend(time.Duration(n) * time.Duration(v.prof.Host.PollCQNs))
+			return n, nil
 		}
 		if cq.c.Overrun() {
 			return 0, transport.ErrCQOverrun

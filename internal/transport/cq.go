@@ -199,16 +199,6 @@ func (c *CQ) Reveal(n int) {
 	c.mu.Unlock()
 }
 
-// Ready returns how many completions a Poll would find now.
-func (c *CQ) Ready() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.held {
-		return int(c.visible)
-	}
-	return int(c.n)
-}
-
 // Overrun reports whether the CQ has overflowed. It takes no lock, so
 // that an empty busy poll can ask at no cost.
 func (c *CQ) Overrun() bool { return c.overrun.Load() }
