@@ -1,6 +1,7 @@
 package rnic_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -169,15 +170,10 @@ func TestVirtualClockSameProgram(t *testing.T) {
 		a, b := must(rnic.Open(opts("a"))), must(rnic.Open(opts("b")))
 		var out, timed string
 		goThread := func(f func()) func() {
-			finished := false
-			v.Go(func() { f(); finished = true })
+			th := v.Go(f)
 			// Threads share variables freely (one runs at a time) and
 			// order through the clock's waits.
-			return func() {
-				for !finished {
-					must0(t, v.Sleep(100*time.Nanosecond))
-				}
-			}
+			return func() { must0(t, th.Wait()) }
 		}
 		if err := v.Run(func() { out, timed = vprogram(t, a, b, goThread, v.Now) }); err != nil {
 			t.Fatal(err)
@@ -266,6 +262,43 @@ func TestVirtualClockRules(t *testing.T) {
 			t.Fatalf("Run = %v, order %v at %v; want %v and 10µs", err, order, v.Now(), want)
 		}
 	})
+	t.Run("join", func(t *testing.T) {
+		// Thread.Wait returns when the thread's function has, at once if
+		// it already has; waiting is a yield point like any other.
+		v := newClock(t)
+		var log []string
+		err := v.Run(func() {
+			a := v.Go(func() { must0(t, v.Sleep(5*time.Microsecond)); log = append(log, fmt.Sprintf("a@%v", v.Now())) })
+			b := v.Go(func() { log = append(log, fmt.Sprintf("b@%v", v.Now())) })
+			must0(t, a.Wait())
+			log = append(log, fmt.Sprintf("joined a@%v", v.Now()))
+			must0(t, b.Wait())
+			log = append(log, fmt.Sprintf("joined b@%v", v.Now()))
+		})
+		want := []string{"b@0s", "a@5µs", "joined a@5µs", "joined b@5µs"}
+		if err != nil || !slices.Equal(log, want) {
+			t.Fatalf("Run = %v, log %v; want %v", err, log, want)
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		// A program that would run forever ends at the limit: its waits
+		// fail with ErrTimeLimit, and so does Run.
+		v := newClock(t)
+		v.SetLimit(50 * time.Microsecond)
+		var werr error
+		n := 0
+		err := v.Run(func() {
+			for {
+				if werr = v.Sleep(time.Microsecond); werr != nil {
+					return
+				}
+				n++
+			}
+		})
+		if !errors.Is(err, rnic.ErrTimeLimit) || !errors.Is(werr, rnic.ErrTimeLimit) || n != 50 || v.Now() != 50*time.Microsecond {
+			t.Fatalf("Run = %v, wait = %v after %d sleeps at %v; want ErrTimeLimit after 50 at 50µs", err, werr, n, v.Now())
+		}
+	})
 	t.Run("busy-poll", func(t *testing.T) {
 		// A Poll loop advances the clock by the profile's poll time per
 		// call, so it ends, and sees the completion only once the model
@@ -294,6 +327,77 @@ func TestVirtualClockRules(t *testing.T) {
 			t.Fatalf("Run = %v; %d polls of %v after a post of %v, ending at %v", err, polls, pollNs, postNs, v.Now())
 		}
 		t.Logf("WRITE 64 B completion seen after %d polls, at %v", polls, v.Now())
+	})
+	t.Run("metadata", func(t *testing.T) {
+		// A metadata-mode clock moves lengths: a 1 GiB region costs no
+		// memory, WRITEs into it complete, and nothing pretends to have
+		// bytes (RegMR is refused, ReadAt fails).
+		v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", Metadata: true})
+		must0(t, err)
+		qpa, _, cqa, _, pda, pdb := vpair(t, v)
+		if _, err := pda.RegMR(make([]byte, 64), 0); err == nil {
+			t.Fatal("RegMR on a metadata clock succeeded")
+		}
+		src := must(pda.RegMRMetadata(1<<40, 1<<30, rnic.AccessLocalWrite, 2<<20))
+		dst := must(pdb.RegMRMetadata(1<<40, 1<<30, allAccess, 0))
+		if src.Len() != 1<<30 || src.Bytes() != nil || dst.Remote().Len != 1<<30 {
+			t.Fatalf("Len %d, Bytes %v, Remote %+v", src.Len(), src.Bytes() != nil, dst.Remote())
+		}
+		if _, err := dst.ReadAt(make([]byte, 8), 0); err == nil {
+			t.Fatal("ReadAt of a region without memory succeeded")
+		}
+		var wc []rnic.WC
+		must0(t, v.Run(func() {
+			for i := range 4 {
+				must0(t, qpa.PostSend(rnic.SendWR{WRID: uint64(i), Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+					SGL: []rnic.SGE{src.SGE(i<<28, 1<<20)}, RemoteAddr: dst.Addr() + uint64(i)<<28, RKey: dst.RKey()}))
+			}
+			wc = waitN(t, cqa, 4)
+		}))
+		for i, c := range wc {
+			if c.Status != rnic.WCSuccess || c.WRID != uint64(i) {
+				t.Fatalf("completion %d: %+v", i, c)
+			}
+		}
+		// 4 MiB at 200 Gb/s take at least 168 µs.
+		if v.Now() < 168*time.Microsecond {
+			t.Fatalf("4 MiB of WRITEs done at %v, faster than the line", v.Now())
+		}
+		w := newClock(t)
+		wa, _, _, _, wpd, _ := vpair(t, w)
+		if _, err := wpd.RegMRMetadata(0, 4096, 0, 0); err == nil {
+			t.Fatal("RegMRMetadata on a clock with memory succeeded")
+		}
+		if err := w.WaitWrite(wa, 1); err == nil {
+			t.Fatal("WaitWrite without WatchWrites succeeded")
+		}
+	})
+	t.Run("watch-writes", func(t *testing.T) {
+		// WaitWrite returns when the WRITE's data is visible on the
+		// target host, one poll after, and before the ACK brings the
+		// writer its completion.
+		v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", WatchWrites: true})
+		must0(t, err)
+		qpa, qpb, cqa, _, pda, pdb := vpair(t, v)
+		src := must(pda.RegMR(pattern(3, 8192), rnic.AccessLocalWrite))
+		dst := must(pdb.RegMR(make([]byte, 8192), allAccess))
+		var seen, done time.Duration
+		must0(t, v.Run(func() {
+			v.Go(func() {
+				must0(t, v.WaitWrite(qpb, 8192)) // two WRITEs of 4 KiB
+				seen = v.Now()
+			})
+			for i := range 2 {
+				must0(t, qpa.PostSend(rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+					SGL: []rnic.SGE{src.SGE(i*4096, 4096)}, RemoteAddr: dst.Addr() + uint64(i*4096), RKey: dst.RKey()}))
+			}
+			waitN(t, cqa, 2)
+			done = v.Now()
+		}))
+		if seen == 0 || seen >= done || !bytes.Equal(src.Bytes(), dst.Bytes()) {
+			t.Fatalf("data seen at %v, completions at %v; data equal %v", seen, done, bytes.Equal(src.Bytes(), dst.Bytes()))
+		}
+		t.Logf("8 KiB visible at the target at %v, the writer's completions at %v", seen, done)
 	})
 	t.Run("outside-run", func(t *testing.T) {
 		// Set-up and posting outside Run take no time; waiting there is
@@ -331,4 +435,17 @@ func TestVirtualClockRules(t *testing.T) {
 			t.Error("an unknown profile was accepted")
 		}
 	})
+}
+
+// waitN waits for n completions of cq.
+func waitN(t *testing.T, cq *rnic.CQ, n int) []rnic.WC {
+	t.Helper()
+	out := make([]rnic.WC, 0, n)
+	wc := make([]rnic.WC, n)
+	for len(out) < n {
+		k, err := cq.Wait(context.Background(), wc[:n-len(out)])
+		must0(t, err)
+		out = append(out, wc[:k]...)
+	}
+	return out
 }

@@ -112,7 +112,8 @@ func (pd *PD) put() {
 // MR is a registered memory region (struct ibv_mr).
 type MR struct {
 	pd   *PD
-	buf  []byte
+	buf  []byte // nil for a region without memory (RegMRMetadata)
+	size int
 	addr uint64
 	key  uint32
 	acc  Access
@@ -152,18 +153,52 @@ func (pd *PD) RegMRPageSize(buf []byte, iova uint64, access Access, pageSize int
 }
 
 func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, error) {
+	if v := pd.dev.vc; v != nil && v.meta {
+		return nil, errors.New("rnic: RegMR on a metadata-mode virtual clock, which moves no bytes: use RegMRMetadata")
+	}
+	return pd.register(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift}, buf, len(buf), access)
+}
+
+// RegMRMetadata registers length bytes at iova with no memory behind
+// them, on a device of a metadata-mode virtual clock
+// (VirtualOptions.Metadata), whose NICs move lengths and not bytes: a
+// region as large as the hardware being sized needs (gigabytes per QP,
+// to study translation caches) costs no memory. pageSize is its MTT page
+// size (0: the device's). Its Bytes are nil; ReadAt and WriteAt fail.
+func (pd *PD) RegMRMetadata(iova uint64, length int, access Access, pageSize int) (*MR, error) {
+	if err := pd.usable(); err != nil {
+		return nil, err
+	}
+	if v := pd.dev.vc; v == nil || !v.meta {
+		return nil, errors.New("rnic: RegMRMetadata needs a device of a metadata-mode virtual clock (VirtualOptions.Metadata)")
+	}
+	if length <= 0 {
+		return nil, fmt.Errorf("rnic: RegMRMetadata of %d bytes", length)
+	}
+	var shift uint8
+	if pageSize != 0 {
+		var ok bool
+		if shift, ok = log2(pageSize); !ok {
+			return nil, fmt.Errorf("rnic: page size %d is not a power of two", pageSize)
+		}
+	}
+	return pd.register(atu.MRSpec{PD: pd.pdn, Length: uint64(length), IOVA: iova, Access: atuAccess(access), PageShift: shift}, nil, length, access)
+}
+
+func (pd *PD) register(spec atu.MRSpec, buf []byte, size int, access Access) (*MR, error) {
 	if err := pd.get(); err != nil {
 		return nil, err
 	}
-	key, err := pd.dev.atu.RegMR(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift})
+	key, err := pd.dev.atu.RegMR(spec)
 	if err != nil {
 		pd.put()
 		return nil, fmt.Errorf("rnic: RegMR: %w", err)
 	}
+	iova := spec.IOVA
 	if access.Has(AccessZeroBased) {
 		iova = 0
 	}
-	return &MR{pd: pd, buf: buf, addr: iova, key: key, acc: access}, nil
+	return &MR{pd: pd, buf: buf, size: size, addr: iova, key: key, acc: access}, nil
 }
 
 // LKey returns the local key, for SGEs.
@@ -176,7 +211,7 @@ func (mr *MR) RKey() uint32 { return mr.key }
 func (mr *MR) Addr() uint64 { return mr.addr }
 
 // Len returns the region's length.
-func (mr *MR) Len() int { return len(mr.buf) }
+func (mr *MR) Len() int { return mr.size }
 
 // Bytes returns the registered buffer.
 func (mr *MR) Bytes() []byte { return mr.buf }
@@ -197,6 +232,9 @@ func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
 	if err := mr.usable(); err != nil {
 		return 0, fmt.Errorf("rnic: ReadAt: %w", err)
 	}
+	if mr.buf == nil {
+		return 0, errors.New("rnic: ReadAt of a region without memory (RegMRMetadata)")
+	}
 	if off < 0 || off > int64(len(mr.buf)) {
 		return 0, fmt.Errorf("rnic: ReadAt offset %d outside the %d-byte region", off, len(mr.buf))
 	}
@@ -213,6 +251,9 @@ func (mr *MR) ReadAt(p []byte, off int64) (int, error) {
 func (mr *MR) WriteAt(p []byte, off int64) (int, error) {
 	if err := mr.usable(); err != nil {
 		return 0, fmt.Errorf("rnic: WriteAt: %w", err)
+	}
+	if mr.buf == nil {
+		return 0, errors.New("rnic: WriteAt of a region without memory (RegMRMetadata)")
 	}
 	if off < 0 || off > int64(len(mr.buf)) || int64(len(p)) > int64(len(mr.buf))-off { // no off+len: it can overflow
 		return 0, fmt.Errorf("rnic: WriteAt of %d bytes at %d outside the %d-byte region", len(p), off, len(mr.buf))
@@ -242,7 +283,7 @@ func (mr *MR) SGE(off, length int) SGE {
 		if length > 1 {
 			n = min(uint64(length), transport.MaxMsgSize) // a length PostSend accepts
 		}
-		return SGE{Addr: mr.addr + uint64(len(mr.buf)), Length: uint32(n), LKey: mr.key}
+		return SGE{Addr: mr.addr + uint64(mr.size), Length: uint32(n), LKey: mr.key}
 	}
 	return s
 }
@@ -251,8 +292,8 @@ func (mr *MR) SGE(off, length int) SGE {
 // range and the region when length bytes at off are not inside it (or
 // length does not fit an SGE's 32 bits).
 func (mr *MR) CheckedSGE(off, length int) (SGE, error) {
-	if off < 0 || length < 0 || off > len(mr.buf) || length > len(mr.buf)-off || uint64(length) > 1<<32-1 {
-		return SGE{}, fmt.Errorf("rnic: SGE of %d bytes at offset %d is outside the %d-byte region %#x (or longer than 2^32-1)", length, off, len(mr.buf), mr.key)
+	if off < 0 || length < 0 || off > mr.size || length > mr.size-off || uint64(length) > 1<<32-1 {
+		return SGE{}, fmt.Errorf("rnic: SGE of %d bytes at offset %d is outside the %d-byte region %#x (or longer than 2^32-1)", length, off, mr.size, mr.key)
 	}
 	return SGE{Addr: mr.addr + uint64(off), Length: uint32(length), LKey: mr.key}, nil
 }
@@ -260,7 +301,7 @@ func (mr *MR) CheckedSGE(off, length int) (SGE, error) {
 // Remote returns what a peer needs to access the whole region with RDMA:
 // its address, length and rkey (see RemoteRegion, Exchange).
 func (mr *MR) Remote() RemoteRegion {
-	return RemoteRegion{Addr: mr.addr, Len: uint64(len(mr.buf)), RKey: mr.key}
+	return RemoteRegion{Addr: mr.addr, Len: uint64(mr.size), RKey: mr.key}
 }
 
 // usable returns nil while the region and its device live.

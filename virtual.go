@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -35,8 +36,9 @@ import (
 //     allowed; it takes no virtual time.
 //   - waits only through the API: CQ.Wait, CQ.Poll (each call costs the
 //     profile's poll time, so a busy-poll loop advances the clock),
-//     GetAsyncEvent, and the clock's Sleep. Each is a point where the
-//     scheduler may run another thread or advance time.
+//     GetAsyncEvent, the clock's Sleep and WaitWrite, and Thread.Wait.
+//     Each is a point where the scheduler may run another thread or
+//     advance time.
 //   - must not block on anything else — channels, mutexes, sync.WaitGroup,
 //     time.Sleep, network or file I/O between its threads, or a CQ's
 //     Events channel — and must not start goroutines of its own that call
@@ -52,20 +54,29 @@ import (
 // completion taken. Completions become visible when the model says their
 // CQE write has reached host memory.
 type VirtualClock struct {
-	prof *profile.HardwareProfile
-	s    *sim.Sim
-	fab  *fabric.Fabric
-	next int // devices opened: the next default address
+	prof     *profile.HardwareProfile
+	s        *sim.Sim
+	fab      *fabric.Fabric
+	nextAddr int  // devices opened: the next default address
+	meta     bool // VirtualOptions.Metadata
+	watch    bool // VirtualOptions.WatchWrites
 
 	// The scheduler: at most one thread holds the clock (cur); the
-	// others are runnable (runq, in FIFO order) or blocked.
-	threads int // live threads
-	runq    []*vthread
-	cur     *vthread
-	back    chan struct{} // the running thread gives the clock back
-	blocked []*vthread    // in the order they began to wait
-	inRun   bool
-	stop    error // set when Run ends: blocked and later waits fail with it
+	// others are runnable (runq, in FIFO order) or blocked. There is no
+	// scheduler goroutine: the thread that gives the clock up runs the
+	// simulation until a thread can run, and hands the clock over only if
+	// that thread is another one (a lone thread that posts and waits
+	// never switches goroutines).
+	threads  int // live threads
+	runq     []*Thread
+	cur      *Thread
+	back     chan struct{} // Run's goroutine gets the clock back
+	blocked  []*Thread     // in the order they began to wait
+	inRun    bool
+	done     bool  // Run's function returned
+	stop     error // set when the run ends: blocked and later waits fail with it
+	deadlock error // why the run ended, if not because main returned
+	limit    sim.Time
 }
 
 // VirtualOptions configure a VirtualClock.
@@ -83,6 +94,17 @@ type VirtualOptions struct {
 	// visible, threads waking), with its virtual time: two runs of one
 	// program with one seed write the same bytes.
 	Trace io.Writer
+	// Metadata runs the clock's NICs in metadata mode: DMA moves lengths,
+	// not bytes (no payload, no ICRC), so that runs with thousands of QPs
+	// and gigabytes of registered memory per host are fast and need no
+	// memory. Regions are registered with PD.RegMRMetadata; RegMR is
+	// refused, since nothing would reach its bytes.
+	Metadata bool
+	// WatchWrites makes the NICs tell the clock when RDMA WRITE data they
+	// placed becomes visible in host memory, for WaitWrite (a program
+	// that polls memory for a peer's WRITE, as perftest's write_lat).
+	// Off by default: it costs an event per WRITE received.
+	WatchWrites bool
 }
 
 // ErrDeadlock is wrapped by the error a blocked call returns when no
@@ -93,6 +115,10 @@ var ErrDeadlock = errors.New("rnic: virtual time: every thread waits and nothing
 // ErrRunOver is wrapped by the error blocked calls of other threads
 // return once Run's function has returned.
 var ErrRunOver = errors.New("rnic: virtual time: the run is over")
+
+// ErrTimeLimit is wrapped by the error the waits return once virtual time
+// reaches the clock's limit (SetLimit).
+var ErrTimeLimit = errors.New("rnic: virtual time: the time limit is reached")
 
 // NewVirtualClock returns a clock at virtual time zero.
 func NewVirtualClock(o VirtualOptions) (*VirtualClock, error) {
@@ -123,7 +149,7 @@ func NewVirtualClock(o VirtualOptions) (*VirtualClock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
 	}
-	return &VirtualClock{prof: p, s: s, fab: fab, back: make(chan struct{})}, nil
+	return &VirtualClock{prof: p, s: s, fab: fab, back: make(chan struct{}), limit: sim.Never, meta: o.Metadata, watch: o.WatchWrites}, nil
 }
 
 // Profile returns the clock's hardware profile.
@@ -132,77 +158,142 @@ func (v *VirtualClock) Profile() *profile.HardwareProfile { return v.prof }
 // Now returns the virtual time since the clock was made.
 func (v *VirtualClock) Now() time.Duration { return time.Duration(v.s.Now()) }
 
-// vthread is one thread of the program.
-type vthread struct {
-	gen   uint64     // counts its waits: a wake event of an earlier one is stale
-	wake  chan error // the clock, handed over with the reason it returns (nil, or v.stop)
-	wait  any        // what it waits for: *transport.CQ, *vnic (async events), or nil (a timer, or runnable)
-	timer bool       // sleeping until a wake event
+// Thread is one thread of a virtual-time program (VirtualClock.Go).
+type Thread struct {
+	v      *VirtualClock
+	gen    uint64     // counts its waits: a wake event of an earlier one is stale
+	wake   chan error // the clock, handed over with the reason it returns (nil, or v.stop)
+	wait   any        // what it waits for: *transport.CQ, *vnic, *Thread, *QP, or nil (a timer, or runnable)
+	timer  bool       // sleeping until a wake event
+	exited bool
 }
 
 // Go starts f as a thread of the program; it runs when the scheduler
 // gets to it (after the running thread waits). Call it before or inside
 // Run.
-func (v *VirtualClock) Go(f func()) {
-	t := &vthread{wake: make(chan error)}
+func (v *VirtualClock) Go(f func()) *Thread {
+	t := &Thread{v: v, wake: make(chan error)}
 	v.threads++
 	v.runq = append(v.runq, t)
 	go func() {
 		<-t.wake
 		defer func() {
+			t.exited = true
 			v.threads--
+			v.wakeFor(t)
 			v.cur = nil
-			v.back <- struct{}{}
+			v.handOff(nil)
 		}()
 		f()
 	}()
+	return t
+}
+
+// Wait waits until t's function has returned. It is a yield point: it
+// returns an error (wrapping ErrDeadlock, ErrRunOver or ErrTimeLimit) if
+// the run ends first.
+func (t *Thread) Wait() error {
+	for !t.exited {
+		if err := t.v.block(t, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Run runs main as a thread of the program, with the threads started by
 // Go, in virtual time, and returns when main returns: nil, or an error
 // wrapping ErrDeadlock if the program stopped with every thread waiting
-// and nothing in flight (the blocked calls returned that error). Threads
-// still running then see their waits fail with ErrRunOver, one at a
-// time, until each returns. Run may be called again to go on.
+// and nothing in flight, or ErrTimeLimit if virtual time reached the
+// clock's limit (the blocked calls returned that error). Threads still
+// running then see their waits fail with ErrRunOver, one at a time, until
+// each returns. Run may be called again to go on.
 func (v *VirtualClock) Run(main func()) error {
 	if v.inRun {
 		return errors.New("rnic: VirtualClock.Run inside Run")
 	}
-	v.inRun, v.stop = true, nil
+	v.inRun, v.stop, v.done, v.deadlock = true, nil, false, nil
 	defer func() { v.inRun = false }()
-	done := false
-	v.Go(func() { main(); done = true })
-	var deadlock error
+	v.Go(func() { main(); v.done = true })
+	if t := v.next(); t != nil {
+		v.cur = t
+		t.wake <- v.stop
+		<-v.back
+	}
+	return v.deadlock
+}
+
+// SetLimit ends the run when virtual time would pass t: the program's
+// waits then return an error wrapping ErrTimeLimit (its threads should
+// return), and so does Run. It bounds programs that may never finish (a
+// peer that never answers, with rnr_retry 7, retries forever). Zero
+// removes the limit.
+func (v *VirtualClock) SetLimit(t time.Duration) {
+	v.limit = sim.Time(t)
+	if t <= 0 {
+		v.limit = sim.Never
+	}
+}
+
+// next runs the simulation on the calling goroutine, which holds the
+// clock, until a thread can run, and returns it; nil when no thread is
+// left that could (the program is over).
+func (v *VirtualClock) next() *Thread {
 	for {
 		if len(v.runq) > 0 {
 			t := v.runq[0]
+			v.runq[0] = nil
 			v.runq = v.runq[1:]
-			v.cur = t
-			t.wake <- v.stop
-			<-v.back
-			continue
+			return t
 		}
-		if done && v.stop == nil {
+		if v.done && v.stop == nil {
 			v.stop = ErrRunOver
 			v.wakeAll()
 			continue
 		}
 		if v.threads == 0 {
-			return deadlock
+			return nil
 		}
-		if v.stop == nil && v.s.Step() {
+		if v.stop == nil && v.s.StepUntil(v.limit) {
 			continue
 		}
-		// Every thread waits and no event is due: a deadlock.
 		if v.stop == nil {
-			deadlock = fmt.Errorf("%w (at %v)", ErrDeadlock, v.Now())
-			v.stop = deadlock
+			// Every thread waits and no event is due: a deadlock, unless
+			// what is due comes after the limit.
+			if v.s.Pending() > 0 {
+				v.deadlock = fmt.Errorf("%w (%v)", ErrTimeLimit, time.Duration(v.limit))
+			} else {
+				v.deadlock = fmt.Errorf("%w (at %v)", ErrDeadlock, v.Now())
+			}
+			v.stop = v.deadlock
 		}
 		v.wakeAll()
 		if len(v.runq) == 0 {
-			return deadlock // threads blocked outside the API: nothing to do
+			return nil // threads blocked outside the API: nothing to do
 		}
 	}
+}
+
+// handOff gives up the clock, which the calling goroutine holds: to the
+// next thread that can run, or back to Run's goroutine when none can. If
+// self (the calling thread, now blocked) is the next, it keeps the clock
+// without a goroutine switch. It returns the reason self's wait ends.
+func (v *VirtualClock) handOff(self *Thread) error {
+	t := v.next()
+	if t != nil && t == self {
+		v.cur = self
+		return v.stop
+	}
+	if t == nil {
+		v.back <- struct{}{}
+	} else {
+		v.cur = t
+		t.wake <- v.stop
+	}
+	if self == nil {
+		return nil
+	}
+	return <-self.wake
 }
 
 // wakeAll makes every blocked thread runnable (its wait returns v.stop).
@@ -231,7 +322,7 @@ func (v *VirtualClock) wakeFor(w any) {
 	v.blocked = kept
 }
 
-// block gives the clock back until the thread is woken: by what it waits
+// block gives the clock up until the thread is woken: by what it waits
 // for (w), or, with timer, by its wake event. It returns v.stop.
 func (v *VirtualClock) block(w any, timer bool) error {
 	t := v.cur
@@ -245,9 +336,7 @@ func (v *VirtualClock) block(w any, timer bool) error {
 	t.gen++
 	v.blocked = append(v.blocked, t)
 	v.cur = nil
-	v.back <- struct{}{}
-	err := <-t.wake
-	return err
+	return v.handOff(t)
 }
 
 // spend lets the running thread use d of virtual time (host CPU time):
@@ -272,7 +361,7 @@ func (v *VirtualClock) Sleep(d time.Duration) error {
 }
 
 // The clock's own events.
-const evWake int32 = 0 // a sleeping thread's time has come (Ptr: *vthread)
+const evWake int32 = 0 // a sleeping thread's time has come (Ptr: *Thread)
 
 // waker receives the clock's own events (a sim.Handler kept off the
 // clock's API).
@@ -281,7 +370,7 @@ type waker struct{ v *VirtualClock }
 // Handle makes a thread whose time has come runnable.
 func (w waker) Handle(_ *sim.Sim, ev sim.Event) {
 	v := w.v
-	t := ev.Ptr.(*vthread)
+	t := ev.Ptr.(*Thread)
 	if !t.timer || ev.Arg != t.gen {
 		return // woken otherwise (the run ended), or a wake of an earlier wait
 	}
@@ -316,15 +405,15 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 	addr := o.Addr
 	for !addr.IsValid() {
 		// The next of the fabric's host addresses that no device has.
-		a := fabric.HostAddrs(v.next + 1)[v.next]
+		a := fabric.HostAddrs(v.nextAddr + 1)[v.nextAddr]
 		if _, used := v.fab.Lookup(a); !used {
 			addr = a
 			break
 		}
-		v.next++
+		v.nextAddr++
 	}
 	if o.Name == "" {
-		o.Name = fmt.Sprintf("rnic%d", v.next)
+		o.Name = fmt.Sprintf("rnic%d", v.nextAddr)
 	}
 	port, err := v.fab.AddHost(addr.Unmap())
 	if err != nil {
@@ -334,14 +423,18 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port,
 		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
 		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		PageShift: shift, MTU: wire.MTU(o.MTU), Event: vn.event, Trace: o.Trace})
+		PageShift: shift, MTU: wire.MTU(o.MTU), Event: vn.event, Trace: o.Trace, Metadata: v.meta})
 	if err != nil {
 		port.Close()
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
-	v.next++
+	v.nextAddr++
 	vn.n, vn.port = n, port
 	n.SetCQEHandler(vn)
+	if v.watch {
+		vn.written = make(map[uint32]int)
+		n.SetWriteHandler(vn)
+	}
 	dev := &Device{d: vn, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, vc: v, name: o.Name,
 		pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
 	dev.gids = gidTable(GID(n.GID()), nil)
@@ -360,6 +453,9 @@ type vnic struct {
 	events chan transport.Event
 	drops  uint64
 	closed bool
+	// written counts, per QP number, the bytes of RDMA WRITE data placed
+	// and visible that WaitWrite has not consumed (WatchWrites).
+	written map[uint32]int
 }
 
 var _ driver = (*vnic)(nil)
@@ -394,6 +490,19 @@ func (vn *vnic) event(ev transport.Event) {
 func (vn *vnic) CQEVisible(cq *transport.CQ, n int) {
 	cq.Reveal(n)
 	vn.v.wakeFor(cq)
+}
+
+// WriteVisible is the model saying that bytes of WRITE data placed
+// through QP qpn have reached host memory.
+func (vn *vnic) WriteVisible(qpn uint32, bytes int) {
+	vn.written[qpn] += bytes
+	vn.v.wakeFor(writeWait{vn, qpn})
+}
+
+// writeWait is what a thread in WaitWrite waits for.
+type writeWait struct {
+	vn  *vnic
+	qpn uint32
 }
 
 func (vn *vnic) Counters() (transport.Counters, nic.Pipeline) {
@@ -480,3 +589,61 @@ func (v *VirtualClock) waitEvent(ctx context.Context, d *Device) (transport.Even
 		}
 	}
 }
+
+// WaitWrite waits until n bytes of RDMA WRITE data that qp's peer wrote
+// through qp (its responder placed them) are visible in host memory, and
+// consumes them; it then costs the profile's poll time, the read that
+// sees them. It is the virtual-time form of polling a buffer for a
+// peer's WRITE (perftest's write_lat), which a thread may not spin on:
+// plain memory reads take no virtual time and are no yield point. Needs
+// VirtualOptions.WatchWrites.
+func (v *VirtualClock) WaitWrite(qp *QP, n int) error {
+	vn, ok := qp.pd.dev.d.(*vnic)
+	switch {
+	case !ok || vn.v != v:
+		return errors.New("rnic: WaitWrite: the QP's device is not on this clock")
+	case !v.watch:
+		return errors.New("rnic: WaitWrite needs VirtualOptions.WatchWrites")
+	case n < 0:
+		return fmt.Errorf("rnic: WaitWrite of %d bytes", n)
+	}
+	qpn := qp.QPN()
+	for {
+		if err := qp.usable(); err != nil {
+			return err
+		}
+		if vn.written[qpn] >= n {
+			break
+		}
+		if err := v.block(writeWait{vn, qpn}, false); err != nil {
+			return err
+		}
+	}
+	vn.written[qpn] -= n
+	// The bytes are the caller's; a run that ends meanwhile is the next
+	// call's error.
+	_ = v.spend(time.Duration(v.prof.Host.PollCQNs))
+	return nil
+}
+
+// Model returns d's timing model (nil if d is not a device of this
+// clock): its caches, PCIe link, processing units and DMA engines, with
+// their statistics, for studies that look inside the NIC.
+func (v *VirtualClock) Model(d *Device) *nicmodel.NIC {
+	if vn, ok := d.d.(*vnic); ok && vn.v == v {
+		return vn.n
+	}
+	return nil
+}
+
+// Fabric returns the simulated fabric the clock's devices are on.
+func (v *VirtualClock) Fabric() *fabric.Fabric { return v.fab }
+
+// Rand returns the simulation's seeded generator, which the model's own
+// random choices share: a program that draws from it stays a function of
+// the seed.
+func (v *VirtualClock) Rand() *rand.Rand { return v.s.Rand() }
+
+// Events returns how many events the simulation has delivered: the
+// simulator's unit of work.
+func (v *VirtualClock) Events() uint64 { return v.s.Events() }

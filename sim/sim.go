@@ -202,3 +202,9 @@ func (s *Sim) deliver(ev Event) {
 	}
 	ev.H.Handle(s, ev)
 }
+
+// StepUntil delivers the next event if it is due at or before t, and
+// reports whether it did.
+func (s *Sim) StepUntil(t Time) bool {
+	return s.deliverNext(t)
+}
