@@ -368,7 +368,7 @@ func TestVirtualClockRules(t *testing.T) {
 		if _, err := wpd.RegMRMetadata(0, 4096, 0, 0); err == nil {
 			t.Fatal("RegMRMetadata on a clock with memory succeeded")
 		}
-		if err := w.WaitWrite(wa, 1); err == nil {
+		if _, err := w.WaitWrite(1, wa); err == nil {
 			t.Fatal("WaitWrite without WatchWrites succeeded")
 		}
 	})
@@ -384,7 +384,12 @@ func TestVirtualClockRules(t *testing.T) {
 		var seen, done time.Duration
 		must0(t, v.Run(func() {
 			v.Go(func() {
-				must0(t, v.WaitWrite(qpb, 8192)) // two WRITEs of 4 KiB
+				if _, err := v.WaitWrite(1, qpb, qpa); err == nil {
+					t.Error("WaitWrite on QPs of two devices succeeded")
+				}
+				if q, err := v.WaitWrite(8192, qpb); err != nil || q != qpb { // two WRITEs of 4 KiB
+					t.Errorf("WaitWrite = %v, %v; want qpb", q, err)
+				}
 				seen = v.Now()
 			})
 			for i := range 2 {

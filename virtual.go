@@ -36,7 +36,8 @@ import (
 //     allowed; it takes no virtual time.
 //   - waits only through the API: CQ.Wait, CQ.Poll (each call costs the
 //     profile's poll time, so a busy-poll loop advances the clock),
-//     GetAsyncEvent, the clock's Sleep and WaitWrite, and Thread.Wait.
+//     GetAsyncEvent, the clock's Sleep, WaitWrite and Settle, and
+//     Thread.Wait.
 //     Each is a point where the scheduler may run another thread or
 //     advance time.
 //   - must not block on anything else — channels, mutexes, sync.WaitGroup,
@@ -257,6 +258,9 @@ func (v *VirtualClock) next() *Thread {
 		if v.stop == nil && v.s.StepUntil(v.limit) {
 			continue
 		}
+		if v.stop == nil && v.settled() {
+			continue
+		}
 		if v.stop == nil {
 			// Every thread waits and no event is due: a deadlock, unless
 			// what is due comes after the limit.
@@ -272,6 +276,14 @@ func (v *VirtualClock) next() *Thread {
 			return nil // threads blocked outside the API: nothing to do
 		}
 	}
+}
+
+// settled makes the threads in Settle runnable, if any are: nothing else
+// can run and no event is due.
+func (v *VirtualClock) settled() bool {
+	n := len(v.runq)
+	v.wakeFor(settleWait{})
+	return len(v.runq) > n
 }
 
 // handOff gives up the clock, which the calling goroutine holds: to the
@@ -496,14 +508,12 @@ func (vn *vnic) CQEVisible(cq *transport.CQ, n int) {
 // through QP qpn have reached host memory.
 func (vn *vnic) WriteVisible(qpn uint32, bytes int) {
 	vn.written[qpn] += bytes
-	vn.v.wakeFor(writeWait{vn, qpn})
+	vn.v.wakeFor(writeWait{vn})
 }
 
-// writeWait is what a thread in WaitWrite waits for.
-type writeWait struct {
-	vn  *vnic
-	qpn uint32
-}
+// writeWait is what a thread in WaitWrite on one of a device's QPs waits
+// for.
+type writeWait struct{ vn *vnic }
 
 func (vn *vnic) Counters() (transport.Counters, nic.Pipeline) {
 	e := vn.n.Engine
@@ -590,41 +600,60 @@ func (v *VirtualClock) waitEvent(ctx context.Context, d *Device) (transport.Even
 	}
 }
 
-// WaitWrite waits until n bytes of RDMA WRITE data that qp's peer wrote
-// through qp (its responder placed them) are visible in host memory, and
-// consumes them; it then costs the profile's poll time, the read that
-// sees them. It is the virtual-time form of polling a buffer for a
+// WaitWrite waits until n bytes of RDMA WRITE data that a peer wrote
+// through one of qps (its responder placed them) are visible in host
+// memory, consumes them and returns that QP, the first of qps in order
+// if several have them; it then costs the profile's poll time, the read
+// that sees them. It is the virtual-time form of polling buffers for a
 // peer's WRITE (perftest's write_lat), which a thread may not spin on:
-// plain memory reads take no virtual time and are no yield point. Needs
-// VirtualOptions.WatchWrites.
-func (v *VirtualClock) WaitWrite(qp *QP, n int) error {
-	vn, ok := qp.pd.dev.d.(*vnic)
+// plain memory reads take no virtual time and are no yield point. The
+// QPs are of one device of the clock; needs VirtualOptions.WatchWrites.
+func (v *VirtualClock) WaitWrite(n int, qps ...*QP) (*QP, error) {
+	if len(qps) == 0 {
+		return nil, errors.New("rnic: WaitWrite of no QP")
+	}
+	vn, ok := qps[0].pd.dev.d.(*vnic)
 	switch {
 	case !ok || vn.v != v:
-		return errors.New("rnic: WaitWrite: the QP's device is not on this clock")
+		return nil, errors.New("rnic: WaitWrite: the QP's device is not on this clock")
 	case !v.watch:
-		return errors.New("rnic: WaitWrite needs VirtualOptions.WatchWrites")
+		return nil, errors.New("rnic: WaitWrite needs VirtualOptions.WatchWrites")
 	case n < 0:
-		return fmt.Errorf("rnic: WaitWrite of %d bytes", n)
+		return nil, fmt.Errorf("rnic: WaitWrite of %d bytes", n)
 	}
-	qpn := qp.QPN()
+	for _, qp := range qps[1:] {
+		if qp.pd.dev.d != qps[0].pd.dev.d {
+			return nil, errors.New("rnic: WaitWrite: the QPs are on different devices")
+		}
+	}
 	for {
-		if err := qp.usable(); err != nil {
-			return err
+		for _, qp := range qps {
+			if err := qp.usable(); err != nil {
+				return nil, err
+			}
+			if vn.written[qp.QPN()] >= n {
+				vn.written[qp.QPN()] -= n
+				// The bytes are the caller's; a run that ends meanwhile is
+				// the next call's error.
+				_ = v.spend(time.Duration(v.prof.Host.PollCQNs))
+				return qp, nil
+			}
 		}
-		if vn.written[qpn] >= n {
-			break
-		}
-		if err := v.block(writeWait{vn, qpn}, false); err != nil {
-			return err
+		if err := v.block(writeWait{vn}, false); err != nil {
+			return nil, err
 		}
 	}
-	vn.written[qpn] -= n
-	// The bytes are the caller's; a run that ends meanwhile is the next
-	// call's error.
-	_ = v.spend(time.Duration(v.prof.Host.PollCQNs))
-	return nil
 }
+
+// Settle waits until no other thread can run and the NICs have nothing
+// left to do (every frame delivered, every completion written): a
+// program's last step, after which the model's statistics are final.
+func (v *VirtualClock) Settle() error {
+	return v.block(settleWait{}, false)
+}
+
+// settleWait is what a thread in Settle waits for.
+type settleWait struct{}
 
 // Model returns d's timing model (nil if d is not a device of this
 // clock): its caches, PCIe link, processing units and DMA engines, with

@@ -28,7 +28,8 @@ func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	r := &runner{spec: spec, prof: p, s: sim.New(1)}
+	spec.Seed = 1
+	r := &runner{spec: spec, prof: p}
 	if err := r.build(); err != nil {
 		return nil, err
 	}

@@ -1,62 +1,162 @@
 package perf
 
 import (
-	"github.com/rnic/rnic/internal/transport"
+	"context"
+
+	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/sim"
 )
 
-// The application thread of a host, as perftest's: it posts work requests
-// and reacts to completions (and, in write_lat, to data written into its
-// memory) in the order they become visible, one at a time.
+// The application threads of a host, as perftest's: each is a thread of
+// the run's virtual clock that drives its QPs through the public API —
+// PostSend (the profile's post time, then the doorbell), CQ.Wait (a
+// completion is seen when the model has written its CQE to host memory,
+// one poll time each) and, for write_lat, WaitWrite (perftest polls the
+// buffer for the peer's data).
 
-// hostPost schedules a post for q after its thread is free and has spent
-// the profile's post time.
-func (h *host) hostPost(q *qpRun, now sim.Time) {
-	q.postReq = now
-	_, done := q.cpu.Serve(now, sim.Time(h.run.prof.Host.PostSendNs))
-	h.run.s.Schedule(sim.Event{At: done, Kind: evPost, Ptr: q, H: h.run})
+// thread is one application thread: its QPs and their completion queue.
+type thread struct {
+	h      *host
+	cq     *rnic.CQ
+	qps    []*qpRun
+	byQP   map[uint32]*qpRun
+	wcs    []rnic.WC
+	active int // QPs whose part is not done
 }
 
-// start begins a QP's part of the test.
-func (q *qpRun) start() {
-	r := q.h.run
-	sp := &r.spec
-	now := r.s.Now()
-	switch {
-	case !q.client:
-		if sp.Test == SendBW || sp.Test == SendLat {
-			q.postRecvs(min(sp.Iters, sp.TxDepth*2))
+// run is the thread's body: start each QP, then react to what the NIC
+// makes visible until every QP has done its part.
+func (th *thread) run() {
+	r := th.h.run
+	for _, q := range th.qps {
+		if q.start() {
+			th.active++
 		}
-	case sp.Test == SendLat:
-		q.postRecvs(2)
-		q.h.hostPost(q, now)
-	case sp.Test.latency():
-		q.h.hostPost(q, now)
-	default:
-		for range min(sp.TxDepth, sp.Iters) {
-			q.queued++
-			q.h.hostPost(q, now)
+	}
+	for th.active > 0 && r.err == nil {
+		if r.spec.Test == WriteLat {
+			th.writeLat()
+			continue
+		}
+		n, err := th.cq.Wait(context.Background(), th.wcs)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		seen := r.now()
+		for i := range th.wcs[:n] {
+			wc := &th.wcs[i]
+			q := th.byQP[wc.QPNum]
+			if r.trace != nil {
+				r.trace(seen, th.h, "host polls the completion")
+			}
+			if q == nil {
+				continue
+			}
+			if wc.Status != rnic.WCSuccess {
+				r.errors++
+				continue
+			}
+			q.completion(wc, seen)
 		}
 	}
 }
 
-// post posts the QP's next operation (the host thread has built it).
+// writeLat waits for the peer's WRITE into one of the thread's buffers:
+// the client's round trip ends, the server answers. Between pings the
+// thread takes its own send completions, as perftest polls its CQ once
+// per iteration.
+func (th *thread) writeLat() {
+	r := th.h.run
+	var waiting []*rnic.QP
+	for _, q := range th.qps {
+		if !q.over {
+			waiting = append(waiting, q.qp)
+		}
+	}
+	qp, err := r.vc.WaitWrite(r.spec.Size, waiting...)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	seen := r.now()
+	if r.trace != nil {
+		r.trace(seen, th.h, "host sees the data")
+	}
+	q := th.byQP[qp.QPN()]
+	if q.client {
+		q.roundTrip(seen)
+	} else {
+		q.post()
+		q.pongs++
+		if q.pongs == r.spec.Iters {
+			q.finish()
+		}
+	}
+	n, err := th.cq.Poll(th.wcs)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	for _, wc := range th.wcs[:n] {
+		if wc.Status != rnic.WCSuccess {
+			r.errors++
+		}
+	}
+}
+
+// start begins a QP's part of the test and reports whether it has one
+// (a WRITE, READ or atomic bandwidth test's server only answers in its
+// NIC).
+func (q *qpRun) start() bool {
+	sp := &q.h.run.spec
+	switch {
+	case !q.client:
+		switch sp.Test {
+		case SendBW, SendLat:
+			q.postRecvs(min(sp.Iters, sp.TxDepth*2))
+			return true
+		case WriteLat:
+			return true
+		}
+		return false
+	case sp.Test == SendLat:
+		q.postRecvs(2)
+		q.post()
+	case sp.Test.latency():
+		q.post()
+	default:
+		for range min(sp.TxDepth, sp.Iters) {
+			q.post()
+		}
+	}
+	return true
+}
+
+// finish marks the QP's part done.
+func (q *qpRun) finish() {
+	q.over = true
+	q.th.active--
+	if q.client {
+		q.h.run.finished++
+	}
+}
+
+// post posts the QP's next operation: the post time passes, then the
+// doorbell.
 func (q *qpRun) post() {
 	r := q.h.run
 	sp := &r.spec
 	if q.client && q.posted >= sp.Iters {
 		return
 	}
-	if q.queued > 0 {
-		q.queued--
-	}
-	wr := transport.SendWR{WRID: uint64(q.posted)}
+	wr := rnic.SendWR{WRID: uint64(q.posted)}
 	if !q.client || (q.posted+1)%sp.CQMod == 0 || q.posted+1 == sp.Iters {
-		wr.Flags = transport.SendSignaled
+		wr.Flags = rnic.SendSignaled
 	}
 	off := q.off
 	if sp.Random && !sp.Test.latency() {
-		off = int(r.s.Rand().Uint64N(uint64(sp.Footprint/sp.Size))) * sp.Size
+		off = int(r.vc.Rand().Uint64N(uint64(sp.Footprint/sp.Size))) * sp.Size
 		if q.touched != nil {
 			q.touched[off/sp.Size] = true
 		}
@@ -67,39 +167,40 @@ func (q *qpRun) post() {
 		}
 	}
 	q.lastOff = off // a SEND lands at the start of the receive buffer: the check needs the last one's source
-	sge := transport.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx]}
-	q.sge[0] = sge
+	q.sge[0] = rnic.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx].LKey()}
 	wr.SGL = q.sge[:] // PostSend copies the WR into the send queue
 	wr.RemoteAddr, wr.RKey = q.raddr+uint64(off), q.rkey
 	switch sp.Test {
 	case WriteBW, WriteLat:
-		wr.Opcode = transport.WRRDMAWrite
+		wr.Opcode = rnic.WRRDMAWrite
 	case ReadBW, ReadLat:
-		wr.Opcode = transport.WRRDMARead
+		wr.Opcode = rnic.WRRDMARead
 	case SendBW, SendLat:
-		wr.Opcode = transport.WRSend
+		wr.Opcode = rnic.WRSend
 	case AtomicBW:
-		wr.Opcode = transport.WRAtomicFetchAndAdd
+		wr.Opcode = rnic.WRAtomicFetchAndAdd
 		wr.CompareAdd = 1
 		wr.RemoteAddr = q.raddr + uint64(off&^7)
 		wr.SGL[0].Addr = q.h.base[q.idx] + uint64(off&^7)
 	}
-	if sp.Size <= sp.Inline && (wr.Opcode == transport.WRRDMAWrite || wr.Opcode == transport.WRSend) {
-		wr.Flags |= transport.SendInline
+	if sp.Size <= sp.Inline && (wr.Opcode == rnic.WRRDMAWrite || wr.Opcode == rnic.WRSend) {
+		wr.Flags |= rnic.SendInline
 	}
+	start := r.now()
 	if q.client {
 		q.posted++
 		if sp.Test.latency() {
 			// perftest takes its timestamp before ibv_post_send.
-			q.started = append(q.started, q.postReq)
+			q.started = append(q.started, start)
 		}
 	}
-	if r.trace != nil && wr.Opcode == transport.WRRDMAWrite {
-		r.trace(q.postReq, q.h, "host starts posting the WRITE")
-		r.trace(r.s.Now(), q.h, "WQE built, doorbell written")
-	}
 	q.wr[0] = wr
-	if _, err := q.qp.PostSend(q.wr[:]); err != nil {
+	err := q.qp.PostSend(q.wr[:]...)
+	if r.trace != nil && wr.Opcode == rnic.WRRDMAWrite {
+		r.trace(start, q.h, "host starts posting the WRITE")
+		r.trace(r.now(), q.h, "WQE built, doorbell written")
+	}
+	if err != nil {
 		r.errors++
 	}
 }
@@ -108,9 +209,8 @@ func (q *qpRun) post() {
 func (q *qpRun) postRecvs(n int) {
 	sp := &q.h.run.spec
 	for range n {
-		wr := transport.RecvWR{WRID: uint64(q.recvs),
-			SGL: []transport.SGE{{Addr: q.h.base[q.idx], Length: uint32(max(sp.Size, 1)), LKey: q.h.mrs[q.idx]}}}
-		if _, err := q.qp.PostRecv([]transport.RecvWR{wr}); err != nil {
+		q.rsge[0] = rnic.SGE{Addr: q.h.base[q.idx], Length: uint32(max(sp.Size, 1)), LKey: q.h.mrs[q.idx].LKey()}
+		if err := q.qp.PostRecv(rnic.RecvWR{WRID: uint64(q.recvs), SGL: q.rsge[:]}); err != nil {
 			q.h.run.errors++
 			return
 		}
@@ -118,75 +218,52 @@ func (q *qpRun) postRecvs(n int) {
 	}
 }
 
-// CQEVisible is the NIC telling the host that n completions of cq can now
-// be polled. The thread polls them (paying the poll time each) and reacts.
-func (h *host) CQEVisible(cq *transport.CQ, n int) {
-	r := h.run
-	for n > 0 {
-		k := cq.Poll(h.wcs[:min(n, len(h.wcs))])
-		if k == 0 {
-			break
-		}
-		n -= k
-		for _, wc := range h.wcs[:k] {
-			q := h.byQP[wc.QPNum]
-			if q == nil {
-				continue
-			}
-			_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
-			if r.trace != nil {
-				r.trace(seen, h, "host polls the completion")
-			}
-			if wc.Status != transport.WCSuccess {
-				r.errors++
-				continue
-			}
-			q.completion(&wc, seen)
-		}
-	}
-}
-
-// completion reacts to one polled completion.
-func (q *qpRun) completion(wc *transport.WC, seen sim.Time) {
+// completion reacts to one polled completion, seen at seen.
+func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 	r := q.h.run
 	sp := &r.spec
-	recv := wc.Opcode == transport.WCRecv
+	recv := wc.Opcode == rnic.WCRecv
 	switch {
 	case sp.Test == SendLat && recv:
 		q.postRecvs(1)
 		if q.client {
 			q.roundTrip(seen)
-		} else {
-			q.h.hostPost(q, seen)
+			return
+		}
+		q.post()
+		q.pongs++
+		if q.pongs == sp.Iters {
+			q.finish()
 		}
 	case sp.Test == SendBW && recv:
+		q.received++
 		if q.recvs < sp.Iters {
 			q.postRecvs(1)
 		}
+		if q.received == sp.Iters {
+			q.finish()
+		}
 	case !q.client:
-		// A server's own send completion (write_lat's, send_lat's): nothing.
+		// A server's own send completion (send_lat's): nothing.
 	case sp.Test == ReadLat:
 		q.roundTrip(seen)
 	case sp.Test.latency():
-		// write_lat and send_lat measure on the peer's data, not on the
-		// local completion.
+		// send_lat measures on the peer's data, not on the local
+		// completion.
 	default:
 		// A signaled completion retires the unsignaled work requests
 		// posted before it (completions come in order).
 		n := int(wc.WRID) + 1 - q.done
 		for range n {
 			q.done++
-			r.measure(q, sp.Size)
+			r.measure(q, sp.Size, seen)
 		}
 		if q.done == sp.Iters {
-			r.qpFinished()
+			q.finish()
 			return
 		}
 		for range n {
-			if q.posted+q.queued < sp.Iters {
-				q.queued++
-				q.h.hostPost(q, seen)
-			}
+			q.post()
 		}
 	}
 }
@@ -207,38 +284,10 @@ func (q *qpRun) roundTrip(seen sim.Time) {
 		r.latSum += float64(lat)
 		r.latN++
 	}
-	r.measure(q, sp.Size)
+	r.measure(q, sp.Size, seen)
 	if q.done == sp.Iters {
-		r.qpFinished()
+		q.finish()
 		return
 	}
-	q.h.hostPost(q, seen)
-}
-
-// WriteVisible is the NIC telling the host that an RDMA WRITE into QP
-// qpn's region is visible: write_lat's pong (server) or round trip
-// (client), which perftest detects by polling the buffer's last byte.
-func (h *host) WriteVisible(qpn uint32, bytes int) {
-	r := h.run
-	if r.spec.Test != WriteLat {
-		return
-	}
-	q := h.byQP[qpn]
-	if q == nil {
-		return
-	}
-	q.pingSeen += bytes
-	if q.pingSeen < r.spec.Size {
-		return // not the whole message yet
-	}
-	q.pingSeen -= r.spec.Size
-	_, seen := q.cpu.Serve(r.s.Now(), sim.Time(r.prof.Host.PollCQNs))
-	if r.trace != nil {
-		r.trace(seen, h, "host sees the data")
-	}
-	if q.client {
-		q.roundTrip(seen)
-	} else {
-		h.hostPost(q, seen)
-	}
+	q.post()
 }

@@ -14,9 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
+	"time"
 
+	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
@@ -24,7 +25,6 @@ import (
 	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
 	"github.com/rnic/rnic/sim/timing"
-	"github.com/rnic/rnic/wire"
 )
 
 // Test names the workload, as perftest names its programs.
@@ -275,33 +275,29 @@ func (s *Spec) defaults() error {
 	return nil
 }
 
-// host is one simulated machine: a NIC and the application's threads.
+// host is one simulated machine: a device of the run's virtual clock and
+// the application's threads.
 type host struct {
-	nic  *nicmodel.NIC
-	cpus []timing.FIFO // the application threads
-	pd   uint32
-	mrs  []uint32 // per QP
-	base []uint64 // per QP: region's address
+	dev  *rnic.Device
+	nic  *nicmodel.NIC // the device's timing model, for its statistics
+	pd   *rnic.PD
+	mrs  []*rnic.MR // per QP: its region (its own, or the host's one)
+	base []uint64   // per QP: its buffer's address
 	buf  [][]byte
 	nqp  int // QPs this host will have
 	// shared is the one region of every QP's buffer (not MRPerQP).
-	shared struct {
-		ok   bool
-		key  uint32
-		iova uint64
-		buf  []byte
-	}
-	cq   *transport.CQ
-	qps  []*qpRun
-	byQP map[uint32]*qpRun
-	run  *runner
-	wcs  []transport.WC
+	shared  *rnic.MR
+	threads []*thread
+	qps     []*qpRun
+	run     *runner
+	churn   []byte // MRChurn's region, with real bytes
 }
 
 // qpRun is one QP of a test and its progress.
 type qpRun struct {
 	h        *host
-	qp       *transport.QP
+	th       *thread // the thread that drives this QP
+	qp       *rnic.QP
 	idx      int
 	peer     *qpRun
 	client   bool
@@ -312,14 +308,14 @@ type qpRun struct {
 	off      int
 	touched  []bool     // Random in real-bytes mode: slots written or read
 	started  []sim.Time // latency: when each round trip started
-	recvs    int
-	pingSeen int
-	cpu      *timing.FIFO // the thread that drives this QP
-	queued   int          // posts scheduled on the thread, not yet made
-	postReq  sim.Time     // when the thread last started a post
-	lastOff  int          // offset of the last message posted
-	wr       [1]transport.SendWR
-	sge      [1]transport.SGE
+	recvs    int        // receive work requests posted
+	received int        // send_bw server: messages received
+	pongs    int        // latency server: answers posted
+	over     bool       // its part is done
+	lastOff  int        // offset of the last message posted
+	wr       [1]rnic.SendWR
+	sge      [1]rnic.SGE
+	rsge     [1]rnic.SGE
 }
 
 // Run runs one workload.
@@ -327,52 +323,60 @@ func Run(p *profile.HardwareProfile, spec Spec) (*Result, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	r := &runner{spec: spec, prof: p, s: sim.New(spec.Seed), lat: timing.Histogram{Bits: 7}}
+	r := &runner{spec: spec, prof: p, lat: timing.Histogram{Bits: 7}}
 	if err := r.build(); err != nil {
 		return nil, err
 	}
 	return r.run()
 }
 
+// runner is one run: a virtual clock with a device per host, and the
+// hosts' threads as the clock's threads.
 type runner struct {
 	spec    Spec
 	prof    *profile.HardwareProfile
-	s       *sim.Sim
-	fab     *fabric.Fabric
+	vc      *rnic.VirtualClock
 	clients []*host
 	servers []*host
 	hosts   []*host
 
-	measuring  bool
-	winStart   sim.Time
-	winEnd     sim.Time
-	ops        int
-	bytes      int64
-	lat        timing.Histogram
-	latMin     sim.Time
-	latSum     float64
-	latN       int
-	errors     int
-	finished   int // QPs done
-	totalQPs   int
-	churnTimer *sim.Timer
-	trace      func(at sim.Time, h *host, what string) // host-side stages (breakdown)
+	measuring bool
+	winStart  sim.Time
+	winEnd    sim.Time
+	ops       int
+	bytes     int64
+	lat       timing.Histogram
+	latMin    sim.Time
+	latSum    float64
+	latN      int
+	errors    int
+	err       error // why the run stopped early (the clock's deadlock or time limit)
+	finished  int   // client QPs done
+	totalQPs  int
+	trace     func(at sim.Time, h *host, what string) // host-side stages (breakdown)
 }
 
-// Event kinds of the runner.
-const (
-	evStart int32 = iota
-	evPost        // the host thread posts for a QP (Ptr: *qpRun)
-	evChurn
-)
+func (r *runner) now() sim.Time { return sim.Time(r.vc.Now()) }
+
+// fail records why a thread stopped.
+func (r *runner) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// access is every right a test's regions and QPs grant.
+const access = rnic.AccessLocalWrite | rnic.AccessRemoteWrite | rnic.AccessRemoteRead | rnic.AccessRemoteAtomic
 
 func (r *runner) build() error {
 	sp := &r.spec
-	fab, err := fabric.New(r.s, r.prof.FabricConfig())
+	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{HardwareProfile: r.prof, Seed: sp.Seed,
+		Metadata: sp.Metadata, WatchWrites: sp.Test == WriteLat})
 	if err != nil {
 		return err
 	}
-	r.fab = fab
+	vc.SetLimit(time.Duration(sp.Limit))
+	r.vc = vc
 	nClients := sp.Pairs
 	nServers := sp.Pairs
 	if sp.Incast {
@@ -405,169 +409,158 @@ func (r *runner) build() error {
 				return err
 			}
 			a.peer, b.peer = b, a
-			if err := connect(a, b, sp); err != nil {
+			if err := connect(a, b); err != nil {
 				return err
 			}
 			r.totalQPs++
 		}
 	}
-	if sp.MRChurn > 0 {
-		r.churnTimer = r.s.NewTimer(r, evChurn, 0)
-		r.churnTimer.Reset(sp.MRChurn)
-	}
 	return nil
 }
 
 func (r *runner) newHost(a netip.Addr) (*host, error) {
-	port, err := r.fab.AddHost(a)
+	sp := &r.spec
+	qps := sp.QPs * sp.Pairs
+	dev, err := rnic.Open(rnic.Options{Clock: r.vc, Addr: a, MaxQP: qps + 16, MaxCQ: sp.Threads + 16, MaxMR: qps + 16,
+		MaxQPWR: max(sp.TxDepth*2, 16384), MaxInline: max(sp.Inline, 256), PageSize: sp.PageSize})
 	if err != nil {
 		return nil, err
 	}
-	qps := r.spec.QPs * r.spec.Pairs
-	nic, err := nicmodel.New(r.s, nicmodel.Config{Profile: r.prof, Port: port, Metadata: r.spec.Metadata,
-		MaxQP: qps + 16, MaxCQ: 16, MaxMR: qps + 16, PageShift: pageShift(r.spec.PageSize)})
+	pd, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	h := &host{nic: nic, pd: 1, run: r, byQP: map[uint32]*qpRun{}, wcs: make([]transport.WC, 64),
-		cpus: make([]timing.FIFO, r.spec.Threads)}
-	cqn, idx, _ := nic.CQs.Alloc()
-	h.cq = transport.NewCQ(cqn, 1<<16)
-	nic.CQs.Set(idx, h.cq)
-	nic.SetCQEHandler(h)
-	if r.spec.Test == WriteLat {
-		// Only write_lat waits for written data (perftest polls the
-		// buffer); elsewhere the NIC need not schedule its visibility.
-		nic.SetWriteHandler(h)
+	h := &host{dev: dev, nic: r.vc.Model(dev), pd: pd, run: r}
+	for range sp.Threads {
+		cq, err := dev.CreateCQ(1 << 16)
+		if err != nil {
+			return nil, err
+		}
+		h.threads = append(h.threads, &thread{h: h, cq: cq, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, 64)})
+	}
+	if sp.MRChurn > 0 && !sp.Metadata {
+		h.churn = make([]byte, churnBytes)
 	}
 	return h, nil
 }
 
-func pageShift(n int) uint8 {
-	s := uint8(0)
-	for 1<<s < n {
-		s++
-	}
-	return s
-}
-
 // newQP creates a QP with its buffer: a region of its own (MRPerQP) or
-// its slice of the host's one region.
+// its slice of the host's one region. A host's QPs are spread over its
+// threads round-robin.
 func (h *host) newQP(client bool) (*qpRun, error) {
 	sp := &h.run.spec
-	qpn, slot, ok := h.nic.QPs.Alloc()
-	if !ok {
-		return nil, errors.New("perf: out of QPs")
-	}
-	var qp *transport.QP
-	var err error
+	idx := len(h.qps)
+	th := h.threads[idx%len(h.threads)]
 	depth := uint32(max(sp.TxDepth*2, 16))
-	qp, err = h.nic.Engine.CreateQP(&transport.QPInit{Type: transport.RC, PD: h.pd, SendCQ: h.cq, RecvCQ: h.cq,
-		Cap: transport.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(max(sp.Inline, 0))}}, qpn, slot)
+	qp, err := h.pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: th.cq, RecvCQ: th.cq,
+		Cap: rnic.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(max(sp.Inline, 0))}})
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, qp: qp, idx: len(h.qps), client: client}
+	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client}
 	if client && sp.Random && !sp.Metadata && !sp.Test.latency() {
 		q.touched = make([]bool, sp.Footprint/sp.Size)
 	}
-	q.cpu = &h.cpus[q.idx%len(h.cpus)]
-	key, iova, buf, err := h.region(q.idx)
+	mr, iova, buf, err := h.region(idx)
 	if err != nil {
 		return nil, err
 	}
-	h.mrs = append(h.mrs, key)
+	h.mrs = append(h.mrs, mr)
 	h.base = append(h.base, iova)
 	h.buf = append(h.buf, buf)
 	h.qps = append(h.qps, q)
-	h.byQP[qp.QPN] = q
+	th.qps = append(th.qps, q)
+	th.byQP[qp.QPN()] = q
 	return q, nil
 }
 
-// region returns the memory of the host's i-th QP: its key, address and
-// bytes (nil in metadata mode).
-func (h *host) region(i int) (key uint32, iova uint64, buf []byte, err error) {
+// region returns the memory of the host's i-th QP: its region, address
+// and bytes (nil in metadata mode).
+func (h *host) region(i int) (mr *rnic.MR, iova uint64, buf []byte, err error) {
 	sp := &h.run.spec
 	fp := sp.Footprint
-	if sp.MRPerQP || !h.shared.ok {
+	if sp.MRPerQP || h.shared == nil {
 		n := fp
 		if !sp.MRPerQP {
 			n = fp * h.nqp
 		}
-		spec := atu.MRSpec{PD: h.pd, IOVA: uint64(len(h.mrs)+1) << 40, PageShift: pageShift(sp.PageSize),
-			Access: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic}
+		iova := uint64(len(h.mrs)+1) << 40
 		if sp.Metadata {
-			spec.Length = uint64(n)
+			mr, err = h.pd.RegMRMetadata(iova, n, access, sp.PageSize)
 		} else {
-			spec.Buf = make([]byte, n)
+			mr, err = h.pd.RegMRPageSize(make([]byte, n), iova, access, sp.PageSize)
 		}
-		k, err := h.nic.ATU.RegMR(spec)
 		if err != nil {
-			return 0, 0, nil, err
+			return nil, 0, nil, err
 		}
 		if sp.MRPerQP {
-			return k, spec.IOVA, spec.Buf, nil
+			return mr, iova, mr.Bytes(), nil
 		}
-		h.shared.ok, h.shared.key, h.shared.iova, h.shared.buf = true, k, spec.IOVA, spec.Buf
+		h.shared = mr
 	}
-	iova = h.shared.iova + uint64(i*fp)
-	if h.shared.buf != nil {
-		buf = h.shared.buf[i*fp : (i+1)*fp : (i+1)*fp]
+	iova = h.shared.Addr() + uint64(i*fp)
+	if b := h.shared.Bytes(); b != nil {
+		buf = b[i*fp : (i+1)*fp : (i+1)*fp]
 	}
-	return h.shared.key, iova, buf, nil
+	return h.shared, iova, buf, nil
 }
 
-// connect moves both QPs to RTS, connected to each other.
-func connect(a, b *qpRun, sp *Spec) error {
-	mtu, _ := wire.MTUFromBytes(a.h.run.prof.Link.MTUBytes)
+// connect connects the two QPs to each other, as perftest does: the
+// exchange of endpoints is in-process, both at PSN 0.
+func connect(a, b *qpRun) error {
+	cp := rnic.ConnParams{Access: access, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
+		MaxRdAtomic: 16, MaxDestRdAtomic: 16}
 	for _, x := range []*qpRun{a, b} {
 		y := x.peer
-		e := x.h.nic.Engine
-		steps := []struct {
-			a    transport.QPAttr
-			mask transport.AttrMask
-		}{
-			{transport.QPAttr{State: transport.QPSInit, Port: 1, AccessFlags: atu.LocalWrite | atu.RemoteWrite | atu.RemoteRead | atu.RemoteAtomic},
-				transport.AttrState | transport.AttrPKeyIndex | transport.AttrPort | transport.AttrAccessFlags},
-			{transport.QPAttr{State: transport.QPSRTR, AV: wire.Route{Dst: y.h.nic.GID()}, PathMTU: mtu, DestQPN: y.qp.QPN,
-				RQPSN: 0, MaxDestRdAtomic: 16, MinRNRTimer: 12},
-				transport.AttrState | transport.AttrAV | transport.AttrPathMTU | transport.AttrDestQPN | transport.AttrRQPSN |
-					transport.AttrMaxDestRdAtomic | transport.AttrMinRNRTimer},
-			{transport.QPAttr{State: transport.QPSRTS, SQPSN: 0, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16},
-				transport.AttrState | transport.AttrSQPSN | transport.AttrTimeout | transport.AttrRetryCnt |
-					transport.AttrRNRRetry | transport.AttrMaxQPRdAtomic},
-		}
-		for _, s := range steps {
-			if err := e.Modify(x.qp, &s.a, s.mask); err != nil {
-				return err
-			}
+		if err := x.qp.Connect(y.qp.Endpoint(cp), cp); err != nil {
+			return err
 		}
 		x.raddr = y.h.base[y.idx]
-		x.rkey = y.h.mrs[y.idx]
+		x.rkey = y.h.mrs[y.idx].RKey()
 	}
 	return nil
 }
 
+// run runs the hosts' threads to the end, then lets the NICs finish
+// what is in flight (their statistics are final), and reports.
 func (r *runner) run() (*Result, error) {
 	r.latMin = sim.Never
 	r.fillPatterns()
-	for _, c := range r.clients {
-		for _, q := range c.qps {
-			r.s.Schedule(sim.Event{At: 0, Kind: evStart, Ptr: q, H: r})
+	var threads []*rnic.Thread
+	err := r.vc.Run(func() {
+		for _, hs := range [][]*host{r.clients, r.servers} {
+			for _, h := range hs {
+				for _, th := range h.threads {
+					threads = append(threads, r.vc.Go(th.run))
+				}
+			}
 		}
-	}
-	for _, s := range r.servers {
-		for _, q := range s.qps {
-			r.s.Schedule(sim.Event{At: 0, Kind: evStart, Ptr: q, H: r})
+		if r.spec.MRChurn > 0 {
+			r.vc.Go(r.churnLoop)
 		}
+		for _, t := range threads {
+			if err := t.Wait(); err != nil {
+				r.fail(err)
+				return
+			}
+		}
+		if err := r.vc.Settle(); err != nil {
+			r.fail(err)
+		}
+	})
+	if err != nil {
+		r.fail(err)
 	}
-	r.s.RunUntil(r.spec.Limit)
 	if r.finished < r.totalQPs {
-		return nil, fmt.Errorf("perf: %s did not finish in %v of virtual time (%d of %d QPs done, %d errors)",
-			r.spec.Test, r.spec.Limit, r.finished, r.totalQPs, r.errors)
+		why := ""
+		if r.err != nil && !errors.Is(r.err, rnic.ErrTimeLimit) {
+			why = ": " + r.err.Error()
+		}
+		return nil, fmt.Errorf("perf: %s did not finish in %v of virtual time (%d of %d QPs done, %d errors)%s",
+			r.spec.Test, r.spec.Limit, r.finished, r.totalQPs, r.errors, why)
 	}
 	res := &Result{Spec: r.spec, Elapsed: r.winEnd - r.winStart, Ops: r.ops, Bytes: r.bytes, Errors: r.errors,
-		Events: r.s.Events(), Lat: &r.lat}
+		Events: r.vc.Events(), Lat: &r.lat}
 	if res.Elapsed > 0 {
 		sec := float64(res.Elapsed) / 1e9
 		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
@@ -585,8 +578,9 @@ func (r *runner) run() (*Result, error) {
 		res.Retrans += c[transport.RetransPackets]
 		res.Timeouts += c[transport.LocalAckTimeoutErr]
 	}
-	for id := range r.fab.Hosts() {
-		p := r.fab.Host(fabric.HostID(id))
+	fab := r.vc.Fabric()
+	for id := range fab.Hosts() {
+		p := fab.Host(fabric.HostID(id))
 		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
 	}
 	if !r.spec.Metadata {
@@ -604,7 +598,7 @@ func (r *runner) fillPatterns() {
 	if r.spec.Metadata {
 		return
 	}
-	rng := r.s.Rand()
+	rng := r.vc.Rand()
 	for _, h := range r.hosts {
 		for _, b := range h.buf {
 			for i := range b {
@@ -694,54 +688,42 @@ func stats(n *nicmodel.NIC, end sim.Time) NICStats {
 	return st
 }
 
-// Handle is the runner's event handler: starting a QP, posting, churn.
-func (r *runner) Handle(s *sim.Sim, ev sim.Event) {
-	switch ev.Kind {
-	case evStart:
-		q := ev.Ptr.(*qpRun)
-		q.start()
-	case evPost:
-		q := ev.Ptr.(*qpRun)
-		q.post()
-	case evChurn:
-		r.churn()
-		r.churnTimer.Reset(s.Now() + r.spec.MRChurn)
-	}
-}
+// churnBytes is the size of the region the MR-churn neighbour registers.
+const churnBytes = 1 << 20
 
-// qpFinished counts a QP that completed its iterations. When the last
-// one does, the churning neighbour stops too: its timer would otherwise
-// keep the simulation running until the time limit.
-func (r *runner) qpFinished() {
-	r.finished++
-	if r.finished == r.totalQPs && r.churnTimer != nil {
-		r.churnTimer.Stop()
-	}
-}
-
-// churn registers and deregisters a region on each server: the host
-// table changes invalidate the NIC's MPT and MTT cache entries of that
-// region, and the registration's pages evict others.
-func (r *runner) churn() {
-	for _, h := range r.servers {
-		spec := atu.MRSpec{PD: h.pd, IOVA: 1 << 50, Length: 1 << 20, Access: atu.LocalWrite}
-		key, err := h.nic.ATU.RegMR(spec)
-		if err != nil {
-			r.errors++
-			continue
+// churnLoop is the noisy neighbour (MRChurn): every MRChurn it registers
+// and deregisters a region on each server, until the test's QPs are
+// done: the host table changes invalidate the NIC's MPT and MTT cache
+// entries of that region, and the registration's pages evict others.
+func (r *runner) churnLoop() {
+	for r.finished < r.totalQPs {
+		if r.vc.Sleep(time.Duration(r.spec.MRChurn)) != nil || r.finished == r.totalQPs {
+			return
 		}
-		// Touch it as an application would (its translations enter the
-		// caches), then deregister.
-		h.nic.ATU.Translate(&atu.Request{Key: key, PD: h.pd, VA: 1 << 50, Len: 1 << 20, Access: atu.LocalRead}, nil)
-		if err := h.nic.ATU.DeregMR(key); err != nil {
-			r.errors++
+		for _, h := range r.servers {
+			var mr *rnic.MR
+			var err error
+			if h.churn == nil {
+				mr, err = h.pd.RegMRMetadata(1<<50, churnBytes, rnic.AccessLocalWrite, 0)
+			} else {
+				mr, err = h.pd.RegMRIOVA(h.churn, 1<<50, rnic.AccessLocalWrite)
+			}
+			if err != nil {
+				r.errors++
+				continue
+			}
+			// The NIC walks its translations as a use would (they enter
+			// the caches), then the region goes.
+			h.nic.ATU.Translate(&atu.Request{Key: mr.LKey(), PD: h.pd.Handle(), VA: 1 << 50, Len: churnBytes, Access: atu.LocalRead}, nil)
+			if err := mr.Dereg(); err != nil {
+				r.errors++
+			}
 		}
 	}
 }
 
-// measure records a completed operation.
-func (r *runner) measure(q *qpRun, bytes int) {
-	now := r.s.Now()
+// measure records an operation completed at now.
+func (r *runner) measure(q *qpRun, bytes int, now sim.Time) {
 	if q.done == r.spec.Warmup && !r.measuring {
 		r.measuring = true
 		r.winStart = now
@@ -751,14 +733,4 @@ func (r *runner) measure(q *qpRun, bytes int) {
 		r.bytes += int64(bytes)
 	}
 	r.winEnd = max(r.winEnd, now)
-}
-
-// sortedQPNs returns a host's QP numbers in order (determinism).
-func (h *host) sortedQPNs() []uint32 {
-	out := make([]uint32, 0, len(h.byQP))
-	for k := range h.byQP {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
