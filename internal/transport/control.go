@@ -281,7 +281,13 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 	if to == QPSSQD {
 		e.req.checkDrained(qp)
 	}
-	e.arb.Ring(qp.index)
+	if e.req.requesterReady(qp) {
+		// Work queued before the transition (an SQD or SQE QP back in
+		// RTS) goes out now. A QP with none is not scheduled: a step
+		// would only load its context into the QPC for nothing, which a
+		// NIC's modify command does not do.
+		e.arb.Ring(qp.index)
+	}
 }
 
 // reset empties the QP's queues without completions and clears its

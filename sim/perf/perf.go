@@ -431,12 +431,9 @@ func (r *runner) newHost(a netip.Addr) (*host, error) {
 		return nil, err
 	}
 	h := &host{dev: dev, nic: r.vc.Model(dev), pd: pd, run: r}
-	for range sp.Threads {
-		cq, err := dev.CreateCQ(1 << 16)
-		if err != nil {
-			return nil, err
-		}
-		h.threads = append(h.threads, &thread{h: h, cq: cq, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, 64)})
+	h.threads = make([]*thread, sp.Threads)
+	for i := range h.threads {
+		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, 64)}
 	}
 	if sp.MRChurn > 0 && !sp.Metadata {
 		h.churn = make([]byte, churnBytes)
@@ -451,6 +448,18 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	sp := &h.run.spec
 	idx := len(h.qps)
 	th := h.threads[idx%len(h.threads)]
+	if th.cq == nil {
+		// Room for every completion its QPs can have outstanding, as
+		// perftest sizes its CQ (tx_depth per QP, and the receives a
+		// SEND test's server keeps posted): a thread busy posting takes
+		// them later than they come.
+		nq := (h.nqp + len(h.threads) - 1) / len(h.threads)
+		cq, err := h.dev.CreateCQ(min(max(nq*(sp.TxDepth*2+2), 64), 1<<20))
+		if err != nil {
+			return nil, err
+		}
+		th.cq = cq
+	}
 	depth := uint32(max(sp.TxDepth*2, 16))
 	qp, err := h.pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: th.cq, RecvCQ: th.cq,
 		Cap: rnic.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(max(sp.Inline, 0))}})
