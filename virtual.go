@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -63,16 +64,17 @@ type VirtualClock struct {
 	watch    bool // VirtualOptions.WatchWrites
 
 	// The scheduler: at most one thread holds the clock (cur); the
-	// others are runnable (runq, in FIFO order) or blocked. There is no
-	// scheduler goroutine: the thread that gives the clock up runs the
-	// simulation until a thread can run, and hands the clock over only if
-	// that thread is another one (a lone thread that posts and waits
-	// never switches goroutines).
+	// others are runnable (runq, in FIFO order) or blocked. Threads are
+	// coroutines (iter.Pull) that Run's goroutine resumes one at a time:
+	// a switch between threads is a direct coroutine switch, not a trip
+	// through Go's scheduler (which wakes idle Ps with futex calls). A
+	// thread that waits first runs the simulation itself until a thread
+	// can run, and yields only if that thread is another one (a lone
+	// thread that posts and waits never switches).
 	threads  int // live threads
 	runq     []*Thread
 	cur      *Thread
-	back     chan struct{} // Run's goroutine gets the clock back
-	blocked  []*Thread     // in the order they began to wait
+	blocked  []*Thread // in the order they began to wait
 	inRun    bool
 	done     bool  // Run's function returned
 	stop     error // set when the run ends: blocked and later waits fail with it
@@ -150,7 +152,7 @@ func NewVirtualClock(o VirtualOptions) (*VirtualClock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
 	}
-	return &VirtualClock{prof: p, s: s, fab: fab, back: make(chan struct{}), limit: sim.Never, meta: o.Metadata, watch: o.WatchWrites}, nil
+	return &VirtualClock{prof: p, s: s, fab: fab, limit: sim.Never, meta: o.Metadata, watch: o.WatchWrites}, nil
 }
 
 // Profile returns the clock's hardware profile.
@@ -162,10 +164,12 @@ func (v *VirtualClock) Now() time.Duration { return time.Duration(v.s.Now()) }
 // Thread is one thread of a virtual-time program (VirtualClock.Go).
 type Thread struct {
 	v      *VirtualClock
-	gen    uint64     // counts its waits: a wake event of an earlier one is stale
-	wake   chan error // the clock, handed over with the reason it returns (nil, or v.stop)
-	wait   any        // what it waits for: *transport.CQ, *vnic, *Thread, *QP, or nil (a timer, or runnable)
-	timer  bool       // sleeping until a wake event
+	resume func() (struct{}, bool) // runs the thread until it waits or returns
+	yield  func(struct{}) bool     // gives the clock back to Run's goroutine
+	err    error                   // why its wait ends: nil, or v.stop
+	gen    uint64                  // counts its waits: a wake event of an earlier one is stale
+	wait   any                     // what it waits for: *transport.CQ, writeWait, *Thread, settleWait, or nil (a timer, or runnable)
+	timer  bool                    // sleeping until a wake event
 	exited bool
 }
 
@@ -173,20 +177,13 @@ type Thread struct {
 // gets to it (after the running thread waits). Call it before or inside
 // Run.
 func (v *VirtualClock) Go(f func()) *Thread {
-	t := &Thread{v: v, wake: make(chan error)}
+	t := &Thread{v: v}
+	t.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
+		t.yield = yield
+		f()
+	})
 	v.threads++
 	v.runq = append(v.runq, t)
-	go func() {
-		<-t.wake
-		defer func() {
-			t.exited = true
-			v.threads--
-			v.wakeFor(t)
-			v.cur = nil
-			v.handOff(nil)
-		}()
-		f()
-	}()
 	return t
 }
 
@@ -216,12 +213,19 @@ func (v *VirtualClock) Run(main func()) error {
 	v.inRun, v.stop, v.done, v.deadlock = true, nil, false, nil
 	defer func() { v.inRun = false }()
 	v.Go(func() { main(); v.done = true })
-	if t := v.next(); t != nil {
-		v.cur = t
-		t.wake <- v.stop
-		<-v.back
+	for {
+		t := v.next()
+		if t == nil {
+			return v.deadlock
+		}
+		v.cur, t.err = t, v.stop
+		if _, alive := t.resume(); !alive {
+			v.cur = nil
+			t.exited = true
+			v.threads--
+			v.wakeFor(t)
+		}
 	}
-	return v.deadlock
 }
 
 // SetLimit ends the run when virtual time would pass t: the program's
@@ -286,28 +290,6 @@ func (v *VirtualClock) settled() bool {
 	return len(v.runq) > n
 }
 
-// handOff gives up the clock, which the calling goroutine holds: to the
-// next thread that can run, or back to Run's goroutine when none can. If
-// self (the calling thread, now blocked) is the next, it keeps the clock
-// without a goroutine switch. It returns the reason self's wait ends.
-func (v *VirtualClock) handOff(self *Thread) error {
-	t := v.next()
-	if t != nil && t == self {
-		v.cur = self
-		return v.stop
-	}
-	if t == nil {
-		v.back <- struct{}{}
-	} else {
-		v.cur = t
-		t.wake <- v.stop
-	}
-	if self == nil {
-		return nil
-	}
-	return <-self.wake
-}
-
 // wakeAll makes every blocked thread runnable (its wait returns v.stop).
 func (v *VirtualClock) wakeAll() {
 	for _, t := range v.blocked {
@@ -348,7 +330,21 @@ func (v *VirtualClock) block(w any, timer bool) error {
 	t.gen++
 	v.blocked = append(v.blocked, t)
 	v.cur = nil
-	return v.handOff(t)
+	// Run the simulation here until a thread can run: if it is this one,
+	// go on without a switch; otherwise it goes first in the queue and
+	// Run's goroutine resumes it.
+	next := v.next()
+	if next == t {
+		v.cur = t
+		return v.stop
+	}
+	if next != nil {
+		v.runq = append(v.runq, nil)
+		copy(v.runq[1:], v.runq)
+		v.runq[0] = next
+	}
+	t.yield(struct{}{})
+	return t.err
 }
 
 // spend lets the running thread use d of virtual time (host CPU time):
@@ -359,6 +355,9 @@ func (v *VirtualClock) spend(d time.Duration) error {
 	}
 	if d <= 0 || v.stop != nil {
 		return v.stop
+	}
+	if len(v.runq) == 0 && v.s.Now()+sim.Time(d) <= v.limit && v.s.Advance(v.s.Now()+sim.Time(d)) {
+		return nil // nothing else happens meanwhile
 	}
 	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: waker{v}})
 	return v.block(nil, true)

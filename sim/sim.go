@@ -208,3 +208,16 @@ func (s *Sim) deliver(ev Event) {
 func (s *Sim) StepUntil(t Time) bool {
 	return s.deliverNext(t)
 }
+
+// Advance moves the clock to t, without an event, if no event is due
+// before or at t, and reports whether it did: a caller that would
+// otherwise schedule an event at t only to be woken by it (a host
+// thread's CPU time) skips the heap when nothing else would happen
+// meanwhile.
+func (s *Sim) Advance(t Time) bool {
+	if t < s.now || len(s.heap) > 0 && s.heap[0].at <= t {
+		return false
+	}
+	s.now = t
+	return true
+}

@@ -291,3 +291,7 @@ func (q *qpRun) roundTrip(seen sim.Time) {
 	}
 	q.post()
 }
+
+// pollBatch is how many completions a thread takes per poll, perftest's
+// CTX_POLL_BATCH.
+const pollBatch = 16

@@ -433,7 +433,7 @@ func (r *runner) newHost(a netip.Addr) (*host, error) {
 	h := &host{dev: dev, nic: r.vc.Model(dev), pd: pd, run: r}
 	h.threads = make([]*thread, sp.Threads)
 	for i := range h.threads {
-		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, 64)}
+		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, pollBatch)}
 	}
 	if sp.MRChurn > 0 && !sp.Metadata {
 		h.churn = make([]byte, churnBytes)
