@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"math/rand/v2"
+	"net"
 	"os"
 	"time"
 
@@ -675,3 +676,81 @@ func (v *VirtualClock) Rand() *rand.Rand { return v.s.Rand() }
 // Events returns how many events the simulation has delivered: the
 // simulator's unit of work.
 func (v *VirtualClock) Events() uint64 { return v.s.Events() }
+
+// Pipe returns the two ends of an in-memory, full-duplex connection
+// between threads of the clock, for programs that exchange endpoints
+// over a net.Conn (Exchange, the perftest package): a Read waits through
+// the clock (a yield point, like CQ.Wait) until the other end writes or
+// closes; a Write never waits. Moving bytes takes no virtual time.
+// Deadlines are accepted and not kept: in virtual time the waits end by
+// the clock's rules (deadlock, the run's end, its limit), and a wall
+// clock's deadline would make the run depend on the machine. Reads and
+// Writes must come from the clock's threads.
+func (v *VirtualClock) Pipe() (net.Conn, net.Conn) {
+	a := &vpipe{v: v, name: "vpipe-a"}
+	b := &vpipe{v: v, name: "vpipe-b", peer: a}
+	a.peer = b
+	return a, b
+}
+
+// vpipe is one end of a Pipe.
+type vpipe struct {
+	v      *VirtualClock
+	name   string
+	peer   *vpipe
+	buf    []byte // written by the peer, not yet read
+	closed bool
+}
+
+func (p *vpipe) Read(b []byte) (int, error) {
+	for len(p.buf) == 0 {
+		switch {
+		case p.closed:
+			return 0, net.ErrClosed
+		case p.peer.closed:
+			return 0, io.EOF
+		case len(b) == 0:
+			return 0, nil
+		}
+		if err := p.v.block(p, false); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[:copy(p.buf, p.buf[n:])]
+	return n, nil
+}
+
+func (p *vpipe) Write(b []byte) (int, error) {
+	switch {
+	case p.closed:
+		return 0, net.ErrClosed
+	case p.peer.closed:
+		return 0, io.ErrClosedPipe
+	}
+	p.peer.buf = append(p.peer.buf, b...)
+	p.v.wakeFor(p.peer)
+	return len(b), nil
+}
+
+func (p *vpipe) Close() error {
+	if p.closed {
+		return net.ErrClosed
+	}
+	p.closed = true
+	p.v.wakeFor(p)
+	p.v.wakeFor(p.peer)
+	return nil
+}
+
+func (p *vpipe) LocalAddr() net.Addr              { return pipeAddr(p.name) }
+func (p *vpipe) RemoteAddr() net.Addr             { return pipeAddr(p.peer.name) }
+func (p *vpipe) SetDeadline(time.Time) error      { return nil }
+func (p *vpipe) SetReadDeadline(time.Time) error  { return nil }
+func (p *vpipe) SetWriteDeadline(time.Time) error { return nil }
+
+// pipeAddr is a Pipe end's address.
+type pipeAddr string
+
+func (pipeAddr) Network() string  { return "vpipe" }
+func (a pipeAddr) String() string { return string(a) }

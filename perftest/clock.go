@@ -4,15 +4,33 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/rnic/rnic"
 )
 
 // clock gives the time stamps of a run: nanoseconds since t0 on the
-// monotonic clock (perftest's get_cycles).
-type clock struct{ t0 time.Time }
+// monotonic clock (perftest's get_cycles), or since v0 on a virtual
+// clock.
+type clock struct {
+	t0 time.Time
+	vc *rnic.VirtualClock
+	v0 time.Duration
+}
 
-func newClock() clock { return clock{time.Now()} }
+func (s *session) newClock() clock {
+	c := clock{t0: time.Now(), vc: s.p.Clock}
+	if c.vc != nil {
+		c.v0 = c.vc.Now()
+	}
+	return c
+}
 
-func (c clock) now() int64 { return int64(time.Since(c.t0)) }
+func (c clock) now() int64 {
+	if c.vc != nil {
+		return int64(c.vc.Now() - c.v0)
+	}
+	return int64(time.Since(c.t0))
+}
 
 // at returns the wall time of a time stamp.
 func (c clock) at(ns int64) time.Time { return c.t0.Add(time.Duration(ns)) }

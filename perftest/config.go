@@ -121,6 +121,23 @@ type Config struct {
 	// closes it once the client is in.
 	Listener net.Listener
 
+	// ExchangeConn, if set, is the exchange's connection, already made:
+	// no TCP (Peer non-empty still makes this side the client). Run
+	// closes it.
+	ExchangeConn net.Conn
+
+	// Clock, if set, runs the test in virtual time, on the clock's
+	// hardware profile: Run is called from a thread of the clock, Open
+	// opens the device on it (rnic.Options.Clock), ExchangeConn is one
+	// end of the clock's Pipe and Local the device's address. The report's
+	// times are the clock's, and the run is deterministic. Waits for
+	// completions sleep on the CQ (CQ.Wait) and write_lat waits for the
+	// peer's WRITE with the clock's WaitWrite (which needs its
+	// WatchWrites). Not in virtual time: -e (its completion channel is a
+	// Go channel), -D and --run_infinitely (they end on the wall clock),
+	// --cpu_util and --rate_limit.
+	Clock *rnic.VirtualClock
+
 	// Out receives the report (stdout); Err receives warnings and, for
 	// long runs, a progress line per second (stderr). nil discards.
 	Out, Err io.Writer
@@ -228,6 +245,22 @@ func (c Config) resolve() (*params, error) {
 	}
 	if c.Open == nil {
 		return nil, errors.New("perftest: Config.Open is required")
+	}
+	if c.Clock != nil {
+		switch {
+		case c.ExchangeConn == nil:
+			return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.ExchangeConn, one end of the clock's Pipe")
+		case !c.Local.IsValid():
+			return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.Local, the device's address")
+		case c.Events:
+			return nil, errors.New("perftest: -e is not available in virtual time (a completion channel is a Go channel; waits sleep on the CQ instead)")
+		case c.Duration > 0 || c.RunInfinitely:
+			return nil, errors.New("perftest: -D and --run_infinitely are not available in virtual time (they end on the wall clock); use -n")
+		case c.CPUUtil:
+			return nil, errors.New("perftest: --cpu_util is not available in virtual time")
+		case c.RateLimit > 0:
+			return nil, errors.New("perftest: --rate_limit is not available in virtual time")
+		}
 	}
 	p := &params{Config: c, tcpClient: c.Peer != "", cycleBuffer: defPageSize, cacheLine: defCacheLine}
 	p.client = p.tcpClient != c.Reversed // perftest's "fan-in addition"

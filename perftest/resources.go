@@ -93,13 +93,26 @@ func newResources(p *params, dev *rnic.Device) (*resources, error) {
 	if p.Conn == rnic.UD {
 		regionLen += p.cacheLine
 	}
+	// perftest draws PSNs and buffer contents from rand(); in virtual time
+	// they come from the clock's seed, and regions sit at fixed virtual
+	// addresses (not the Go heap's), so that a run is a function of the
+	// seed.
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	if vc := p.Clock; vc != nil {
+		rng = rand.New(rand.NewPCG(vc.Rand().Uint64(), vc.Rand().Uint64()))
+	}
 	mrs := make([]*rnic.MR, regions)
 	for i := range mrs {
 		buf := alignedBuffer(regionLen, p.cycleBuffer)
 		if p.Test != WriteLat { // write_lat polls its buffer: it starts zeroed
-			fillRandom(buf)
+			fillRandom(buf, rng)
 		}
-		if mrs[i], err = r.pd.RegMR(buf, r.access); err != nil {
+		if p.Clock != nil {
+			mrs[i], err = r.pd.RegMRIOVA(buf, uint64(i+1)<<32, r.access)
+		} else {
+			mrs[i], err = r.pd.RegMR(buf, r.access)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +140,7 @@ func newResources(p *params, dev *rnic.Device) (*resources, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.my.OutReads, q.my.QPN, q.my.PSN = uint16(p.outReads), q.qp.QPN(), rand.Uint32()&0xffffff
+		q.my.OutReads, q.my.QPN, q.my.PSN = uint16(p.outReads), q.qp.QPN(), rng.Uint32()&0xffffff
 		q.my.RKey, q.my.GID = q.mr.RKey(), gid
 		r.qps = append(r.qps, q)
 	}
@@ -150,8 +163,7 @@ func alignedBuffer(n, align int) []byte {
 
 // fillRandom fills b with pseudo-random bytes, as perftest fills its
 // buffers with rand().
-func fillRandom(b []byte) {
-	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+func fillRandom(b []byte, r *rand.Rand) {
 	for i := 0; i+8 <= len(b); i += 8 {
 		v := r.Uint64()
 		for k := range 8 {

@@ -99,6 +99,12 @@ func (s *session) timeout() time.Duration {
 // the banner on the side that receives: the TCP client with --reversed.)
 func (s *session) establish(ctx context.Context) (net.Conn, error) {
 	p := s.p
+	if p.ExchangeConn != nil {
+		if !p.client {
+			io.WriteString(s.out, waitBanner)
+		}
+		return p.ExchangeConn, nil
+	}
 	if p.tcpClient {
 		if !p.client {
 			io.WriteString(s.out, waitBanner)

@@ -220,7 +220,7 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 		stamps = int(tot)
 	}
 	tposted, tcompleted := make([]int64, stamps), make([]int64, stamps)
-	clk := newClock()
+	clk := s.newClock()
 	dur := newDurTimer(p)
 	dur.start(clk.now())
 	cpu := s.newCPUUtil(clk, dur)
@@ -406,7 +406,7 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 	p, nq := s.p, len(rs)
 	iters := uint64(p.iters)
 	tot := iters * uint64(nq)
-	clk := newClock()
+	clk := s.newClock()
 	dur := newDurTimer(p)
 	var cpu *cpuUtil
 	var first int64
@@ -475,7 +475,7 @@ func (s *session) runBi(ctx context.Context, size int, rs []*receiver) (BWReport
 		stamps = int(tot)
 	}
 	tposted, tcompleted := make([]int64, stamps), make([]int64, stamps)
-	clk := newClock()
+	clk := s.newClock()
 	dur := newDurTimer(p)
 	var cpu *cpuUtil
 	cqMod, pl := uint64(p.cqMod), uint64(p.postList)

@@ -26,7 +26,7 @@ type latRun struct {
 
 func (s *session) newLatRun(size int) *latRun {
 	p := s.p
-	l := &latRun{s: s, size: size, iters: uint64(p.iters), clk: newClock(), dur: newDurTimer(p), prog: newProgress(s.errw, p.Test.String())}
+	l := &latRun{s: s, size: size, iters: uint64(p.iters), clk: s.newClock(), dur: newDurTimer(p), prog: newProgress(s.errw, p.Test.String())}
 	l.tposted = make([]int64, max(p.iters, 1))
 	return l
 }
@@ -114,7 +114,7 @@ func (s *session) runWriteLat(ctx context.Context, size int) (LatReport, error) 
 	for l.more(scnt) || (!l.dur.on && (ccnt < l.iters || rcnt < l.iters)) {
 		if l.more(rcnt) && !(scnt < 1 && !s.p.client) {
 			rcnt++
-			ended, err := s.pollByte(ctx, q.mr, pollOff, byte(rcnt), l)
+			ended, err := s.pollByte(ctx, q.qp, q.mr, pollOff, byte(rcnt), l)
 			if err != nil {
 				return LatReport{}, err
 			}
@@ -159,8 +159,21 @@ const (
 
 // pollByte waits until the byte at off of mr is want: the peer's WRITE
 // has landed. It gives up after the timeout, or when a -D run ends.
-func (s *session) pollByte(ctx context.Context, mr *rnic.MR, off int64, want byte, l *latRun) (ended bool, err error) {
+func (s *session) pollByte(ctx context.Context, qp *rnic.QP, mr *rnic.MR, off int64, want byte, l *latRun) (ended bool, err error) {
 	var b [1]byte
+	if vc := s.p.Clock; vc != nil {
+		// In virtual time memory reads are no yield point: wait for the
+		// peer's message (one WRITE of the message size) to be visible,
+		// then look.
+		for {
+			if _, err := mr.ReadAt(b[:], off); err != nil || b[0] == want {
+				return false, err
+			}
+			if _, err := vc.WaitWrite(l.size, qp); err != nil {
+				return false, fmt.Errorf("perftest: waiting for the peer's RDMA WRITE %d: %w", want, err)
+			}
+		}
+	}
 	deadline := time.Now().Add(s.timeout())
 	for spin := 0; ; spin++ {
 		if _, err := mr.ReadAt(b[:], off); err != nil {
