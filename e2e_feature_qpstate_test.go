@@ -202,87 +202,91 @@ func TestFeatureSQD(t *testing.T) {
 // connected again from RESET (§10.3.1 "Reset").
 func TestFeatureFlushAndReset(t *testing.T) {
 	checkGoroutines(t)
-	p := newPair(t, pairOpts{})
-	src := newGuarded(t, p.pda, 4096, allAccess, 1)
-	dst := newGuarded(t, p.pdb, 4096, allAccess, 2)
-	must0(t, p.pa.SetFaults(mem.Faults{Loss: 1})) // nothing completes on its own
-	ops := []rnic.WROpcode{rnic.WRRDMAWrite, rnic.WRSend, rnic.WRRDMARead, rnic.WRAtomicFetchAndAdd, rnic.WRSendWithImm}
-	for i := 0; i < 10; i++ {
-		op := ops[i%len(ops)]
-		n := 100
-		if op == rnic.WRAtomicFetchAndAdd {
-			n = 8
+	// In a testing/synctest bubble: the waits for frames on the wire and
+	// for quiet CQs cost no wall time.
+	synctest.Test(t, func(t *testing.T) {
+		p := newPair(t, pairOpts{})
+		src := newGuarded(t, p.pda, 4096, allAccess, 1)
+		dst := newGuarded(t, p.pdb, 4096, allAccess, 2)
+		must0(t, p.pa.SetFaults(mem.Faults{Loss: 1})) // nothing completes on its own
+		ops := []rnic.WROpcode{rnic.WRRDMAWrite, rnic.WRSend, rnic.WRRDMARead, rnic.WRAtomicFetchAndAdd, rnic.WRSendWithImm}
+		for i := 0; i < 10; i++ {
+			op := ops[i%len(ops)]
+			n := 100
+			if op == rnic.WRAtomicFetchAndAdd {
+				n = 8
+			}
+			flags := rnic.SendSignaled
+			if i == 4 {
+				flags = 0 // unsignaled: a flushed WR completes anyway
+			}
+			must0(t, p.qpa.PostSend(rnic.SendWR{WRID: uint64(i), Opcode: op, Flags: flags, SGL: []rnic.SGE{src.mr.SGE(i*128, n)},
+				RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()}))
+			must0(t, p.qpa.PostRecv(rnic.RecvWR{WRID: uint64(100 + i), SGL: []rnic.SGE{src.mr.SGE(2048, 100)}}))
 		}
-		flags := rnic.SendSignaled
-		if i == 4 {
-			flags = 0 // unsignaled: a flushed WR completes anyway
+		time.Sleep(2 * time.Millisecond) // some are on the wire now (virtual time)
+		must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState))
+		if st := p.qpa.State(); st != rnic.QPSErr {
+			t.Fatalf("state %v after Modify to ERR", st)
 		}
-		must0(t, p.qpa.PostSend(rnic.SendWR{WRID: uint64(i), Opcode: op, Flags: flags, SGL: []rnic.SGE{src.mr.SGE(i*128, n)},
-			RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()}))
-		must0(t, p.qpa.PostRecv(rnic.RecvWR{WRID: uint64(100 + i), SGL: []rnic.SGE{src.mr.SGE(2048, 100)}}))
-	}
-	time.Sleep(2 * time.Millisecond) // some are on the wire now
-	must0(t, p.qpa.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState))
-	if st := p.qpa.State(); st != rnic.QPSErr {
-		t.Fatalf("state %v after Modify to ERR", st)
-	}
-	// Posted in ERR: flushed as well.
-	must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 10, Opcode: rnic.WRSend, Flags: rnic.SendSignaled}))
-	must0(t, p.qpa.PostRecv(rnic.RecvWR{WRID: 110}))
-	var sends, recvs []uint64
-	for _, wc := range waitWC(t, p.cqa, 22, 5*time.Second) {
-		if wc.Status != rnic.WCWRFlushErr || wc.QPNum != p.qpa.QPN() {
-			t.Errorf("completion %+v (%v), want WR_FLUSH_ERR", wc, wc.Status)
+		// Posted in ERR: flushed as well.
+		must0(t, p.qpa.PostSend(rnic.SendWR{WRID: 10, Opcode: rnic.WRSend, Flags: rnic.SendSignaled}))
+		must0(t, p.qpa.PostRecv(rnic.RecvWR{WRID: 110}))
+		var sends, recvs []uint64
+		for _, wc := range waitWC(t, p.cqa, 22, 5*time.Second) {
+			if wc.Status != rnic.WCWRFlushErr || wc.QPNum != p.qpa.QPN() {
+				t.Errorf("completion %+v (%v), want WR_FLUSH_ERR", wc, wc.Status)
+			}
+			if wc.WRID >= 100 {
+				recvs = append(recvs, wc.WRID)
+			} else {
+				sends = append(sends, wc.WRID)
+			}
 		}
-		if wc.WRID >= 100 {
-			recvs = append(recvs, wc.WRID)
-		} else {
-			sends = append(sends, wc.WRID)
+		for i := range 11 {
+			if i >= len(sends) || sends[i] != uint64(i) || i >= len(recvs) || recvs[i] != uint64(100+i) {
+				t.Fatalf("flush order: sends %v, receives %v; want 0..10 and 100..110", sends, recvs)
+			}
 		}
-	}
-	for i := range 11 {
-		if i >= len(sends) || sends[i] != uint64(i) || i >= len(recvs) || recvs[i] != uint64(100+i) {
-			t.Fatalf("flush order: sends %v, receives %v; want 0..10 and 100..110", sends, recvs)
+		quiet(t, p.cqa, 20*time.Millisecond, "all flushed")
+		if n := qpCounter(t, p.qpa, "req_cqe_flush_error"); n != 11 {
+			t.Errorf("req_cqe_flush_error = %d, want 11", n)
 		}
-	}
-	quiet(t, p.cqa, 20*time.Millisecond, "all flushed")
-	if n := qpCounter(t, p.qpa, "req_cqe_flush_error"); n != 11 {
-		t.Errorf("req_cqe_flush_error = %d, want 11", n)
-	}
-	if n := qpCounter(t, p.qpa, "resp_cqe_flush_error"); n != 11 {
-		t.Errorf("resp_cqe_flush_error = %d, want 11", n)
-	}
+		if n := qpCounter(t, p.qpa, "resp_cqe_flush_error"); n != 11 {
+			t.Errorf("resp_cqe_flush_error = %d, want 11", n)
+		}
 
-	// RESET: no completions for what is posted then; then reconnect.
-	must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 555}))
-	for _, qp := range []*rnic.QP{p.qpa, p.qpb} {
-		must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSReset}, rnic.QPAttrState))
-		if a, _ := query(t, qp); a.State != rnic.QPSReset || a.DestQPN != 0 {
-			t.Errorf("after RESET: state %v dest_qp_num %#x", a.State, a.DestQPN)
+		// RESET: no completions for what is posted then; then reconnect.
+		must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 555}))
+		for _, qp := range []*rnic.QP{p.qpa, p.qpb} {
+			must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSReset}, rnic.QPAttrState))
+			if a, _ := query(t, qp); a.State != rnic.QPSReset || a.DestQPN != 0 {
+				t.Errorf("after RESET: state %v dest_qp_num %#x", a.State, a.DestQPN)
+			}
 		}
-	}
-	if err := p.qpa.PostSend(rnic.SendWR{Opcode: rnic.WRSend}); err == nil {
-		t.Error("PostSend in RESET succeeded")
-	}
-	quiet(t, p.cqb, 20*time.Millisecond, "RESET discards without completions")
-	must0(t, p.pa.SetFaults(mem.Faults{}))
-	dst.unchanged(t, "target of the flushed WRs")
-	connectRC(t, p.qpa, p.qpb, rnic.ConnParams{PSN: 0xABCDE, Timeout: 12})
-	must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 1, SGL: []rnic.SGE{dst.mr.SGE(2048, 2048)}}))
-	must0(t, p.qpa.PostSend(
-		rnic.SendWR{WRID: 1, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.mr.SGE(0, 2048)}, RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()},
-		rnic.SendWR{WRID: 2, Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.mr.SGE(2048, 2048)}}))
-	for i, wc := range waitWC(t, p.cqa, 2, 5*time.Second) {
-		if wc.WRID != uint64(i+1) || wc.Status != rnic.WCSuccess {
-			t.Fatalf("after reconnecting: %+v", wc)
+		if err := p.qpa.PostSend(rnic.SendWR{Opcode: rnic.WRSend}); err == nil {
+			t.Error("PostSend in RESET succeeded")
 		}
-	}
-	if wc := waitWC(t, p.cqb, 1, 5*time.Second)[0]; wc.WRID != 1 || wc.Status != rnic.WCSuccess || wc.ByteLen != 2048 {
-		t.Fatalf("receive after reconnecting: %+v (the WQE posted before RESET must be gone)", wc)
-	}
-	if !bytes.Equal(dst.region(), src.region()) {
-		t.Fatal("data after reconnecting differs")
-	}
+		quiet(t, p.cqb, 20*time.Millisecond, "RESET discards without completions")
+		must0(t, p.pa.SetFaults(mem.Faults{}))
+		dst.unchanged(t, "target of the flushed WRs")
+		connectRC(t, p.qpa, p.qpb, rnic.ConnParams{PSN: 0xABCDE, Timeout: 12})
+		must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: 1, SGL: []rnic.SGE{dst.mr.SGE(2048, 2048)}}))
+		must0(t, p.qpa.PostSend(
+			rnic.SendWR{WRID: 1, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.mr.SGE(0, 2048)}, RemoteAddr: dst.mr.Addr(), RKey: dst.mr.RKey()},
+			rnic.SendWR{WRID: 2, Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.mr.SGE(2048, 2048)}}))
+		for i, wc := range waitWC(t, p.cqa, 2, 5*time.Second) {
+			if wc.WRID != uint64(i+1) || wc.Status != rnic.WCSuccess {
+				t.Fatalf("after reconnecting: %+v", wc)
+			}
+		}
+		if wc := waitWC(t, p.cqb, 1, 5*time.Second)[0]; wc.WRID != 1 || wc.Status != rnic.WCSuccess || wc.ByteLen != 2048 {
+			t.Fatalf("receive after reconnecting: %+v (the WQE posted before RESET must be gone)", wc)
+		}
+		if !bytes.Equal(dst.region(), src.region()) {
+			t.Fatal("data after reconnecting differs")
+		}
+	})
 }
 
 // TestFeatureCQOverrun: completions beyond a CQ's depth overrun it (IBTA

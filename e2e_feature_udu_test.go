@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -240,66 +241,73 @@ func TestFeatureUC(t *testing.T) {
 	} {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
-			const n = 200
-			const slot = 4096
-			p := newPair(t, pairOpts{typ: rnic.UC, mtu: rnic.MTU1024, fa: fc.f,
-				cap: rnic.QPCap{MaxSendWR: n, MaxRecvWR: n, MaxSendSGE: 1, MaxRecvSGE: 1}})
-			src := make([]byte, n*slot)
-			size := func(k int) int { return 8 + (k*997)%(slot-8) } // 1..4 packets
-			for k := 0; k < n; k++ {
-				b := src[k*slot:]
-				copy(b[8:], pattern(k, size(k)-8))
-				binary.LittleEndian.PutUint64(b, uint64(k))
-			}
-			dst := make([]byte, n*slot)
-			ms := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
-			md := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite))
-			for i := 0; i < n; i++ {
-				must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: uint64(i), SGL: []rnic.SGE{md.SGE(i*slot, slot)}}))
-			}
-			for k := 0; k < n; k++ {
-				must0(t, p.qpa.PostSend(rnic.SendWR{WRID: uint64(k), Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{ms.SGE(k*slot, size(k))}}))
-			}
-			for i, wc := range waitWC(t, p.cqa, n, 10*time.Second) {
-				if wc.Status != rnic.WCSuccess || wc.WRID != uint64(i) {
-					t.Fatalf("UC send completion %d: %+v", i, wc)
-				}
-			}
-			// Collect receives until the CQ stays quiet.
-			var got []rnic.WC
-			buf := make([]rnic.WC, 64)
-			for idle := 0; idle < 10; {
-				k := must(p.cqb.Poll(buf))
-				if k == 0 {
-					idle++
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				idle = 0
-				got = append(got, buf[:k]...)
-			}
-			last := -1
-			for i, wc := range got {
-				if wc.Status != rnic.WCSuccess || wc.WRID != uint64(i) {
-					t.Fatalf("receive completion %d: %+v (%v); want WQE %d, success", i, wc, wc.Status, i)
-				}
-				b := dst[i*slot : i*slot+int(wc.ByteLen)]
-				if len(b) < 8 {
-					t.Fatalf("receive %d: %d bytes, shorter than any message", i, wc.ByteLen)
-				}
-				k := int(binary.LittleEndian.Uint64(b))
-				if k <= last || k >= n {
-					t.Fatalf("receive %d holds message %d after message %d", i, k, last)
-				}
-				last = k
-				if int(wc.ByteLen) != size(k) || !bytes.Equal(b[8:], pattern(k, size(k)-8)) {
-					t.Fatalf("receive %d: message %d partial or corrupt (%d bytes, want %d)", i, k, wc.ByteLen, size(k))
-				}
-			}
-			t.Logf("%s: %d of %d messages delivered whole, the rest dropped; out_of_sequence %d", fc.name, len(got), n, counter(t, p.b, "out_of_sequence"))
-			if len(got) == 0 || len(got) == n {
-				t.Errorf("%d of %d delivered with 10%% loss: the loss did not act as expected", len(got), n)
-			}
+			synctest.Test(t, func(t *testing.T) { ucLossy(t, fc.f) })
 		})
+	}
+}
+
+// ucLossy sends 200 UC messages of 1..4 packets over a lossy link: the
+// receiver gets whole messages, in order, or none. In a testing/synctest
+// bubble, so that its wait for a quiet CQ is exact and free.
+func ucLossy(t *testing.T, f mem.Faults) {
+	const n = 200
+	const slot = 4096
+	p := newPair(t, pairOpts{typ: rnic.UC, mtu: rnic.MTU1024, fa: f,
+		cap: rnic.QPCap{MaxSendWR: n, MaxRecvWR: n, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	src := make([]byte, n*slot)
+	size := func(k int) int { return 8 + (k*997)%(slot-8) } // 1..4 packets
+	for k := 0; k < n; k++ {
+		b := src[k*slot:]
+		copy(b[8:], pattern(k, size(k)-8))
+		binary.LittleEndian.PutUint64(b, uint64(k))
+	}
+	dst := make([]byte, n*slot)
+	ms := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
+	md := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite))
+	for i := 0; i < n; i++ {
+		must0(t, p.qpb.PostRecv(rnic.RecvWR{WRID: uint64(i), SGL: []rnic.SGE{md.SGE(i*slot, slot)}}))
+	}
+	for k := 0; k < n; k++ {
+		must0(t, p.qpa.PostSend(rnic.SendWR{WRID: uint64(k), Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{ms.SGE(k*slot, size(k))}}))
+	}
+	for i, wc := range waitWC(t, p.cqa, n, 10*time.Second) {
+		if wc.Status != rnic.WCSuccess || wc.WRID != uint64(i) {
+			t.Fatalf("UC send completion %d: %+v", i, wc)
+		}
+	}
+	// Collect receives until the CQ stays quiet.
+	var got []rnic.WC
+	buf := make([]rnic.WC, 64)
+	for idle := 0; idle < 10; {
+		k := must(p.cqb.Poll(buf))
+		if k == 0 {
+			idle++
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		idle = 0
+		got = append(got, buf[:k]...)
+	}
+	last := -1
+	for i, wc := range got {
+		if wc.Status != rnic.WCSuccess || wc.WRID != uint64(i) {
+			t.Fatalf("receive completion %d: %+v (%v); want WQE %d, success", i, wc, wc.Status, i)
+		}
+		b := dst[i*slot : i*slot+int(wc.ByteLen)]
+		if len(b) < 8 {
+			t.Fatalf("receive %d: %d bytes, shorter than any message", i, wc.ByteLen)
+		}
+		k := int(binary.LittleEndian.Uint64(b))
+		if k <= last || k >= n {
+			t.Fatalf("receive %d holds message %d after message %d", i, k, last)
+		}
+		last = k
+		if int(wc.ByteLen) != size(k) || !bytes.Equal(b[8:], pattern(k, size(k)-8)) {
+			t.Fatalf("receive %d: message %d partial or corrupt (%d bytes, want %d)", i, k, wc.ByteLen, size(k))
+		}
+	}
+	t.Logf("%d of %d messages delivered whole, the rest dropped; out_of_sequence %d", len(got), n, counter(t, p.b, "out_of_sequence"))
+	if len(got) == 0 || len(got) == n {
+		t.Errorf("%d of %d delivered with 10%% loss: the loss did not act as expected", len(got), n)
 	}
 }
