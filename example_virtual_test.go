@@ -73,5 +73,5 @@ func ExampleVirtualClock() {
 		log.Fatal(err)
 	}
 	// Output:
-	// 100 round trips of 64 B SENDs: 4.259µs each
+	// 100 round trips of 64 B SENDs: 4.246µs each
 }

@@ -196,6 +196,15 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 	if next != cur {
 		e.enter(qp, cur, next)
 	}
+	// The NIC executes the modify command on the QP's context, which
+	// leaves it in the QPC, as a firmware command writes a context
+	// through the NIC's context cache: a miss counts (qpc_cache_miss),
+	// and nothing is billed to the data path.
+	if _, _, hit := e.qpc.Get(qp.QPN, e.loadQPFn); hit {
+		e.c[QPCCacheHit]++
+	} else {
+		e.c[QPCCacheMiss]++
+	}
 	return nil
 }
 
@@ -283,9 +292,8 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 	}
 	if e.req.requesterReady(qp) {
 		// Work queued before the transition (an SQD or SQE QP back in
-		// RTS) goes out now. A QP with none is not scheduled: a step
-		// would only load its context into the QPC for nothing, which a
-		// NIC's modify command does not do.
+		// RTS) goes out now. A QP with none is not scheduled: its step
+		// would do nothing.
 		e.arb.Ring(qp.index)
 	}
 }
