@@ -1,13 +1,21 @@
 // Package perf runs perftest-like workloads on simulated NICs in virtual
 // time: RDMA WRITE, READ, SEND and atomic bandwidth, and WRITE, READ and
 // SEND latency, between pairs of hosts on one switch, with any number of
-// QPs, message size, memory footprint and page size.
+// QPs, message size, memory footprint and page size. It is the workload
+// engine of `rnic sim`.
 //
-// The host side is modelled as perftest's single thread: posting a work
-// request costs the profile's post time and a doorbell MMIO write, seeing
-// a completion costs its poll time; a host reacts to a completion when the
-// NIC's CQE write becomes visible, and to a peer's RDMA WRITE (the latency
-// tests' memory polling) when the written data does.
+// A run is a Go program on the public API in virtual time: an
+// rnic.VirtualClock of the hardware profile, a device per host
+// (rnic.Open with Options.Clock), each host's application threads as the
+// clock's threads, QPs connected with QP.Connect. A thread posts (the
+// profile's post time, then the doorbell), sleeps on its CQ until the
+// model makes completions visible and takes up to 16 per poll (perftest's
+// CTX_POLL_BATCH, the poll time each), and in write_lat waits for the
+// peer's data with the clock's WaitWrite (perftest polls the buffer).
+// Operations are measured when the thread sees them, as perftest stamps
+// them after ibv_poll_cq. Metadata mode is the clock's
+// (VirtualOptions.Metadata); the model's statistics come from
+// VirtualClock.Model.
 package perf
 
 import (
