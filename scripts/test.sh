@@ -22,6 +22,22 @@ for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/func //' | sort -u); do
 		echo "fuzz $pkg $target ($fuzztime)"
-		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+		out=$(mktemp)
+		if go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" 2>&1 | tee "$out"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
+			rm -f "$out"
+			continue
+		fi
+		# Go before 1.27 can fail a fuzz run at the -fuzztime deadline
+		# with a bare "context deadline exceeded" when a worker is slow to
+		# stop (go.dev/issue/75804): no input failed and none was written.
+		# Only that is let through, and only if the target's corpus still
+		# passes; any other failure, or a written input, fails the run.
+		if grep -q 'Failing input written to' "$out" || ! grep -q '^    context deadline exceeded$' "$out"; then
+			rm -f "$out"
+			exit 1
+		fi
+		rm -f "$out"
+		echo "fuzz $pkg $target: the fuzzer stopped with a bare 'context deadline exceeded' (go.dev/issue/75804) and wrote no input; replaying the corpus"
+		go test -count=1 -run="^${target}\$" "$pkg"
 	done
 done
