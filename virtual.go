@@ -73,7 +73,7 @@ type VirtualClock struct {
 	// can run, and yields only if that thread is another one (a lone
 	// thread that posts and waits never switches).
 	threads  int // live threads
-	runq     []*Thread
+	runq     threadQueue
 	cur      *Thread
 	blocked  []*Thread // in the order they began to wait
 	inRun    bool
@@ -184,7 +184,7 @@ func (v *VirtualClock) Go(f func()) *Thread {
 		f()
 	})
 	v.threads++
-	v.runq = append(v.runq, t)
+	v.runq.push(t)
 	return t
 }
 
@@ -246,10 +246,7 @@ func (v *VirtualClock) SetLimit(t time.Duration) {
 // left that could (the program is over).
 func (v *VirtualClock) next() *Thread {
 	for {
-		if len(v.runq) > 0 {
-			t := v.runq[0]
-			v.runq[0] = nil
-			v.runq = v.runq[1:]
+		if t := v.runq.pop(); t != nil {
 			return t
 		}
 		if v.done && v.stop == nil {
@@ -277,7 +274,7 @@ func (v *VirtualClock) next() *Thread {
 			v.stop = v.deadlock
 		}
 		v.wakeAll()
-		if len(v.runq) == 0 {
+		if v.runq.len() == 0 {
 			return nil // threads blocked outside the API: nothing to do
 		}
 	}
@@ -286,16 +283,53 @@ func (v *VirtualClock) next() *Thread {
 // settled makes the threads in Settle runnable, if any are: nothing else
 // can run and no event is due.
 func (v *VirtualClock) settled() bool {
-	n := len(v.runq)
+	n := v.runq.len()
 	v.wakeFor(settleWait{})
-	return len(v.runq) > n
+	return v.runq.len() > n
+}
+
+// threadQueue is the runnable threads in FIFO order: a slice read from
+// head, reused once empty, so that the scheduler does not allocate.
+type threadQueue struct {
+	q    []*Thread
+	head int
+}
+
+func (r *threadQueue) len() int { return len(r.q) - r.head }
+
+func (r *threadQueue) push(t *Thread) { r.q = append(r.q, t) }
+
+// pushFront puts t before the others (the thread a waiting thread found
+// runnable goes first).
+func (r *threadQueue) pushFront(t *Thread) {
+	if r.head > 0 {
+		r.head--
+		r.q[r.head] = t
+		return
+	}
+	r.q = append(r.q, nil)
+	copy(r.q[1:], r.q)
+	r.q[0] = t
+}
+
+func (r *threadQueue) pop() *Thread {
+	if r.head == len(r.q) {
+		return nil
+	}
+	t := r.q[r.head]
+	r.q[r.head] = nil
+	r.head++
+	if r.head == len(r.q) {
+		r.q, r.head = r.q[:0], 0
+	}
+	return t
 }
 
 // wakeAll makes every blocked thread runnable (its wait returns v.stop).
 func (v *VirtualClock) wakeAll() {
 	for _, t := range v.blocked {
 		t.wait, t.timer = nil, false
-		v.runq = append(v.runq, t)
+		v.runq.push(t)
 	}
 	clear(v.blocked)
 	v.blocked = v.blocked[:0]
@@ -308,7 +342,7 @@ func (v *VirtualClock) wakeFor(w any) {
 	for _, t := range v.blocked {
 		if t.wait == w {
 			t.wait = nil
-			v.runq = append(v.runq, t)
+			v.runq.push(t)
 			continue
 		}
 		kept = append(kept, t)
@@ -340,9 +374,7 @@ func (v *VirtualClock) block(w any, timer bool) error {
 		return v.stop
 	}
 	if next != nil {
-		v.runq = append(v.runq, nil)
-		copy(v.runq[1:], v.runq)
-		v.runq[0] = next
+		v.runq.pushFront(next)
 	}
 	t.yield(struct{}{})
 	return t.err
@@ -357,7 +389,7 @@ func (v *VirtualClock) spend(d time.Duration) error {
 	if d <= 0 || v.stop != nil {
 		return v.stop
 	}
-	if len(v.runq) == 0 && v.s.Now()+sim.Time(d) <= v.limit && v.s.Advance(v.s.Now()+sim.Time(d)) {
+	if v.runq.len() == 0 && v.s.Now()+sim.Time(d) <= v.limit && v.s.Advance(v.s.Now()+sim.Time(d)) {
 		return nil // nothing else happens meanwhile
 	}
 	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: waker{v}})
@@ -393,7 +425,7 @@ func (w waker) Handle(_ *sim.Sim, ev sim.Event) {
 		}
 	}
 	t.timer = false
-	v.runq = append(v.runq, t)
+	v.runq.push(t)
 }
 
 // KindName names the clock's events in traces.
