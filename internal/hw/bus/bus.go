@@ -14,7 +14,9 @@
 //     with no copy and no allocation.
 //   - Faulty: a Bus whose chosen extents fail, as if a page had vanished
 //     under the DMA; the NIC must complete the work with an error status.
-//   - Another process's memory is a third (the verbs device adds it).
+//   - Another process's memory: Local maps a region of a process held by
+//     OpenProcess (MapProcess) as a space too, reached with
+//     process_vm_readv/writev, one system call per run of extents.
 //
 // Space 0 is no memory at all: regions registered without host memory (the
 // simulator's metadata mode, which moves lengths only) live there; reads of
@@ -109,13 +111,22 @@ const (
 
 type chunk [chunkSize]atomic.Pointer[mapping]
 
+// mapping is a space: the program's own buffer, or a region of another
+// process (rem).
 type mapping struct {
-	buf []byte
-	sp  Space
+	buf  []byte
+	rem  *remote
+	sp   Space
+	live bool // false: a tombstone, the slot's last space
 }
 
 // Map makes buf a space of its own (Mapper).
 func (l *Local) Map(buf []byte) (Space, error) {
+	return l.add(&mapping{buf: buf})
+}
+
+// add gives m a space: a free slot, with the slot's next generation.
+func (l *Local) add(m *mapping) (Space, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var slot uint32
@@ -144,9 +155,9 @@ func (l *Local) Map(buf []byte) (Space, error) {
 			gen = 1
 		}
 	}
-	sp := gen<<slotBits | Space(slot)
-	p.Store(&mapping{buf: buf, sp: sp})
-	return sp, nil
+	m.sp, m.live = gen<<slotBits|Space(slot), true
+	p.Store(m)
+	return m.sp, nil
 }
 
 // Unmap ends a mapping (Mapper). The slot keeps a tombstone with the
@@ -160,7 +171,7 @@ func (l *Local) Unmap(sp Space) error {
 		return fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(sp))
 	}
 	slot := uint32(sp) & slotMask
-	l.dir[slot>>chunkBits].Load()[slot&(chunkSize-1)].Store(&mapping{sp: sp}) // buf nil: a tombstone
+	l.dir[slot>>chunkBits].Load()[slot&(chunkSize-1)].Store(&mapping{sp: sp}) // not live: a tombstone
 	l.free = append(l.free, slot)
 	return nil
 }
@@ -173,53 +184,66 @@ func (l *Local) lookup(sp Space) *mapping {
 		return nil
 	}
 	m := c[slot&(chunkSize-1)].Load()
-	if m == nil || m.sp != sp || m.buf == nil {
+	if m == nil || m.sp != sp || !m.live {
 		return nil
 	}
 	return m
 }
 
-// bytes resolves an extent to the memory behind it; nil, false for space
-// NoMemory.
-func (l *Local) bytes(x Extent) ([]byte, bool, error) {
+// bytes resolves an extent of the program's own memory to the bytes
+// behind it; nil, false for space NoMemory and for another process's
+// region (which the caller moves with remoteRun).
+func (l *Local) bytes(x Extent) ([]byte, *mapping, error) {
 	if x.Space == NoMemory {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	m := l.lookup(x.Space)
 	if m == nil {
-		return nil, false, fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(x.Space))
+		return nil, nil, fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(x.Space))
+	}
+	if m.rem != nil {
+		return nil, m, nil
 	}
 	end := x.Addr + uint64(x.Len)
 	if end < x.Addr || end > uint64(len(m.buf)) {
-		return nil, false, fmt.Errorf("%w: %d bytes at %#x of a %d-byte space", ErrUnmapped, x.Len, x.Addr, len(m.buf))
+		return nil, nil, fmt.Errorf("%w: %d bytes at %#x of a %d-byte space", ErrUnmapped, x.Len, x.Addr, len(m.buf))
 	}
-	return m.buf[x.Addr:end:end], true, nil
+	return m.buf[x.Addr:end:end], m, nil
 }
 
-// Bytes returns the memory behind an extent of a mapped space (tests and
-// debugging; the DMA engines use Gather, Scatter and Atomic).
+// Bytes returns the memory behind an extent of a mapped space of the
+// program's own memory (tests and debugging; the DMA engines use Gather,
+// Scatter and Atomic).
 func (l *Local) Bytes(x Extent) ([]byte, error) {
-	b, _, err := l.bytes(x)
+	b, m, err := l.bytes(x)
+	if err == nil && m != nil && m.rem != nil {
+		return nil, fmt.Errorf("bus: space %#x is another process's memory", uint32(x.Space))
+	}
 	return b, err
 }
 
 // Gather implements Bus.
 func (l *Local) Gather(dst []byte, src []Extent) (int, error) {
 	n := 0
-	for _, x := range src {
-		b, ok, err := l.bytes(x)
-		if err != nil {
+	for i := 0; i < len(src) && n < len(dst); i++ {
+		x := src[i]
+		b, m, err := l.bytes(x)
+		switch {
+		case err != nil:
 			return n, err
-		}
-		if ok {
+		case m != nil && m.rem != nil:
+			k, used, err := l.remoteRun(false, dst[n:], src[i:])
+			n += k
+			if err != nil {
+				return n, err
+			}
+			i += used - 1
+		case m != nil:
 			n += copy(dst[n:], b)
-		} else {
+		default:
 			k := min(int(x.Len), len(dst)-n)
 			clear(dst[n : n+k])
 			n += k
-		}
-		if n == len(dst) {
-			break
 		}
 	}
 	return n, nil
@@ -228,18 +252,23 @@ func (l *Local) Gather(dst []byte, src []Extent) (int, error) {
 // Scatter implements Bus.
 func (l *Local) Scatter(dst []Extent, src []byte) (int, error) {
 	n := 0
-	for _, x := range dst {
-		b, ok, err := l.bytes(x)
-		if err != nil {
+	for i := 0; i < len(dst) && n < len(src); i++ {
+		x := dst[i]
+		b, m, err := l.bytes(x)
+		switch {
+		case err != nil:
 			return n, err
-		}
-		if ok {
+		case m != nil && m.rem != nil:
+			k, used, err := l.remoteRun(true, src[n:], dst[i:])
+			n += k
+			if err != nil {
+				return n, err
+			}
+			i += used - 1
+		case m != nil:
 			n += copy(b, src[n:])
-		} else {
+		default:
 			n += min(int(x.Len), len(src)-n)
-		}
-		if n == len(src) {
-			break
 		}
 	}
 	return n, nil
@@ -248,23 +277,38 @@ func (l *Local) Scatter(dst []Extent, src []byte) (int, error) {
 // Atomic implements Bus. It does not serialize atomics itself: the caller
 // does (the DMA cluster's atomic unit, internal/hw/dma), and nothing
 // orders them with the host CPU's own accesses, as on an RNIC without
-// PCIe atomics.
+// PCIe atomics (IBV_ATOMIC_HCA). On another process's memory it is a read
+// and a write of the word, atomic with respect to the NIC only.
 func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64, error) {
 	if x.Len != 8 {
 		return 0, fmt.Errorf("bus: atomic on %d bytes", x.Len)
 	}
-	b, ok, err := l.bytes(x)
-	if err != nil || !ok {
+	b, m, err := l.bytes(x)
+	if err != nil || m == nil {
 		return 0, err
 	}
-	orig := binary.NativeEndian.Uint64(b)
-	switch op {
-	case CompareSwap:
-		if orig == compareOrAdd {
-			binary.NativeEndian.PutUint64(b, swap)
+	var word [8]byte
+	if m.rem != nil {
+		if _, _, err := l.remoteRun(false, word[:], []Extent{x}); err != nil {
+			return 0, err
 		}
-	case FetchAdd:
-		binary.NativeEndian.PutUint64(b, orig+compareOrAdd)
+		b = word[:]
+	}
+	orig := binary.NativeEndian.Uint64(b)
+	var next uint64
+	switch {
+	case op == FetchAdd:
+		next = orig + compareOrAdd
+	case orig == compareOrAdd:
+		next = swap
+	default:
+		return orig, nil // a compare that fails writes nothing
+	}
+	binary.NativeEndian.PutUint64(b, next)
+	if m.rem != nil {
+		if _, _, err := l.remoteRun(true, word[:], []Extent{x}); err != nil {
+			return 0, err
+		}
 	}
 	return orig, nil
 }

@@ -1,0 +1,172 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Another process's memory, as the verbs device reaches the registered
+// memory of the programs it serves: the NIC copies between its packet
+// buffers and the program's pages with process_vm_readv/writev, one
+// system call per scatter/gather list, and never pins a page (a page the
+// program unmapped fails that DMA, as an unresolvable page fault does on
+// hardware).
+//
+// The kernel lets a process do this to another of the same user unless
+// the target is not dumpable or a Linux security module forbids it
+// (Yama's ptrace_scope 1, Ubuntu's default, allows only a process the
+// target named with prctl(PR_SET_PTRACER); 2 and 3 allow no one
+// unprivileged). Those refusals come back as ErrNoAccess, naming the
+// cause. A process is held by a pidfd from OpenProcess to Close, and the
+// process's exit is checked on the pidfd before every access, so that a
+// pid the kernel reuses for another process is never read.
+
+// ErrNoAccess is the error of an access the kernel refused: the NIC may
+// not read or write that process's memory.
+var ErrNoAccess = errors.New("bus: no access to the process's memory")
+
+// Process is another process, whose memory regions can be mapped on a
+// Local bus (MapProcess).
+type Process struct {
+	pid   int
+	pidfd int
+	dead  atomic.Bool
+}
+
+// OpenProcess holds process pid for DMA into its memory. It fails if the
+// process does not exist or the kernel gives no pidfd (Linux < 5.3).
+func OpenProcess(pid int) (*Process, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bus: process %d: pidfd_open: %w", pid, err)
+	}
+	return &Process{pid: pid, pidfd: fd}, nil
+}
+
+// Pid returns the process's id.
+func (p *Process) Pid() int { return p.pid }
+
+// Close ends every access to the process: later DMA into its regions
+// fails with ErrUnmapped. The NIC calls it when the process's control
+// connection closes (the process exited or crashed).
+func (p *Process) Close() error {
+	if p.dead.Swap(true) {
+		return nil
+	}
+	return unix.Close(p.pidfd)
+}
+
+// alive reports whether the process may still be accessed: not closed,
+// and its pidfd not readable (a pidfd becomes readable when the process
+// exits, before its pid can be given to another).
+func (p *Process) alive() bool {
+	if p.dead.Load() {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 0
+}
+
+// remote is a region of another process: length bytes at address base
+// of its address space.
+type remote struct {
+	proc   *Process
+	base   uint64
+	length uint64
+}
+
+// MapProcess makes length bytes at address addr of process p a space of
+// its own, whose bus address 0 is addr: the region the program
+// registered. Nothing is read, mapped or pinned now; each DMA reaches the
+// pages as they are then.
+func (l *Local) MapProcess(p *Process, addr, length uint64) (Space, error) {
+	if length == 0 || addr+length < addr {
+		return 0, fmt.Errorf("bus: process region of %d bytes at %#x", length, addr)
+	}
+	return l.add(&mapping{rem: &remote{proc: p, base: addr, length: length}})
+}
+
+// remoteRun moves bytes between buf and the run of extents at the start
+// of xs that are regions of one process, with one system call, and
+// returns the bytes moved and the extents used.
+func (l *Local) remoteRun(write bool, buf []byte, xs []Extent) (n, used int, err error) {
+	var iov [16]unix.RemoteIovec
+	r := iov[:0]
+	var proc *Process
+	for _, x := range xs {
+		m := l.lookup(x.Space)
+		if m == nil || m.rem == nil || proc != nil && m.rem.proc != proc {
+			break
+		}
+		proc = m.rem.proc
+		end := x.Addr + uint64(x.Len)
+		if end < x.Addr || end > m.rem.length {
+			if used == 0 {
+				return 0, 0, fmt.Errorf("%w: %d bytes at %#x of a %d-byte region", ErrUnmapped, x.Len, x.Addr, m.rem.length)
+			}
+			break
+		}
+		k := min(int(x.Len), len(buf)-n)
+		if k > 0 {
+			r = append(r, unix.RemoteIovec{Base: uintptr(m.rem.base + x.Addr), Len: k})
+		}
+		n += k
+		used++
+		if n == len(buf) {
+			break
+		}
+	}
+	if n == 0 {
+		return 0, used, nil
+	}
+	got, err := vm(proc, write, buf[:n], r)
+	return got, used, err
+}
+
+// vm moves n bytes between buf and the remote vectors with one system
+// call (a process_vm_* call takes up to IOV_MAX vectors; longer lists are
+// split).
+func vm(p *Process, write bool, buf []byte, r []unix.RemoteIovec) (int, error) {
+	if !p.alive() {
+		return 0, fmt.Errorf("%w: process %d has exited", ErrUnmapped, p.pid)
+	}
+	done := 0
+	for len(r) > 0 {
+		k := min(len(r), 1024)
+		total := 0
+		for _, v := range r[:k] {
+			total += v.Len
+		}
+		var lv [1]unix.Iovec
+		lv[0].Base = unsafe.SliceData(buf[done:])
+		lv[0].SetLen(total)
+		var got int
+		var err error
+		if write {
+			got, err = unix.ProcessVMWritev(p.pid, lv[:], r[:k], 0)
+		} else {
+			got, err = unix.ProcessVMReadv(p.pid, lv[:], r[:k], 0)
+		}
+		if got > 0 {
+			done += got
+		}
+		switch {
+		case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+			return done, fmt.Errorf("%w: process %d (%v: another user, a non-dumpable program, or Yama's ptrace_scope — with scope 1 the program must name the NIC with prctl(PR_SET_PTRACER))", ErrNoAccess, p.pid, err)
+		case errors.Is(err, unix.ESRCH):
+			return done, fmt.Errorf("%w: process %d has exited", ErrUnmapped, p.pid)
+		case err != nil:
+			return done, fmt.Errorf("%w: process %d: %v", ErrUnmapped, p.pid, err)
+		case got < total:
+			// The kernel stops at the first page it cannot reach.
+			return done, fmt.Errorf("%w: process %d: a page at or after byte %d of the transfer", ErrUnmapped, p.pid, done)
+		}
+		r = r[k:]
+	}
+	return done, nil
+}

@@ -1,0 +1,244 @@
+package bus
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The peer: another process (this test binary again) whose memory the
+// tests reach through the bus, as the verbs device reaches a program's
+// registered memory.
+
+const peerLen = 1 << 20
+
+func peerByte(i int) byte { return byte(i*7 + 3) }
+
+// TestProcessPeer is the peer's body (RNIC_BUS_PEER=1): a region filled
+// with peerByte, its address printed, then "dump OFF N" answered with the
+// hex of those bytes, until stdin closes.
+func TestProcessPeer(t *testing.T) {
+	if os.Getenv("RNIC_BUS_PEER") != "1" {
+		t.Skip("the peer process of TestProcessMemory")
+	}
+	buf := make([]byte, peerLen)
+	for i := range buf {
+		buf[i] = peerByte(i)
+	}
+	fmt.Printf("addr %d\n", uintptr(unsafe.Pointer(&buf[0])))
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var off, n int
+		if _, err := fmt.Sscanf(in.Text(), "dump %d %d", &off, &n); err != nil {
+			continue
+		}
+		fmt.Println(hex.EncodeToString(buf[off : off+n]))
+	}
+	os.Exit(0) // no test output on stdout after this
+}
+
+type peer struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	addr uint64
+}
+
+func startPeer(t testing.TB) *peer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProcessPeer$")
+	cmd.Env = append(os.Environ(), "RNIC_BUS_PEER=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	if _, err := fmt.Sscanf(line, "addr %d", &p.addr); err != nil {
+		t.Fatalf("peer said %q", line)
+	}
+	return p
+}
+
+// dump asks the peer for n bytes of its region at off.
+func (p *peer) dump(t *testing.T, off, n int) []byte {
+	t.Helper()
+	fmt.Fprintf(p.in, "dump %d %d\n", off, n)
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("peer said %q", line)
+	}
+	return b
+}
+
+// TestProcessMemory: the bus reads, writes and executes atomics in
+// another process's memory, a scatter/gather list at a time, mixed with
+// the program's own memory; out-of-region extents, unmapped pages and an
+// exited process fail the access with ErrUnmapped and nothing else.
+func TestProcessMemory(t *testing.T) {
+	p := startPeer(t)
+	proc, err := OpenProcess(p.cmd.Process.Pid)
+	if err != nil {
+		t.Skipf("no pidfd here: %v", err)
+	}
+	defer proc.Close()
+	var l Local
+	sp, err := l.MapProcess(proc, p.addr, peerLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Gather: two extents of the peer and one of this process, one call.
+	own := bytes.Repeat([]byte{0xEE}, 50)
+	osp, _ := l.Map(own)
+	dst := make([]byte, 100+4096+50)
+	n, err := l.Gather(dst, []Extent{{Space: sp, Addr: 0, Len: 100}, {Space: sp, Addr: 8192, Len: 4096}, {Space: osp, Len: 50}})
+	if err != nil || n != len(dst) {
+		t.Fatalf("Gather = %d, %v", n, err)
+	}
+	for i := range 100 {
+		if dst[i] != peerByte(i) {
+			t.Fatalf("byte %d: %#x, want %#x", i, dst[i], peerByte(i))
+		}
+	}
+	for i := range 4096 {
+		if dst[100+i] != peerByte(8192+i) {
+			t.Fatalf("byte %d of the second extent: %#x, want %#x", i, dst[100+i], peerByte(8192+i))
+		}
+	}
+	if !bytes.Equal(dst[100+4096:], own) {
+		t.Fatal("the program's own extent differs")
+	}
+
+	// Scatter across two extents of the peer.
+	src := bytes.Repeat([]byte("scatter!"), 25) // 200 bytes
+	if n, err := l.Scatter([]Extent{{Space: sp, Addr: 300, Len: 100}, {Space: sp, Addr: 500000, Len: 100}}, src); err != nil || n != 200 {
+		t.Fatalf("Scatter = %d, %v", n, err)
+	}
+	if got := p.dump(t, 300, 100); !bytes.Equal(got, src[:100]) {
+		t.Fatalf("peer bytes 300..400: %q", got)
+	}
+	if got := p.dump(t, 500000, 100); !bytes.Equal(got, src[100:]) {
+		t.Fatalf("peer bytes 500000..500100: %q", got)
+	}
+	if got := p.dump(t, 400, 1); got[0] != peerByte(400) {
+		t.Fatal("Scatter wrote past its extent")
+	}
+
+	// Atomics: fetch-and-add, a compare that fails (no write), one that
+	// succeeds.
+	word := Extent{Space: sp, Addr: 1024, Len: 8}
+	want := binary.NativeEndian.Uint64([]byte{peerByte(1024), peerByte(1025), peerByte(1026), peerByte(1027), peerByte(1028), peerByte(1029), peerByte(1030), peerByte(1031)})
+	if orig, err := l.Atomic(word, FetchAdd, 5, 0); err != nil || orig != want {
+		t.Fatalf("FetchAdd = %#x, %v; want %#x", orig, err, want)
+	}
+	if orig, err := l.Atomic(word, CompareSwap, want, 1); err != nil || orig != want+5 {
+		t.Fatalf("CompareSwap (fails) = %#x, %v; want %#x", orig, err, want+5)
+	}
+	if orig, err := l.Atomic(word, CompareSwap, want+5, 42); err != nil || orig != want+5 {
+		t.Fatalf("CompareSwap = %#x, %v", orig, err)
+	}
+	if got := binary.NativeEndian.Uint64(p.dump(t, 1024, 8)); got != 42 {
+		t.Fatalf("word after the atomics: %d, want 42", got)
+	}
+
+	// The steady path allocates nothing.
+	if a := testing.AllocsPerRun(100, func() { l.Gather(dst[:4096], []Extent{{Space: sp, Addr: 8192, Len: 4096}}) }); a != 0 {
+		t.Errorf("Gather from another process allocates %v times", a)
+	}
+
+	// Out of the region: refused before any system call.
+	if _, err := l.Gather(dst[:16], []Extent{{Space: sp, Addr: peerLen - 8, Len: 16}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Gather past the region: %v", err)
+	}
+	// A region whose pages the process does not have (the page at 4 KiB
+	// is never mapped): the kernel's fault becomes ErrUnmapped.
+	bad, _ := l.MapProcess(proc, 4096, 4096)
+	if _, err := l.Gather(dst[:64], []Extent{{Space: bad, Len: 64}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Gather of unmapped pages: %v", err)
+	}
+	if _, err := l.Atomic(Extent{Space: bad, Len: 8}, FetchAdd, 1, 0); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Atomic on unmapped pages: %v", err)
+	}
+	// Unmapped space: refused.
+	l.Unmap(bad)
+	if _, err := l.Gather(dst[:64], []Extent{{Space: bad, Len: 64}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Gather of an unmapped space: %v", err)
+	}
+
+	// The process exits: every access fails, none reads another process
+	// that might get its pid.
+	p.in.Close()
+	p.cmd.Wait()
+	if _, err := l.Gather(dst[:64], []Extent{{Space: sp, Len: 64}}); !errors.Is(err, ErrUnmapped) || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("Gather after the process exited: %v", err)
+	}
+	if _, err := l.Scatter([]Extent{{Space: sp, Len: 64}}, dst[:64]); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Scatter after the process exited: %v", err)
+	}
+	proc.Close()
+	if _, err := l.Gather(dst[:64], []Extent{{Space: sp, Len: 64}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("Gather after Close: %v", err)
+	}
+}
+
+// BenchmarkProcessGather: a DMA read of another process's memory
+// (process_vm_readv) beside copy() of the same size in this process, the
+// physical reference.
+//
+//	go test -run '^$' -bench ProcessGather ./internal/hw/bus
+func BenchmarkProcessGather(b *testing.B) {
+	for _, size := range []int{64, 4096, 65536} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			p := startPeer(b)
+			proc, err := OpenProcess(p.cmd.Process.Pid)
+			if err != nil {
+				b.Skip(err)
+			}
+			defer proc.Close()
+			var l Local
+			sp, _ := l.MapProcess(proc, p.addr, peerLen)
+			dst, ref := make([]byte, size), make([]byte, size)
+			xs := []Extent{{Space: sp, Len: uint32(size)}}
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := l.Gather(dst, xs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			n := max(b.N, 1000)
+			start := time.Now()
+			for range n {
+				copy(dst, ref)
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n), "copy_ns")
+		})
+	}
+}
