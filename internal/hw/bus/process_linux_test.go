@@ -1,114 +1,33 @@
 package bus
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
+
+	"github.com/rnic/rnic/internal/testpeer"
 )
 
-// The peer: another process (this test binary again) whose memory the
-// tests reach through the bus, as the verbs device reaches a program's
-// registered memory.
-
-const peerLen = 1 << 20
-
-func peerByte(i int) byte { return byte(i*7 + 3) }
-
-// TestProcessPeer is the peer's body (RNIC_BUS_PEER=1): a region filled
-// with peerByte, its address printed, then "dump OFF N" answered with the
-// hex of those bytes, until stdin closes.
-func TestProcessPeer(t *testing.T) {
-	if os.Getenv("RNIC_BUS_PEER") != "1" {
-		t.Skip("the peer process of TestProcessMemory")
-	}
-	buf := make([]byte, peerLen)
-	for i := range buf {
-		buf[i] = peerByte(i)
-	}
-	fmt.Printf("addr %d\n", uintptr(unsafe.Pointer(&buf[0])))
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var off, n int
-		if _, err := fmt.Sscanf(in.Text(), "dump %d %d", &off, &n); err != nil {
-			continue
-		}
-		fmt.Println(hex.EncodeToString(buf[off : off+n]))
-	}
-	os.Exit(0) // no test output on stdout after this
-}
-
-type peer struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	addr uint64
-}
-
-func startPeer(t testing.TB) *peer {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestProcessPeer$")
-	cmd.Env = append(os.Environ(), "RNIC_BUS_PEER=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("peer: %v", err)
-	}
-	if _, err := fmt.Sscanf(line, "addr %d", &p.addr); err != nil {
-		t.Fatalf("peer said %q", line)
-	}
-	return p
-}
-
-// dump asks the peer for n bytes of its region at off.
-func (p *peer) dump(t *testing.T, off, n int) []byte {
-	t.Helper()
-	fmt.Fprintf(p.in, "dump %d %d\n", off, n)
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("peer: %v", err)
-	}
-	b, err := hex.DecodeString(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("peer said %q", line)
-	}
-	return b
-}
+// TestProcessPeer is the peer process of the tests below (testpeer).
+func TestProcessPeer(t *testing.T) { testpeer.Serve(t) }
 
 // TestProcessMemory: the bus reads, writes and executes atomics in
 // another process's memory, a scatter/gather list at a time, mixed with
 // the program's own memory; out-of-region extents, unmapped pages and an
 // exited process fail the access with ErrUnmapped and nothing else.
 func TestProcessMemory(t *testing.T) {
-	p := startPeer(t)
-	proc, err := OpenProcess(p.cmd.Process.Pid)
+	p := testpeer.Start(t, "TestProcessPeer")
+	proc, err := OpenProcess(p.Pid())
 	if err != nil {
 		t.Skipf("no pidfd here: %v", err)
 	}
 	defer proc.Close()
 	var l Local
-	sp, err := l.MapProcess(proc, p.addr, peerLen)
+	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,13 +41,13 @@ func TestProcessMemory(t *testing.T) {
 		t.Fatalf("Gather = %d, %v", n, err)
 	}
 	for i := range 100 {
-		if dst[i] != peerByte(i) {
-			t.Fatalf("byte %d: %#x, want %#x", i, dst[i], peerByte(i))
+		if dst[i] != testpeer.Byte(i) {
+			t.Fatalf("byte %d: %#x, want %#x", i, dst[i], testpeer.Byte(i))
 		}
 	}
 	for i := range 4096 {
-		if dst[100+i] != peerByte(8192+i) {
-			t.Fatalf("byte %d of the second extent: %#x, want %#x", i, dst[100+i], peerByte(8192+i))
+		if dst[100+i] != testpeer.Byte(8192+i) {
+			t.Fatalf("byte %d of the second extent: %#x, want %#x", i, dst[100+i], testpeer.Byte(8192+i))
 		}
 	}
 	if !bytes.Equal(dst[100+4096:], own) {
@@ -140,20 +59,20 @@ func TestProcessMemory(t *testing.T) {
 	if n, err := l.Scatter([]Extent{{Space: sp, Addr: 300, Len: 100}, {Space: sp, Addr: 500000, Len: 100}}, src); err != nil || n != 200 {
 		t.Fatalf("Scatter = %d, %v", n, err)
 	}
-	if got := p.dump(t, 300, 100); !bytes.Equal(got, src[:100]) {
+	if got := p.Dump(t, 300, 100); !bytes.Equal(got, src[:100]) {
 		t.Fatalf("peer bytes 300..400: %q", got)
 	}
-	if got := p.dump(t, 500000, 100); !bytes.Equal(got, src[100:]) {
+	if got := p.Dump(t, 500000, 100); !bytes.Equal(got, src[100:]) {
 		t.Fatalf("peer bytes 500000..500100: %q", got)
 	}
-	if got := p.dump(t, 400, 1); got[0] != peerByte(400) {
+	if got := p.Dump(t, 400, 1); got[0] != testpeer.Byte(400) {
 		t.Fatal("Scatter wrote past its extent")
 	}
 
 	// Atomics: fetch-and-add, a compare that fails (no write), one that
 	// succeeds.
 	word := Extent{Space: sp, Addr: 1024, Len: 8}
-	want := binary.NativeEndian.Uint64([]byte{peerByte(1024), peerByte(1025), peerByte(1026), peerByte(1027), peerByte(1028), peerByte(1029), peerByte(1030), peerByte(1031)})
+	want := binary.NativeEndian.Uint64([]byte{testpeer.Byte(1024), testpeer.Byte(1025), testpeer.Byte(1026), testpeer.Byte(1027), testpeer.Byte(1028), testpeer.Byte(1029), testpeer.Byte(1030), testpeer.Byte(1031)})
 	if orig, err := l.Atomic(word, FetchAdd, 5, 0); err != nil || orig != want {
 		t.Fatalf("FetchAdd = %#x, %v; want %#x", orig, err, want)
 	}
@@ -163,7 +82,7 @@ func TestProcessMemory(t *testing.T) {
 	if orig, err := l.Atomic(word, CompareSwap, want+5, 42); err != nil || orig != want+5 {
 		t.Fatalf("CompareSwap = %#x, %v", orig, err)
 	}
-	if got := binary.NativeEndian.Uint64(p.dump(t, 1024, 8)); got != 42 {
+	if got := binary.NativeEndian.Uint64(p.Dump(t, 1024, 8)); got != 42 {
 		t.Fatalf("word after the atomics: %d, want 42", got)
 	}
 
@@ -173,7 +92,7 @@ func TestProcessMemory(t *testing.T) {
 	}
 
 	// Out of the region: refused before any system call.
-	if _, err := l.Gather(dst[:16], []Extent{{Space: sp, Addr: peerLen - 8, Len: 16}}); !errors.Is(err, ErrUnmapped) {
+	if _, err := l.Gather(dst[:16], []Extent{{Space: sp, Addr: testpeer.Len - 8, Len: 16}}); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("Gather past the region: %v", err)
 	}
 	// A region whose pages the process does not have (the page at 4 KiB
@@ -193,8 +112,7 @@ func TestProcessMemory(t *testing.T) {
 
 	// The process exits: every access fails, none reads another process
 	// that might get its pid.
-	p.in.Close()
-	p.cmd.Wait()
+	p.Exit()
 	if _, err := l.Gather(dst[:64], []Extent{{Space: sp, Len: 64}}); !errors.Is(err, ErrUnmapped) || !strings.Contains(err.Error(), "exited") {
 		t.Errorf("Gather after the process exited: %v", err)
 	}
@@ -215,14 +133,14 @@ func TestProcessMemory(t *testing.T) {
 func BenchmarkProcessGather(b *testing.B) {
 	for _, size := range []int{64, 4096, 65536} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			p := startPeer(b)
-			proc, err := OpenProcess(p.cmd.Process.Pid)
+			p := testpeer.Start(b, "TestProcessPeer")
+			proc, err := OpenProcess(p.Pid())
 			if err != nil {
 				b.Skip(err)
 			}
 			defer proc.Close()
 			var l Local
-			sp, _ := l.MapProcess(proc, p.addr, peerLen)
+			sp, _ := l.MapProcess(proc, p.Addr, testpeer.Len)
 			dst, ref := make([]byte, size), make([]byte, size)
 			xs := []Extent{{Space: sp, Len: uint32(size)}}
 			b.SetBytes(int64(size))
