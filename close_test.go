@@ -62,7 +62,7 @@ func (o *objects) calls() map[string]func() error {
 	wcs := make([]rnic.WC, 4)
 	qpAttr := rnic.QPInitAttr{Type: rnic.RC, SendCQ: o.cq, RecvCQ: o.cq, Cap: rnic.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}
 	err1 := func(_ any, err error) error { return err }
-	return map[string]func() error{
+	m := map[string]func() error{
 		"Device.AllocPD":       func() error { return err1(o.dev.AllocPD()) },
 		"Device.CreateCQ":      func() error { return err1(o.dev.CreateCQ(4)) },
 		"Device.GetAsyncEvent": func() error { return err1(o.dev.GetAsyncEvent(bg)) },
@@ -103,6 +103,10 @@ func (o *objects) calls() map[string]func() error {
 		"SRQ.Destroy":  o.srq.Destroy,
 		"AH.Destroy":   o.ah.Destroy,
 	}
+	for name, f := range platformCalls(o) {
+		m[name] = f
+	}
+	return m
 }
 
 // accessors are the methods that describe an object rather than act on

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/transport"
 )
 
@@ -120,6 +121,10 @@ type MR struct {
 
 	mu   sync.Mutex // serializes Dereg
 	dead atomic.Bool
+
+	// unmap, for a region of another process (the host interface), ends
+	// the bus's mapping of it once the ATU has forgotten the region.
+	unmap func()
 }
 
 // RegMR registers buf for access by the NIC (ibv_reg_mr). Its virtual
@@ -183,6 +188,33 @@ func (pd *PD) RegMRMetadata(iova uint64, length int, access Access, pageSize int
 		}
 	}
 	return pd.register(atu.MRSpec{PD: pd.pdn, Length: uint64(length), IOVA: iova, Access: atuAccess(access), PageShift: shift}, nil, length, access)
+}
+
+// regProcess registers length bytes at address addr of another process
+// (the host interface's REG_MR): a space of the device's bus over the
+// process's memory, reached with process_vm_readv/writev, nothing pinned.
+func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Access) (*MR, error) {
+	if err := pd.usable(); err != nil {
+		return nil, err
+	}
+	host, ok := pd.dev.atu.Host().(*bus.Local)
+	if !ok || pd.dev.vc != nil {
+		return nil, errors.New("rnic: this device cannot reach another process's memory")
+	}
+	if length == 0 || length > uint64(pd.dev.attr.MaxMRSize) {
+		return nil, fmt.Errorf("rnic: RegMR of %d bytes", length)
+	}
+	sp, err := host.MapProcess(proc, addr, length)
+	if err != nil {
+		return nil, fmt.Errorf("rnic: RegMR: %w", err)
+	}
+	mr, err := pd.register(atu.MRSpec{PD: pd.pdn, Space: sp, Length: length, IOVA: iova, Access: atuAccess(access)}, nil, int(length), access)
+	if err != nil {
+		host.Unmap(sp)
+		return nil, err
+	}
+	mr.unmap = func() { host.Unmap(sp) }
+	return mr, nil
 }
 
 func (pd *PD) register(spec atu.MRSpec, buf []byte, size int, access Access) (*MR, error) {
@@ -327,7 +359,13 @@ func (mr *MR) Dereg() error {
 		return fmt.Errorf("rnic: Dereg: %w", err)
 	}
 	var err error
-	mr.pd.dev.d.Engine(func(_ *engine) { err = mr.pd.dev.atu.DeregMR(mr.key) })
+	mr.pd.dev.d.Engine(func(_ *engine) {
+		// Under the engine lock no DMA into the region is in flight: the
+		// bus mapping of another process's region can go with it.
+		if err = mr.pd.dev.atu.DeregMR(mr.key); err == nil && mr.unmap != nil {
+			mr.unmap()
+		}
+	})
 	if errors.Is(err, atu.ErrBusy) {
 		return fmt.Errorf("%w: Dereg: %v", ErrBusy, err)
 	}

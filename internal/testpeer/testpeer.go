@@ -28,21 +28,38 @@ const env = "RNIC_TESTPEER"
 
 // Serve is the peer's body when the test binary runs as a peer (Start's
 // environment), and skips t otherwise: a region filled with Byte, its
-// address printed, then "dump OFF N" answered with the hex of those
-// bytes, until stdin closes.
+// address printed ("addr N"), then Loop.
 func Serve(t *testing.T) {
-	if os.Getenv(env) != "1" {
+	if !IsPeer() {
 		t.Skip("the peer process of the tests that reach another process's memory")
 	}
+	buf := Region()
+	fmt.Printf("addr %d\n", Address(buf))
+	Loop(buf)
+}
+
+// IsPeer reports whether this process runs as a peer.
+func IsPeer() bool { return os.Getenv(env) == "1" }
+
+// Region returns a new region of Len bytes filled with Byte.
+func Region() []byte {
 	buf := make([]byte, Len)
 	for i := range buf {
 		buf[i] = Byte(i)
 	}
-	fmt.Printf("addr %d\n", uintptr(unsafe.Pointer(&buf[0])))
+	return buf
+}
+
+// Address returns buf's address in this process.
+func Address(buf []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&buf[0]))) }
+
+// Loop answers "dump OFF N" with the hex of those bytes of buf until
+// stdin closes, then exits the process.
+func Loop(buf []byte) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var off, n int
-		if _, err := fmt.Sscanf(in.Text(), "dump %d %d", &off, &n); err != nil || off < 0 || n < 0 || off+n > Len {
+		if _, err := fmt.Sscanf(in.Text(), "dump %d %d", &off, &n); err != nil || off < 0 || n < 0 || off+n > len(buf) {
 			fmt.Println("?")
 			continue
 		}
@@ -55,16 +72,19 @@ func Serve(t *testing.T) {
 type Peer struct {
 	Cmd  *exec.Cmd
 	Addr uint64 // its region's address in its address space
+	Line string // the first line it printed (it begins "addr N")
 	in   io.WriteCloser
 	out  *bufio.Reader
 }
 
 // Start runs the test binary as a peer whose body is the test function
-// named serve (which calls Serve); the peer is killed when t ends.
-func Start(t testing.TB, serve string) *Peer {
+// named serve (which calls Serve, or prints "addr N ..." and calls Loop),
+// with the extra environment variables env; the peer is killed when t
+// ends.
+func Start(t testing.TB, serve string, extraEnv ...string) *Peer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+serve+"$")
-	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Env = append(append(os.Environ(), env+"=1"), extraEnv...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +105,7 @@ func Start(t testing.TB, serve string) *Peer {
 	if _, err := fmt.Sscanf(line, "addr %d", &p.Addr); err != nil {
 		t.Fatalf("peer said %q", line)
 	}
+	p.Line = strings.TrimSpace(line)
 	return p
 }
 

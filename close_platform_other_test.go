@@ -1,0 +1,5 @@
+//go:build !linux
+
+package rnic_test
+
+func platformCalls(*objects) map[string]func() error { return nil }

@@ -1,0 +1,222 @@
+package rnic
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/hw/bus"
+)
+
+// ServeHost serves other local processes' verbs on d (the host interface,
+// internal/hostif): each connection on ln, a "unixpacket" listener, is a
+// program's verbs library. The peer's credentials name the program; only
+// processes of this process's user are served. A program's PDs and MRs
+// are its own (handles other programs cannot name, PD numbers the NIC's
+// protection checks compare), and when its connection closes — it
+// exited or crashed — they are torn down as the kernel tears down a
+// closed uverbs file. ServeHost returns when ln fails or is closed.
+func (d *Device) ServeHost(ln net.Listener) error {
+	if err := d.usable(); err != nil {
+		return fmt.Errorf("rnic: ServeHost: %w", err)
+	}
+	if d.vc != nil {
+		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			c.Close()
+			continue
+		}
+		wg.Go(func() { d.serveHostConn(uc) })
+	}
+}
+
+// hostClient is one connected program.
+type hostClient struct {
+	d    *Device
+	c    *net.UnixConn
+	pid  int
+	proc *bus.Process
+	pds  map[uint32]*PD
+	mrs  map[uint32]*MR
+	next uint32 // the next MR handle
+}
+
+func (d *Device) serveHostConn(c *net.UnixConn) {
+	defer c.Close()
+	cred, err := peerCred(c)
+	if err != nil || int(cred.Uid) != os.Getuid() {
+		return // not ours to serve: the connection closes at once
+	}
+	proc, err := bus.OpenProcess(int(cred.Pid))
+	if err != nil {
+		return
+	}
+	hc := &hostClient{d: d, c: c, pid: int(cred.Pid), proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{}}
+	defer hc.teardown()
+	buf := make([]byte, hostif.MaxMsg+1)
+	out := make([]byte, 0, hostif.MaxMsg)
+	for {
+		n, err := c.Read(buf)
+		if err != nil || n == 0 {
+			return
+		}
+		h, r, err := hostif.Parse(buf[:n])
+		if err != nil {
+			return // a malformed message ends the program's connection, nobody else's
+		}
+		reply, err := hc.handle(h, r, out)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(reply); err != nil {
+			return
+		}
+	}
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// teardown releases everything the program held: its regions first
+// (their bus mappings of its memory with them), then its PDs, then its
+// process handle.
+func (hc *hostClient) teardown() {
+	for _, mr := range hc.mrs {
+		mr.Dereg()
+	}
+	for _, pd := range hc.pds {
+		pd.Dealloc()
+	}
+	hc.proc.Close()
+}
+
+// handle runs one request and returns the reply, built in out. An error
+// ends the connection (a message that parses but is not a request this
+// side understands).
+func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]byte, error) {
+	rep := hostif.NewMsg(out, hostif.Header{Op: h.Op, Seq: h.Seq})
+	fail := func(errno unix.Errno) ([]byte, error) {
+		return hostif.NewMsg(out, hostif.Header{Op: h.Op, Seq: h.Seq, Errno: int32(errno)}).Done()
+	}
+	d := hc.d
+	switch h.Op {
+	case hostif.OpHello:
+		v := r.U32()
+		if r.End() != nil {
+			return fail(unix.EINVAL)
+		}
+		if v != hostif.Version {
+			return fail(unix.EPROTO)
+		}
+		rep.U32(hostif.Version).Bytes([]byte(d.Name()))
+	case hostif.OpQueryDevice:
+		if r.End() != nil {
+			return fail(unix.EINVAL)
+		}
+		a := d.Attr()
+		rep.U64(a.MaxMRSize).U64(a.PageSizeCap)
+		for _, v := range []int{a.MaxQP, a.MaxQPWR, a.MaxSGE, a.MaxCQ, a.MaxCQE, a.MaxMR, a.MaxPD,
+			a.MaxQPRdAtom, a.MaxQPInitRdAtom, a.MaxSRQ, a.MaxSRQWR, a.MaxSRQSGE, a.MaxInlineData} {
+			rep.U32(uint32(v))
+		}
+		rep.U8(uint8(a.AtomicCap)).Bytes([]byte(a.FWVer))
+	case hostif.OpQueryPort:
+		port := r.U8()
+		if r.End() != nil || port != 1 {
+			return fail(unix.EINVAL)
+		}
+		a := d.Attr()
+		rep.U8(uint8(a.ActiveMTU)).U64(a.MaxMsgSize).U32(uint32(a.GIDTableLen))
+	case hostif.OpQueryGID:
+		port, idx := r.U8(), r.U32()
+		tbl := d.GIDTable()
+		if r.End() != nil || port != 1 || idx >= uint32(len(tbl)) {
+			return fail(unix.EINVAL)
+		}
+		g := tbl[idx]
+		rep.Fixed(g.GID[:]).U32(uint32(g.Type))
+	case hostif.OpAllocPD:
+		if r.End() != nil {
+			return fail(unix.EINVAL)
+		}
+		pd, err := d.AllocPD()
+		if err != nil {
+			return fail(errnoOf(err))
+		}
+		hc.pds[pd.Handle()] = pd
+		rep.U32(pd.Handle())
+	case hostif.OpDeallocPD:
+		h := r.U32()
+		pd := hc.pds[h]
+		if r.End() != nil || pd == nil {
+			return fail(unix.EINVAL)
+		}
+		if err := pd.Dealloc(); err != nil {
+			return fail(errnoOf(err))
+		}
+		delete(hc.pds, h)
+	case hostif.OpRegMR:
+		pdh, addr, length, iova, acc := r.U32(), r.U64(), r.U64(), r.U64(), r.U32()
+		pd := hc.pds[pdh]
+		if r.End() != nil || pd == nil {
+			return fail(unix.EINVAL)
+		}
+		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc))
+		if err != nil {
+			return fail(errnoOf(err))
+		}
+		hc.next++
+		hc.mrs[hc.next] = mr
+		rep.U32(hc.next).U32(mr.LKey()).U32(mr.RKey())
+	case hostif.OpDeregMR:
+		h := r.U32()
+		mr := hc.mrs[h]
+		if r.End() != nil || mr == nil {
+			return fail(unix.EINVAL)
+		}
+		if err := mr.Dereg(); err != nil {
+			return fail(errnoOf(err))
+		}
+		delete(hc.mrs, h)
+	default:
+		return fail(unix.EOPNOTSUPP)
+	}
+	return rep.Done()
+}
+
+// errnoOf maps a verb's error to the errno libibverbs returns for it.
+func errnoOf(err error) unix.Errno {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return unix.EBUSY
+	case errors.Is(err, ErrClosed):
+		return unix.ENODEV
+	case errors.Is(err, bus.ErrNoAccess):
+		return unix.EACCES
+	}
+	return unix.EINVAL
+}

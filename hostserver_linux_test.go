@@ -1,0 +1,147 @@
+package rnic_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/testpeer"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// TestHostPeer is the program of TestServeHost, another process: it
+// connects to the NIC's host interface, says hello, registers its region
+// (testpeer.Region) in a PD of its own at its own address, prints
+// "addr A pd P lkey L", and answers dumps until stdin closes.
+func TestHostPeer(t *testing.T) {
+	if !testpeer.IsPeer() {
+		t.Skip("the program process of TestServeHost")
+	}
+	fail := func(what string, err error) { fmt.Printf("error %s: %v\n", what, err); os.Exit(1) }
+	c, err := hostif.Dial(os.Getenv("RNIC_HOST_SOCK"))
+	if err != nil {
+		fail("dial", err)
+	}
+	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }); err != nil {
+		fail("hello", err)
+	}
+	r, err := c.Call(hostif.OpAllocPD, nil)
+	if err != nil {
+		fail("alloc pd", err)
+	}
+	pd := r.U32()
+	buf := testpeer.Region()
+	addr := testpeer.Address(buf)
+	r, err = c.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+		m.U32(pd).U64(addr).U64(uint64(len(buf))).U64(addr).U32(uint32(rnic.AccessLocalWrite | rnic.AccessRemoteWrite | rnic.AccessRemoteRead))
+	})
+	if err != nil {
+		fail("reg mr", err)
+	}
+	_, lkey := r.U32(), r.U32()
+	fmt.Printf("addr %d pd %d lkey %d\n", addr, pd, lkey)
+	testpeer.Loop(buf)
+}
+
+// TestServeHost: a NIC serves another process's verbs over its host
+// interface: the handshake and queries answer; the program's PD and MR
+// are the program's (the NIC reads the program's memory through the MR,
+// and another connection cannot name its handles); a malformed message
+// ends only the sender's connection; and when the program is killed
+// mid-session, its MR and PD are torn down.
+func TestServeHost(t *testing.T) {
+	sw := mem.NewSwitch()
+	port, err := sw.Port(netip.MustParseAddr("10.9.0.1"), mem.Faults{})
+	must0(t, err)
+	dev := must(rnic.Open(rnic.Options{Link: port}))
+	defer dev.Close()
+	sock := filepath.Join(t.TempDir(), "rnic0.sock")
+	ln, err := net.Listen("unixpacket", sock)
+	must0(t, err)
+	served := make(chan error, 1)
+	go func() { served <- dev.ServeHost(ln) }()
+	defer func() { ln.Close(); <-served }()
+
+	// This process as a client: hello, queries, and a PD of its own.
+	c := must(hostif.Dial(sock))
+	defer c.Close()
+	r := must(c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }))
+	if v, name := r.U32(), string(r.Bytes()); r.End() != nil || v != hostif.Version || name != dev.Name() {
+		t.Fatalf("hello: version %d name %q (%v)", v, name, r.Err)
+	}
+	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(99) }); !errors.Is(err, syscall.EPROTO) {
+		t.Errorf("hello with version 99: %v, want EPROTO", err)
+	}
+	r = must(c.Call(hostif.OpQueryDevice, nil))
+	maxMR, _ := r.U64(), r.U64()
+	if maxQP := r.U32(); maxMR != dev.Attr().MaxMRSize || int(maxQP) != dev.Attr().MaxQP {
+		t.Errorf("query device: max_mr_size %d max_qp %d, want %d %d", maxMR, maxQP, dev.Attr().MaxMRSize, dev.Attr().MaxQP)
+	}
+	r = must(c.Call(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(1) }))
+	if g := r.Fixed(16); !bytes.Equal(g, dev.GIDTable()[1].GID[:]) {
+		t.Errorf("query gid 1: %x", g)
+	}
+	if _, err := c.Call(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(7) }); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("query gid 7: %v, want EINVAL", err)
+	}
+	if _, err := c.Call(hostif.Op(999), nil); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("unknown op: %v, want EOPNOTSUPP", err)
+	}
+
+	// Another process registers its memory; the NIC reads it through the
+	// MR with the program's PD.
+	peer := testpeer.Start(t, "TestHostPeer", "RNIC_HOST_SOCK="+sock)
+	var pd, lkey uint32
+	if _, err := fmt.Sscanf(peer.Line, "addr %d pd %d lkey %d", new(uint64), &pd, &lkey); err != nil {
+		t.Fatalf("program said %q", peer.Line)
+	}
+	got, err := rnic.ReadThroughMR(dev, pd, lkey, peer.Addr+4096, 256)
+	must0(t, err)
+	for i, b := range got {
+		if b != testpeer.Byte(4096+i) {
+			t.Fatalf("byte %d through the program's MR: %#x, want %#x", i, b, testpeer.Byte(4096+i))
+		}
+	}
+	// This client cannot name the program's PD (handles are per program).
+	if _, err := c.Call(hostif.OpDeallocPD, func(m *hostif.Msg) { m.U32(pd) }); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("dealloc of another program's PD: %v, want EINVAL", err)
+	}
+	if _, err := rnic.ReadThroughMR(dev, pd+1000, lkey, peer.Addr, 8); err == nil {
+		t.Error("the program's MR read under another PD")
+	}
+
+	// A malformed message ends its sender's connection only.
+	bad := must(net.Dial("unixpacket", sock))
+	bad.Write([]byte("not a message"))
+	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := bad.Read(make([]byte, 64)); err == nil {
+		t.Error("a malformed message got a reply")
+	}
+	bad.Close()
+	if _, err := c.Call(hostif.OpQueryDevice, nil); err != nil {
+		t.Errorf("after another connection's malformed message: %v", err)
+	}
+
+	// kill -9: the program's MR and PD go with it.
+	peer.Cmd.Process.Kill()
+	peer.Cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := rnic.ReadThroughMR(dev, pd, lkey, peer.Addr, 8); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed program's MR still translates")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

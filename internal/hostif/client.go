@@ -1,0 +1,62 @@
+package hostif
+
+import (
+	"fmt"
+	"net"
+	"syscall"
+)
+
+// Client is a program's side of the host interface: what the verbs
+// library (the provider) does, in Go, for tests and for Go programs in
+// other processes.
+type Client struct {
+	c   *net.UnixConn
+	seq uint32
+	out []byte
+	in  []byte
+}
+
+// Dial connects to the NIC serving the host interface at path.
+func Dial(path string) (*Client, error) {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c, out: make([]byte, 0, MaxMsg), in: make([]byte, MaxMsg+1)}, nil
+}
+
+// Close ends the connection: the NIC tears down what the program held.
+func (c *Client) Close() error { return c.c.Close() }
+
+// Call sends a request of op with the fields fill appends, and returns a
+// Reader over the reply's fields; a reply with an errno is returned as
+// that syscall.Errno.
+func (c *Client) Call(op Op, fill func(*Msg)) (*Reader, error) {
+	c.seq++
+	m := NewMsg(c.out, Header{Op: op, Seq: c.seq})
+	if fill != nil {
+		fill(m)
+	}
+	b, err := m.Done()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.c.Write(b); err != nil {
+		return nil, err
+	}
+	n, err := c.c.Read(c.in)
+	if err != nil {
+		return nil, err
+	}
+	h, r, err := Parse(c.in[:n])
+	if err != nil {
+		return nil, err
+	}
+	if h.Op != op || h.Seq != c.seq {
+		return nil, fmt.Errorf("%w: reply %v seq %d to %v seq %d", ErrMalformed, h.Op, h.Seq, op, c.seq)
+	}
+	if h.Errno != 0 {
+		return nil, syscall.Errno(h.Errno)
+	}
+	return r, nil
+}

@@ -1,0 +1,201 @@
+// Package hostif is the NIC's host interface to other processes: the
+// control protocol a program's verbs library (the provider) speaks to a
+// NIC over a local socket, in the role the uverbs command interface plays
+// for a kernel driver. Each message is one datagram of a SOCK_SEQPACKET
+// Unix socket: a 16-byte header and an operation's fixed little-endian
+// fields. A request's reply carries the same sequence number and an
+// errno (0: done), the way a uverbs command returns one.
+//
+//	program ── request (op, seq, fields) ──▶ NIC: checks, runs the verb
+//	program ◀── reply (seq, errno, fields) ── NIC
+//
+// The data path does not cross this socket: memory is reached through
+// the DMA bus (internal/hw/bus, process_vm_readv/writev), and queues will
+// be rings in shared memory.
+package hostif
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Version is the protocol version a Hello carries; a NIC refuses others.
+const Version = 1
+
+// Magic begins every message ("RN").
+const Magic = 0x4e52
+
+// HeaderLen is the length of a message's header.
+const HeaderLen = 16
+
+// MaxMsg bounds a message, header included.
+const MaxMsg = 4096
+
+// Op is an operation.
+type Op uint16
+
+// The operations. A reply has the request's Op.
+const (
+	OpHello       Op = 1 // u32 version → u32 version, name (string)
+	OpQueryDevice Op = 2 // → DeviceAttr fields
+	OpQueryPort   Op = 3 // u8 port → PortAttr fields
+	OpQueryGID    Op = 4 // u8 port, u32 index → 16-byte GID, u32 type
+	OpAllocPD     Op = 5 // → u32 pd
+	OpDeallocPD   Op = 6 // u32 pd
+	OpRegMR       Op = 7 // u32 pd, u64 addr, u64 length, u64 iova, u32 access → u32 handle, u32 lkey, u32 rkey
+	OpDeregMR     Op = 8 // u32 handle
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpHello:
+		return "HELLO"
+	case OpQueryDevice:
+		return "QUERY_DEVICE"
+	case OpQueryPort:
+		return "QUERY_PORT"
+	case OpQueryGID:
+		return "QUERY_GID"
+	case OpAllocPD:
+		return "ALLOC_PD"
+	case OpDeallocPD:
+		return "DEALLOC_PD"
+	case OpRegMR:
+		return "REG_MR"
+	case OpDeregMR:
+		return "DEREG_MR"
+	}
+	return fmt.Sprintf("op(%d)", uint16(o))
+}
+
+// Header is a message's header.
+type Header struct {
+	Op    Op
+	Seq   uint32
+	Errno int32 // replies: 0, or the errno the verb returns
+}
+
+// ErrMalformed is the error of a message that does not parse.
+var ErrMalformed = errors.New("hostif: malformed message")
+
+// Msg builds a message: the header, then fields appended in order.
+type Msg struct{ b []byte }
+
+// NewMsg starts a message with h into buf's storage (reused).
+func NewMsg(buf []byte, h Header) *Msg {
+	b := append(buf[:0], make([]byte, HeaderLen)...)
+	binary.LittleEndian.PutUint16(b[0:], Magic)
+	binary.LittleEndian.PutUint16(b[2:], uint16(h.Op))
+	binary.LittleEndian.PutUint32(b[4:], h.Seq)
+	binary.LittleEndian.PutUint32(b[8:], uint32(h.Errno))
+	return &Msg{b: b}
+}
+
+func (m *Msg) U8(v uint8) *Msg   { m.b = append(m.b, v); return m }
+func (m *Msg) U16(v uint16) *Msg { m.b = binary.LittleEndian.AppendUint16(m.b, v); return m }
+func (m *Msg) U32(v uint32) *Msg { m.b = binary.LittleEndian.AppendUint32(m.b, v); return m }
+func (m *Msg) U64(v uint64) *Msg { m.b = binary.LittleEndian.AppendUint64(m.b, v); return m }
+
+// Bytes appends b with its length (u16).
+func (m *Msg) Bytes(b []byte) *Msg {
+	m.U16(uint16(len(b)))
+	m.b = append(m.b, b...)
+	return m
+}
+
+// Fixed appends b as it is (a field of known length, such as a GID).
+func (m *Msg) Fixed(b []byte) *Msg { m.b = append(m.b, b...); return m }
+
+// Done returns the message, its payload length in the header. It fails
+// if the message would exceed MaxMsg.
+func (m *Msg) Done() ([]byte, error) {
+	if len(m.b) > MaxMsg {
+		return nil, fmt.Errorf("hostif: message of %d bytes exceeds %d", len(m.b), MaxMsg)
+	}
+	binary.LittleEndian.PutUint32(m.b[12:], uint32(len(m.b)-HeaderLen))
+	return m.b, nil
+}
+
+// Reader takes a message's fields in order. A read past the end, or a
+// length that does not fit, sets Err and returns zeros from then on: a
+// handler reads all its fields and checks Err once.
+type Reader struct {
+	b   []byte
+	Err error
+}
+
+// Parse checks a message's header and returns it with a Reader over the
+// fields.
+func Parse(b []byte) (Header, *Reader, error) {
+	if len(b) < HeaderLen || len(b) > MaxMsg {
+		return Header{}, nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	if binary.LittleEndian.Uint16(b) != Magic {
+		return Header{}, nil, fmt.Errorf("%w: bad magic %#x", ErrMalformed, binary.LittleEndian.Uint16(b))
+	}
+	n := binary.LittleEndian.Uint32(b[12:])
+	if int64(n) != int64(len(b)-HeaderLen) {
+		return Header{}, nil, fmt.Errorf("%w: header says %d bytes of fields, the message has %d", ErrMalformed, n, len(b)-HeaderLen)
+	}
+	h := Header{Op: Op(binary.LittleEndian.Uint16(b[2:])), Seq: binary.LittleEndian.Uint32(b[4:]), Errno: int32(binary.LittleEndian.Uint32(b[8:]))}
+	return h, &Reader{b: b[HeaderLen:]}, nil
+}
+
+func (r *Reader) take(n int) []byte {
+	if r.Err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.Err = fmt.Errorf("%w: %d more bytes wanted, %d left", ErrMalformed, n, len(r.b))
+		r.b = nil
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *Reader) U8() uint8 {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *Reader) U16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *Reader) U32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *Reader) U64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+// Bytes takes a length-prefixed field (Msg.Bytes); the slice aliases the
+// message.
+func (r *Reader) Bytes() []byte { return r.take(int(r.U16())) }
+
+// Fixed takes n bytes.
+func (r *Reader) Fixed(n int) []byte { return r.take(n) }
+
+// End checks that every field was read: a message longer than its
+// operation's fields is malformed too.
+func (r *Reader) End() error {
+	if r.Err == nil && len(r.b) != 0 {
+		r.Err = fmt.Errorf("%w: %d bytes after the last field", ErrMalformed, len(r.b))
+	}
+	return r.Err
+}
