@@ -42,7 +42,7 @@ func FuzzHostRequest(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		hc := &hostClient{d: dev, pid: os.Getpid(), proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{}}
+		hc := newHostClient(dev, os.Getpid(), proc)
 		defer hc.teardown()
 		out := make([]byte, 0, hostif.MaxMsg)
 		for _, m := range [][]byte{a, b, a} {
@@ -50,7 +50,7 @@ func FuzzHostRequest(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			reply, err := hc.handle(h, r, out)
+			reply, _, err := hc.handle(h, r, out)
 			if err != nil {
 				return
 			}

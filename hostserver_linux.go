@@ -20,7 +20,9 @@ import (
 // are its own (handles other programs cannot name, PD numbers the NIC's
 // protection checks compare), and when its connection closes — it
 // exited or crashed — they are torn down as the kernel tears down a
-// closed uverbs file. ServeHost returns when ln fails or is closed.
+// closed uverbs file. ServeHost returns when ln fails or is closed,
+// after closing every program's connection (and tearing down what each
+// held).
 func (d *Device) ServeHost(ln net.Listener) error {
 	if err := d.usable(); err != nil {
 		return fmt.Errorf("rnic: ServeHost: %w", err)
@@ -28,11 +30,22 @@ func (d *Device) ServeHost(ln net.Listener) error {
 	if d.vc != nil {
 		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[*net.UnixConn]bool{}
+	)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			// The NIC stops serving: its programs' connections close
+			// (they see the device gone) and their resources go.
+			mu.Lock()
+			for uc := range conns {
+				uc.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
 			return err
 		}
 		uc, ok := c.(*net.UnixConn)
@@ -40,7 +53,15 @@ func (d *Device) ServeHost(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		wg.Go(func() { d.serveHostConn(uc) })
+		mu.Lock()
+		conns[uc] = true
+		mu.Unlock()
+		wg.Go(func() {
+			d.serveHostConn(uc)
+			mu.Lock()
+			delete(conns, uc)
+			mu.Unlock()
+		})
 	}
 }
 
@@ -52,7 +73,14 @@ type hostClient struct {
 	proc *bus.Process
 	pds  map[uint32]*PD
 	mrs  map[uint32]*MR
-	next uint32 // the next MR handle
+	cqs  map[uint32]*hostCQ
+	qps  map[uint32]*hostQP
+	next uint32 // the next handle of an MR, CQ or QP
+
+	mu       sync.Mutex // the data path's queues (hostqueue_linux.go)
+	stepMu   sync.Mutex // held by the poller for a round: a queue is destroyed between rounds
+	data     *hostData
+	wakeFile *os.File
 }
 
 func (d *Device) serveHostConn(c *net.UnixConn) {
@@ -65,7 +93,8 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	hc := &hostClient{d: d, c: c, pid: int(cred.Pid), proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{}}
+	hc := newHostClient(d, int(cred.Pid), proc)
+	hc.c = c
 	defer hc.teardown()
 	buf := make([]byte, hostif.MaxMsg+1)
 	out := make([]byte, 0, hostif.MaxMsg)
@@ -78,11 +107,15 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 		if err != nil {
 			return // a malformed message ends the program's connection, nobody else's
 		}
-		reply, err := hc.handle(h, r, out)
+		reply, fds, err := hc.handle(h, r, out)
 		if err != nil {
 			return
 		}
-		if _, err := c.Write(reply); err != nil {
+		var oob []byte
+		if len(fds) > 0 {
+			oob = unix.UnixRights(fds...)
+		}
+		if _, _, err := c.WriteMsgUnix(reply, oob, nil); err != nil {
 			return
 		}
 	}
@@ -101,10 +134,23 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	return cred, cerr
 }
 
-// teardown releases everything the program held: its regions first
-// (their bus mappings of its memory with them), then its PDs, then its
-// process handle.
+func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
+	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
+		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}}
+}
+
+// teardown releases everything the program held, as the kernel does
+// when a uverbs file closes: its poller, its QPs (flushed: their peers
+// see them gone), CQs, regions (their bus mappings of its memory with
+// them), PDs, then its process handle.
 func (hc *hostClient) teardown() {
+	hc.stopData()
+	for _, h := range hc.qps {
+		h.qp.Destroy()
+	}
+	for _, c := range hc.cqs {
+		c.cq.Destroy()
+	}
 	for _, mr := range hc.mrs {
 		mr.Dereg()
 	}
@@ -117,11 +163,13 @@ func (hc *hostClient) teardown() {
 // handle runs one request and returns the reply, built in out. An error
 // ends the connection (a message that parses but is not a request this
 // side understands).
-func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]byte, error) {
+func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]byte, []int, error) {
 	rep := hostif.NewMsg(out, hostif.Header{Op: h.Op, Seq: h.Seq})
-	fail := func(errno unix.Errno) ([]byte, error) {
-		return hostif.NewMsg(out, hostif.Header{Op: h.Op, Seq: h.Seq, Errno: int32(errno)}).Done()
+	fail := func(errno unix.Errno) ([]byte, []int, error) {
+		b, err := hostif.NewMsg(out, hostif.Header{Op: h.Op, Seq: h.Seq, Errno: int32(errno)}).Done()
+		return b, nil, err
 	}
+	var fds []int
 	d := hc.d
 	switch h.Op {
 	case hostif.OpHello:
@@ -132,7 +180,13 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		if v != hostif.Version {
 			return fail(unix.EPROTO)
 		}
+		if hc.data == nil {
+			if err := hc.startData(); err != nil {
+				return fail(unix.ENOMEM)
+			}
+		}
 		rep.U32(hostif.Version).Bytes([]byte(d.Name()))
+		fds = []int{hc.data.db.fd, hc.data.wakeFD}
 	case hostif.OpQueryDevice:
 		if r.End() != nil {
 			return fail(unix.EINVAL)
@@ -202,10 +256,20 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 			return fail(errnoOf(err))
 		}
 		delete(hc.mrs, h)
+	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP:
+		if hc.data == nil {
+			return fail(unix.EPROTO) // the queues live in the pages HELLO hands out
+		}
+		errno, f := hc.queueOp(h.Op, r, rep)
+		if errno != 0 {
+			return fail(errno)
+		}
+		fds = f
 	default:
 		return fail(unix.EOPNOTSUPP)
 	}
-	return rep.Done()
+	b, err := rep.Done()
+	return b, fds, err
 }
 
 // errnoOf maps a verb's error to the errno libibverbs returns for it.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Client is a program's side of the host interface: what the verbs
@@ -14,6 +16,8 @@ type Client struct {
 	seq uint32
 	out []byte
 	in  []byte
+	oob []byte
+	fds []int
 }
 
 // Dial connects to the NIC serving the host interface at path.
@@ -22,7 +26,7 @@ func Dial(path string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c: c, out: make([]byte, 0, MaxMsg), in: make([]byte, MaxMsg+1)}, nil
+	return &Client{c: c, out: make([]byte, 0, MaxMsg), in: make([]byte, MaxMsg+1), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
 }
 
 // Close ends the connection: the NIC tears down what the program held.
@@ -44,9 +48,21 @@ func (c *Client) Call(op Op, fill func(*Msg)) (*Reader, error) {
 	if _, err := c.c.Write(b); err != nil {
 		return nil, err
 	}
-	n, err := c.c.Read(c.in)
+	n, oobn, _, _, err := c.c.ReadMsgUnix(c.in, c.oob)
 	if err != nil {
 		return nil, err
+	}
+	c.fds = c.fds[:0]
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(c.oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if fds, err := unix.ParseUnixRights(&m); err == nil {
+				c.fds = append(c.fds, fds...)
+			}
+		}
 	}
 	h, r, err := Parse(c.in[:n])
 	if err != nil {
@@ -60,3 +76,7 @@ func (c *Client) Call(op Op, fill func(*Msg)) (*Reader, error) {
 	}
 	return r, nil
 }
+
+// FDs returns the descriptors the last reply carried (the caller owns
+// them).
+func (c *Client) FDs() []int { return c.fds }

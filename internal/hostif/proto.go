@@ -45,7 +45,21 @@ const (
 	OpDeallocPD   Op = 6 // u32 pd
 	OpRegMR       Op = 7 // u32 pd, u64 addr, u64 length, u64 iova, u32 access → u32 handle, u32 lkey, u32 rkey
 	OpDeregMR     Op = 8 // u32 handle
+	// A CQ: its ring (fd), depth CQEs of CQELen, and the word of the
+	// doorbell page where the program stores its consumer index.
+	OpCreateCQ  Op = 9  // u32 cqe → u32 handle, u32 depth, u32 ci word offset; fd ring
+	OpDestroyCQ Op = 10 // u32 handle
+	// A QP: its send and receive rings (fds), slots of WQESize and
+	// RecvWQESize, and the doorbell words of their producer indices.
+	OpCreateQP  Op = 11 // u32 pd, u8 type, u32 send cq, u32 recv cq, u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline, u8 sq_sig_all → u32 handle, u32 qpn, u32 sq depth, u32 sq slot, u32 sq word, u32 rq depth, u32 rq slot, u32 rq word; fds sq, rq
+	OpModifyQP  Op = 12 // u32 handle, u32 attr mask (IBV_QP_*), the attributes (ModifyQP)
+	OpDestroyQP Op = 13 // u32 handle
 )
+
+// The HELLO reply carries two descriptors: the doorbell page (4096
+// bytes: word 0 the NIC's state, 0 running, 1 asleep; the objects' words
+// after it) and the eventfd the program writes 1 to when, having stored
+// a producer index, it finds the NIC asleep.
 
 func (o Op) String() string {
 	switch o {
@@ -65,6 +79,16 @@ func (o Op) String() string {
 		return "REG_MR"
 	case OpDeregMR:
 		return "DEREG_MR"
+	case OpCreateCQ:
+		return "CREATE_CQ"
+	case OpDestroyCQ:
+		return "DESTROY_CQ"
+	case OpCreateQP:
+		return "CREATE_QP"
+	case OpModifyQP:
+		return "MODIFY_QP"
+	case OpDestroyQP:
+		return "DESTROY_QP"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }
@@ -198,4 +222,39 @@ func (r *Reader) End() error {
 		r.Err = fmt.Errorf("%w: %d bytes after the last field", ErrMalformed, len(r.b))
 	}
 	return r.Err
+}
+
+// ModifyQP are MODIFY_QP's attributes, in this order after the handle and
+// the mask (the fields of struct ibv_qp_attr that rnic takes).
+type ModifyQP struct {
+	State, CurState, PathMTU, Port                 uint8
+	QKey, RQPSN, SQPSN, DestQPN, Access            uint32
+	PKeyIndex                                      uint16
+	EnSQDAsyncNotify, MaxRdAtomic, MaxDestRdAtomic uint8
+	MinRNRTimer, Timeout, RetryCnt, RNRRetry       uint8
+	DGID                                           [16]byte
+	SGIDIndex                                      uint8
+	FlowLabel                                      uint32
+	HopLimit, TrafficClass, SL                     uint8
+}
+
+// Put appends a's fields to m.
+func (a *ModifyQP) Put(m *Msg) {
+	m.U8(a.State).U8(a.CurState).U8(a.PathMTU).U8(a.Port)
+	m.U32(a.QKey).U32(a.RQPSN).U32(a.SQPSN).U32(a.DestQPN).U32(a.Access)
+	m.U16(a.PKeyIndex)
+	m.U8(a.EnSQDAsyncNotify).U8(a.MaxRdAtomic).U8(a.MaxDestRdAtomic)
+	m.U8(a.MinRNRTimer).U8(a.Timeout).U8(a.RetryCnt).U8(a.RNRRetry)
+	m.Fixed(a.DGID[:]).U8(a.SGIDIndex).U32(a.FlowLabel).U8(a.HopLimit).U8(a.TrafficClass).U8(a.SL)
+}
+
+// Get reads a's fields from r.
+func (a *ModifyQP) Get(r *Reader) {
+	a.State, a.CurState, a.PathMTU, a.Port = r.U8(), r.U8(), r.U8(), r.U8()
+	a.QKey, a.RQPSN, a.SQPSN, a.DestQPN, a.Access = r.U32(), r.U32(), r.U32(), r.U32(), r.U32()
+	a.PKeyIndex = r.U16()
+	a.EnSQDAsyncNotify, a.MaxRdAtomic, a.MaxDestRdAtomic = r.U8(), r.U8(), r.U8()
+	a.MinRNRTimer, a.Timeout, a.RetryCnt, a.RNRRetry = r.U8(), r.U8(), r.U8(), r.U8()
+	copy(a.DGID[:], r.Fixed(16))
+	a.SGIDIndex, a.FlowLabel, a.HopLimit, a.TrafficClass, a.SL = r.U8(), r.U32(), r.U8(), r.U8(), r.U8()
 }

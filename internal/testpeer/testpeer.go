@@ -133,3 +133,16 @@ func (p *Peer) Exit() {
 	p.in.Close()
 	p.Cmd.Wait()
 }
+
+// Stdin is the peer's standard input, for requests of the test's own.
+func (p *Peer) Stdin() io.Writer { return p.in }
+
+// ReadLine returns the peer's next line of output.
+func (p *Peer) ReadLine(t testing.TB) string {
+	t.Helper()
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	return strings.TrimSpace(line)
+}

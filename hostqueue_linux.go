@@ -1,0 +1,524 @@
+package rnic
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/internal/hostif"
+)
+
+// The host interface's data path: a program's queues are rings in shared
+// memory (hostif's formats) that the NIC creates and seals, so that a
+// program cannot shrink them under the NIC. The program writes WQEs and
+// a producer index into its doorbell page; the NIC's poller for that
+// program copies each new WQE out, checks it and posts it to the QP, and
+// writes the QP's completions into the CQ's ring. While work comes, the
+// poller spins (no system call on either side); idle for spinFor, it
+// marks the doorbell page asleep, looks once more, and sleeps until the
+// program writes the wake-up eventfd (which it does only when it sees the
+// NIC asleep), or a CQ has a completion, or the control path changes the
+// queues.
+
+// Doorbell page: word 0 is the NIC's state, the objects' words follow.
+const (
+	dbPageSize  = 4096
+	dbStateWord = 0
+	nicRunning  = 0
+	nicAsleep   = 1
+	spinFor     = 50 * time.Microsecond
+)
+
+// shm is a sealed memfd mapped into the NIC.
+type shm struct {
+	fd  int
+	mem []byte
+}
+
+func newShm(name string, size int) (*shm, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*shm, error) { unix.Close(fd); return nil, err }
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return fail(err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		return fail(err)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fail(err)
+	}
+	return &shm{fd: fd, mem: mem}, nil
+}
+
+func (s *shm) close() {
+	unix.Munmap(s.mem)
+	unix.Close(s.fd)
+}
+
+// hostCQ is a program's CQ: the NIC's CQ and the ring its completions
+// are copied into.
+type hostCQ struct {
+	cq     *CQ
+	ring   *shm
+	depth  uint32
+	pi     uint32 // the NIC's producer index
+	ciWord int    // the program's consumer index, in the doorbell page
+	wcs    []WC
+	over   bool // overrun: the program did not keep up
+}
+
+// hostQP is a program's QP and its rings.
+type hostQP struct {
+	qp             *QP
+	sq, rq         *shm
+	sqDepth        uint32
+	rqDepth        uint32
+	sqSlot, rqSlot int
+	sqCI, rqCI     uint32 // the NIC's consumer indices
+	sqWord, rqWord int    // the program's producer indices, in the doorbell page
+	slot           []byte // the NIC's copy of one slot
+	swqe           hostif.SendWQE
+	rwqe           hostif.RecvWQE
+	sgl            []SGE
+	bad            bool // a malformed WQE put the QP in error
+}
+
+// queues is what the poller serves; the control path replaces it (copy
+// on write) holding hostClient.stepMu, which the poller holds for each
+// round: a ring is unmapped only between rounds, after the queues that
+// name it are replaced.
+type queues struct {
+	cqs []*hostCQ
+	qps []*hostQP
+}
+
+// hostData is a program's data path state.
+type hostData struct {
+	db       *shm
+	wakeFD   int // the program writes it when it finds the NIC asleep
+	wake     chan struct{}
+	cur      *queues // read by the poller
+	nextWord int
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func (hc *hostClient) startData() error {
+	db, err := newShm("rnic-doorbells", dbPageSize)
+	if err != nil {
+		return err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		db.close()
+		return err
+	}
+	hc.data = &hostData{db: db, wakeFD: efd, wake: make(chan struct{}, 1), cur: &queues{}, nextWord: 1,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	f := os.NewFile(uintptr(efd), "rnic-wake")
+	go func() {
+		// The eventfd's reader: each write by the program wakes the
+		// poller. It ends when teardown closes the file.
+		var b [8]byte
+		for {
+			if _, err := f.Read(b[:]); err != nil {
+				return
+			}
+			hc.data.poke()
+		}
+	}()
+	hc.wakeFile = f
+	go hc.poll()
+	return nil
+}
+
+func (d *hostData) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// word allocates a doorbell word.
+func (d *hostData) word() (int, error) {
+	if d.nextWord*4 >= dbPageSize {
+		return 0, errors.New("doorbell page full")
+	}
+	w := d.nextWord * 4
+	d.nextWord++
+	return w, nil
+}
+
+// poll is the program's poller: it moves WQEs from the rings to the
+// QPs and completions from the CQs to the rings until the program goes.
+func (hc *hostClient) poll() {
+	d := hc.data
+	defer close(d.done)
+	state := hostif.Word(d.db.mem, dbStateWord)
+	idleSince := time.Now()
+	for {
+		select {
+		case <-d.stop:
+			return
+		default:
+		}
+		hc.stepMu.Lock()
+		q := d.cur
+		busy := hc.step(q)
+		hc.stepMu.Unlock()
+		if busy {
+			idleSince = time.Now()
+			continue
+		}
+		if time.Since(idleSince) < spinFor {
+			continue
+		}
+		// Asleep: say so, look once more (a doorbell written before the
+		// program saw the state), then wait.
+		state.Store(nicAsleep)
+		for _, c := range q.cqs {
+			c.cq.ReqNotify(false)
+		}
+		hc.stepMu.Lock()
+		busy = hc.step(q)
+		hc.stepMu.Unlock()
+		if busy {
+			state.Store(nicRunning)
+			idleSince = time.Now()
+			continue
+		}
+		select {
+		case <-d.wake:
+		case <-d.stop:
+			state.Store(nicRunning)
+			return
+		case <-time.After(time.Second):
+		}
+		state.Store(nicRunning)
+		idleSince = time.Now()
+	}
+}
+
+// step does one round of work and reports whether there was any.
+func (hc *hostClient) step(q *queues) bool {
+	busy := false
+	db := hc.data.db.mem
+	for _, h := range q.qps {
+		busy = h.moveSends(db) || busy
+		busy = h.moveRecvs(db) || busy
+	}
+	for _, c := range q.cqs {
+		busy = c.moveCompletions(db) || busy
+	}
+	return busy
+}
+
+// moveSends posts the WQEs the program added to the send queue.
+func (h *hostQP) moveSends(db []byte) bool {
+	if h.bad {
+		return false
+	}
+	pi := hostif.Word(db, h.sqWord).Load()
+	n := 0
+	for h.sqCI != pi && pi-h.sqCI <= h.sqDepth {
+		off := int(h.sqCI%h.sqDepth) * h.sqSlot
+		copy(h.slot[:h.sqSlot], h.sq.mem[off:off+h.sqSlot]) // copied once: what is checked is what is used
+		if err := hostif.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil || h.post() != nil {
+			h.fail()
+			return true
+		}
+		h.sqCI++
+		n++
+	}
+	if pi-h.sqCI > h.sqDepth && pi != h.sqCI {
+		h.fail() // a producer index beyond the ring: garbage
+	}
+	return n > 0
+}
+
+func (h *hostQP) post() error {
+	w := &h.swqe
+	wr := SendWR{WRID: w.WRID, Opcode: WROpcode(w.Opcode), Flags: SendFlags(w.Flags), ImmData: w.Imm, InvalidateRKey: w.Imm,
+		RemoteAddr: w.RemoteAddr, RKey: w.RKey, CompareAdd: w.CompareAdd, Swap: w.Swap, RemoteQPN: w.RemoteQPN, RemoteQKey: w.RemoteQKey}
+	if len(w.Inline) > 0 {
+		return errors.New("inline sends through the host interface are not built yet")
+	}
+	h.sgl = h.sgl[:0]
+	for _, s := range w.SGL[:w.NumSGE] {
+		h.sgl = append(h.sgl, SGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey})
+	}
+	wr.SGL = h.sgl
+	return h.qp.PostSend(wr)
+}
+
+// moveRecvs posts the receive WQEs the program added.
+func (h *hostQP) moveRecvs(db []byte) bool {
+	if h.bad || h.rq == nil {
+		return false
+	}
+	pi := hostif.Word(db, h.rqWord).Load()
+	n := 0
+	for h.rqCI != pi && pi-h.rqCI <= h.rqDepth {
+		off := int(h.rqCI%h.rqDepth) * h.rqSlot
+		copy(h.slot[:h.rqSlot], h.rq.mem[off:off+h.rqSlot])
+		if err := hostif.DecodeRecv(h.slot[:h.rqSlot], &h.rwqe); err != nil {
+			h.fail()
+			return true
+		}
+		h.sgl = h.sgl[:0]
+		for _, s := range h.rwqe.SGL[:h.rwqe.NumSGE] {
+			h.sgl = append(h.sgl, SGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey})
+		}
+		if err := h.qp.PostRecv(RecvWR{WRID: h.rwqe.WRID, SGL: h.sgl}); err != nil {
+			h.fail()
+			return true
+		}
+		h.rqCI++
+		n++
+	}
+	return n > 0
+}
+
+// fail puts the QP in error: what the program wrote cannot be run. Its
+// posted work is flushed to its CQs; other QPs go on.
+func (h *hostQP) fail() {
+	h.bad = true
+	h.qp.Modify(&QPAttr{State: QPSErr}, QPAttrState)
+}
+
+// moveCompletions copies the CQ's new completions into its ring while
+// the program has room.
+func (c *hostCQ) moveCompletions(db []byte) bool {
+	if c.over {
+		return false
+	}
+	ci := hostif.Word(db, c.ciWord).Load()
+	room := int(c.depth - (c.pi - ci))
+	if room <= 0 || room > int(c.depth) {
+		if c.pi-ci > c.depth {
+			c.over = true // a consumer index ahead of what was written: garbage
+		}
+		return false
+	}
+	n, err := c.cq.Poll(c.wcs[:min(room, len(c.wcs))])
+	if err != nil || n == 0 {
+		return false
+	}
+	for _, wc := range c.wcs[:n] {
+		off := int(c.pi%c.depth) * hostif.CQELen
+		imm := wc.ImmData
+		if wc.Flags&WCWithInv != 0 {
+			imm = wc.InvalidatedRKey
+		}
+		hostif.PutCQE(c.ring.mem[off:off+hostif.CQELen], &hostif.CQE{WRID: wc.WRID, Status: uint32(wc.Status), Opcode: uint32(wc.Opcode),
+			Flags: uint32(wc.Flags), ByteLen: wc.ByteLen, Imm: imm, QPNum: wc.QPNum, SrcQP: wc.SrcQP, VendorErr: wc.VendorErr,
+			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, hostif.Lap(c.pi, c.depth))
+		c.pi++
+	}
+	return true
+}
+
+// stopData ends the poller and unmaps what the NIC shared.
+func (hc *hostClient) stopData() {
+	d := hc.data
+	if d == nil {
+		return
+	}
+	close(d.stop)
+	d.poke()
+	<-d.done
+	hc.wakeFile.Close()
+	for _, h := range d.cur.qps {
+		h.sq.close()
+		if h.rq != nil {
+			h.rq.close()
+		}
+	}
+	for _, c := range d.cur.cqs {
+		c.ring.close()
+	}
+	d.db.close()
+}
+
+// publish makes the poller serve the client's current queues from its
+// next round (called with hc.mu and hc.stepMu held).
+func (hc *hostClient) publish() {
+	q := &queues{}
+	for _, c := range hc.cqs {
+		q.cqs = append(q.cqs, c)
+	}
+	for _, h := range hc.qps {
+		q.qps = append(q.qps, h)
+	}
+	hc.data.cur = q
+	hc.data.poke()
+}
+
+// queueOp runs a CQ or QP operation of the host interface; it returns an
+// errno (0: done) and the descriptors of the reply.
+func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (unix.Errno, []int) {
+	switch op {
+	case hostif.OpCreateCQ:
+		cqe := r.U32()
+		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) {
+			return unix.EINVAL, nil
+		}
+		depth := uint32(1)
+		for depth < cqe {
+			depth <<= 1
+		}
+		cq, err := hc.d.CreateCQ(int(depth))
+		if err != nil {
+			return errnoOf(err), nil
+		}
+		ring, err := newShm("rnic-cq", int(depth)*hostif.CQELen)
+		if err != nil {
+			cq.Destroy()
+			return unix.ENOMEM, nil
+		}
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		w, err := hc.data.word()
+		if err != nil {
+			ring.close()
+			cq.Destroy()
+			return unix.ENOMEM, nil
+		}
+		hc.next++
+		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32)}
+		go func() {
+			// The CQ's notifications wake a sleeping poller; the channel
+			// closes when the CQ is destroyed.
+			for range cq.Events() {
+				hc.data.poke()
+			}
+		}()
+		hc.stepMu.Lock()
+		hc.publish()
+		hc.stepMu.Unlock()
+		rep.U32(hc.next).U32(depth).U32(uint32(w))
+		return 0, []int{ring.fd}
+	case hostif.OpDestroyCQ:
+		h := r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		c := hc.cqs[h]
+		if r.End() != nil || c == nil {
+			return unix.EINVAL, nil
+		}
+		hc.stepMu.Lock()
+		defer hc.stepMu.Unlock()
+		if err := c.cq.Destroy(); err != nil {
+			return errnoOf(err), nil
+		}
+		delete(hc.cqs, h)
+		hc.publish()
+		c.ring.close()
+		return 0, nil
+	case hostif.OpCreateQP:
+		pdh, typ, scq, rcq := r.U32(), r.U8(), r.U32(), r.U32()
+		cp := QPCap{MaxSendWR: r.U32(), MaxRecvWR: r.U32(), MaxSendSGE: r.U32(), MaxRecvSGE: r.U32(), MaxInlineData: r.U32()}
+		sigAll := r.U8() != 0
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		pd, sc, rc := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq]
+		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE {
+			return unix.EINVAL, nil
+		}
+		if cp.MaxInlineData > 0 {
+			return unix.EOPNOTSUPP, nil // not built yet: the NIC would read inline data from the ring
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll})
+		if err != nil {
+			return errnoOf(err), nil
+		}
+		h := &hostQP{qp: qp, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
+			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), 0), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
+		h.slot = make([]byte, max(h.sqSlot, h.rqSlot))
+		h.sgl = make([]SGE, 0, hostif.MaxSGE)
+		fail := func(e unix.Errno) (unix.Errno, []int) {
+			if h.sq != nil {
+				h.sq.close()
+			}
+			if h.rq != nil {
+				h.rq.close()
+			}
+			qp.Destroy()
+			return e, nil
+		}
+		if h.sq, err = newShm("rnic-sq", int(h.sqDepth)*h.sqSlot); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.rq, err = newShm("rnic-rq", int(h.rqDepth)*h.rqSlot); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.sqWord, err = hc.data.word(); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.rqWord, err = hc.data.word(); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		hc.next++
+		hc.qps[hc.next] = h
+		hc.stepMu.Lock()
+		hc.publish()
+		hc.stepMu.Unlock()
+		rep.U32(hc.next).U32(qp.QPN()).U32(h.sqDepth).U32(uint32(h.sqSlot)).U32(uint32(h.sqWord)).
+			U32(h.rqDepth).U32(uint32(h.rqSlot)).U32(uint32(h.rqWord))
+		return 0, []int{h.sq.fd, h.rq.fd}
+	case hostif.OpModifyQP:
+		handle, mask := r.U32(), QPAttrMask(r.U32())
+		var a hostif.ModifyQP
+		a.Get(r)
+		hc.mu.Lock()
+		h := hc.qps[handle]
+		hc.mu.Unlock()
+		if r.End() != nil || h == nil {
+			return unix.EINVAL, nil
+		}
+		attr := QPAttr{State: QPState(a.State), CurState: QPState(a.CurState), PathMTU: MTU(a.PathMTU), QKey: a.QKey,
+			RQPSN: PSN(a.RQPSN), SQPSN: PSN(a.SQPSN), DestQPN: a.DestQPN, AccessFlags: Access(a.Access), PKeyIndex: a.PKeyIndex,
+			EnSQDAsyncNotify: a.EnSQDAsyncNotify != 0, MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic,
+			MinRNRTimer: a.MinRNRTimer, Port: a.Port, Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RNRRetry,
+			AH: AHAttr{DGID: GID(a.DGID), SGIDIndex: a.SGIDIndex, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit,
+				TrafficClass: a.TrafficClass, SL: a.SL, PortNum: a.Port}}
+		if err := h.qp.Modify(&attr, mask); err != nil {
+			return unix.EINVAL, nil
+		}
+		hc.data.poke() // a QP now in RTS may have work waiting in its ring
+		return 0, nil
+	case hostif.OpDestroyQP:
+		handle := r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		h := hc.qps[handle]
+		if r.End() != nil || h == nil {
+			return unix.EINVAL, nil
+		}
+		hc.stepMu.Lock()
+		defer hc.stepMu.Unlock()
+		if err := h.qp.Destroy(); err != nil {
+			return errnoOf(err), nil
+		}
+		delete(hc.qps, handle)
+		hc.publish()
+		h.sq.close()
+		h.rq.close()
+		return 0, nil
+	}
+	return unix.EOPNOTSUPP, nil
+}
+
+func pow2u(n uint32) uint32 {
+	d := uint32(1)
+	for d < n {
+		d <<= 1
+	}
+	return d
+}

@@ -1,0 +1,164 @@
+package rnic_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/testpeer"
+	"github.com/rnic/rnic/link/mem"
+)
+
+// TestHostQueuesPeer is the program of TestHostQueues, in another
+// process: through the host interface only, it registers its region,
+// creates a CQ and an RC QP whose rings it writes itself, prints
+// "addr A qpn Q rkey K", reads "peer QPN GID RKEY ADDR", connects,
+// WRITEs 4 KiB of its region to the peer and waits for the completion in
+// its CQ ring, prints "done STATUS", then answers dumps.
+func TestHostQueuesPeer(t *testing.T) {
+	if !testpeer.IsPeer() {
+		t.Skip("the program process of TestHostQueues")
+	}
+	fail := func(what string, err error) { fmt.Printf("error %s: %v\n", what, err); os.Exit(1) }
+	x, err := hostif.Open(os.Getenv("RNIC_HOST_SOCK"))
+	if err != nil {
+		fail("open", err)
+	}
+	r, err := x.Call(hostif.OpAllocPD, nil)
+	if err != nil {
+		fail("alloc pd", err)
+	}
+	pd := r.U32()
+	buf := testpeer.Region()
+	addr := testpeer.Address(buf)
+	r, err = x.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+		m.U32(pd).U64(addr).U64(uint64(len(buf))).U64(addr).U32(uint32(rnic.AccessLocalWrite | rnic.AccessRemoteWrite | rnic.AccessRemoteRead))
+	})
+	if err != nil {
+		fail("reg mr", err)
+	}
+	_, lkey, rkey := r.U32(), r.U32(), r.U32()
+	cq, err := x.CreateCQ(64)
+	if err != nil {
+		fail("create cq", err)
+	}
+	qp, err := x.CreateQP(hostif.QPInit{PD: pd, SendCQ: cq.Handle, RecvCQ: cq.Handle, Type: uint8(rnic.RC),
+		MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1})
+	if err != nil {
+		fail("create qp", err)
+	}
+	fmt.Printf("addr %d qpn %d rkey %d\n", addr, qp.QPN, rkey)
+	in := bufio.NewScanner(os.Stdin)
+	in.Scan()
+	var peerQPN, peerRKey uint32
+	var gidHex string
+	var peerAddr uint64
+	if _, err := fmt.Sscanf(in.Text(), "peer %d %s %d %d", &peerQPN, &gidHex, &peerRKey, &peerAddr); err != nil {
+		fail("peer line", err)
+	}
+	gid, _ := hex.DecodeString(gidHex)
+	var a hostif.ModifyQP
+	a.State, a.Port, a.Access = uint8(rnic.QPSInit), 1, uint32(rnic.AccessRemoteWrite|rnic.AccessRemoteRead)
+	if err := qp.Modify(uint32(rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags), &a); err != nil {
+		fail("INIT", err)
+	}
+	a = hostif.ModifyQP{State: uint8(rnic.QPSRTR), PathMTU: uint8(rnic.MTU1024), DestQPN: peerQPN, MaxDestRdAtomic: 1, MinRNRTimer: 12, SGIDIndex: 1, Port: 1}
+	copy(a.DGID[:], gid)
+	if err := qp.Modify(uint32(rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer), &a); err != nil {
+		fail("RTR", err)
+	}
+	a = hostif.ModifyQP{State: uint8(rnic.QPSRTS), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}
+	if err := qp.Modify(uint32(rnic.QPAttrState|rnic.QPAttrTimeout|rnic.QPAttrRetryCnt|rnic.QPAttrRNRRetry|rnic.QPAttrSQPSN|rnic.QPAttrMaxQPRdAtomic), &a); err != nil {
+		fail("RTS", err)
+	}
+	w := hostif.SendWQE{WRID: 42, Opcode: uint8(rnic.WRRDMAWrite), Flags: uint8(rnic.SendSignaled), NumSGE: 1, RemoteAddr: peerAddr, RKey: peerRKey}
+	w.SGL[0] = hostif.SGE{Addr: addr + 8192, Length: 4096, LKey: lkey}
+	if err := qp.PostSend(&w); err != nil {
+		fail("post", err)
+	}
+	var wc [4]hostif.CQE
+	deadline := time.Now().Add(10 * time.Second)
+	for cq.Poll(wc[:1]) == 0 {
+		if time.Now().After(deadline) {
+			fail("poll", fmt.Errorf("no completion"))
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+	fmt.Printf("done %d wrid %d\n", wc[0].Status, wc[0].WRID)
+	testpeer.Loop(buf)
+}
+
+// TestHostQueues: a program in another process, through the host
+// interface alone — its WQEs written into the send ring the NIC shares
+// with it, the doorbell a word of its doorbell page, its completion read
+// from the CQ ring — runs an RDMA WRITE over link/mem to a QP of this
+// process, and this process's WRITE lands in the program's registered
+// memory.
+func TestHostQueues(t *testing.T) {
+	sw := mem.NewSwitch()
+	pa := must(sw.Port(netip.MustParseAddr("10.9.1.1"), mem.Faults{}))
+	pb := must(sw.Port(netip.MustParseAddr("10.9.1.2"), mem.Faults{}))
+	a := must(rnic.Open(rnic.Options{Link: pa}))
+	defer a.Close()
+	b := must(rnic.Open(rnic.Options{Link: pb}))
+	defer b.Close()
+	sock := filepath.Join(t.TempDir(), "rnic0.sock")
+	ln := must(net.Listen("unixpacket", sock))
+	served := make(chan error, 1)
+	go func() { served <- a.ServeHost(ln) }()
+	defer func() { ln.Close(); <-served }()
+
+	pdb := must(b.AllocPD())
+	dst := make([]byte, 64<<10)
+	mrb := must(pdb.RegMR(dst, allAccess))
+	cqb := must(b.CreateCQ(64))
+	qpb := must(pdb.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cqb, RecvCQ: cqb, Cap: rnic.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+
+	peer := testpeer.Start(t, "TestHostQueuesPeer", "RNIC_HOST_SOCK="+sock)
+	var qpn, rkey uint32
+	if _, err := fmt.Sscanf(peer.Line, "addr %d qpn %d rkey %d", new(uint64), &qpn, &rkey); err != nil {
+		t.Fatalf("program said %q", peer.Line)
+	}
+	gidA := must(a.GID(rnic.AddrGIDIndex))
+	cp := rnic.ConnParams{Access: remoteRights, MTU: rnic.MTU1024}
+	must0(t, qpb.Connect(rnic.Endpoint{GID: gidA, QPN: qpn}, cp))
+	gidB := must(b.GID(rnic.AddrGIDIndex))
+	fmt.Fprintf(peer.Stdin(), "peer %d %s %d %d\n", qpb.QPN(), hex.EncodeToString(gidB[:]), mrb.RKey(), mrb.Addr()+1000)
+	line := peer.ReadLine(t)
+	var status, wrid uint32
+	if _, err := fmt.Sscanf(line, "done %d wrid %d", &status, &wrid); err != nil || status != uint32(rnic.WCSuccess) || wrid != 42 {
+		t.Fatalf("program: %q", line)
+	}
+	// Read through the MR: the NIC wrote dst, and this goroutine heard of
+	// it from the program, not from the NIC.
+	got := make([]byte, 4096)
+	must(mrb.ReadAt(got, 1000))
+	for i, v := range got {
+		if v != testpeer.Byte(8192+i) {
+			t.Fatalf("byte %d the program WROTE: %#x, want %#x", i, v, testpeer.Byte(8192+i))
+		}
+	}
+	// This process WRITEs into the program's region.
+	src := must(pdb.RegMR(bytes.Repeat([]byte("to the program "), 200), rnic.AccessLocalWrite))
+	must0(t, qpb.PostSend(rnic.SendWR{WRID: 7, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+		SGL: []rnic.SGE{src.SGE(0, 3000)}, RemoteAddr: peer.Addr + 100000, RKey: rkey}))
+	wc := make([]rnic.WC, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n, err := cqb.Wait(ctx, wc); err != nil || n != 1 || wc[0].Status != rnic.WCSuccess {
+		t.Fatalf("WRITE into the program: %v %+v", err, wc[0])
+	}
+	if got := peer.Dump(t, 100000, 3000); !bytes.Equal(got, src.Bytes()[:3000]) {
+		t.Fatal("the WRITE into the program's region differs")
+	}
+}

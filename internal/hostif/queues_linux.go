@@ -1,0 +1,183 @@
+package hostif
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// The program's side of the data path, in Go: what the verbs library
+// does with the rings the NIC hands out (and the reference for the C
+// provider). Not safe for concurrent use.
+
+// Context is a program's connection with its doorbell page.
+type Context struct {
+	*Client
+	db     []byte
+	wakeFD int
+	Name   string
+}
+
+// Open dials the NIC at path and says hello: the doorbell page is mapped
+// and the wake-up eventfd kept.
+func Open(path string) (*Context, error) {
+	c, err := Dial(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Call(OpHello, func(m *Msg) { m.U32(Version) })
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_, name := r.U32(), string(r.Bytes())
+	fds := c.FDs()
+	if len(fds) != 2 {
+		c.Close()
+		return nil, fmt.Errorf("hostif: HELLO carried %d descriptors, want 2", len(fds))
+	}
+	db, err := unix.Mmap(fds[0], 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	unix.Close(fds[0])
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Context{Client: c, db: db, wakeFD: fds[1], Name: name}, nil
+}
+
+// ring tells the NIC a producer index changed: it stores idx at the
+// doorbell word, then, if the NIC sleeps, wakes it.
+func (x *Context) ring(word int, idx uint32) {
+	Word(x.db, word).Store(idx)
+	if Word(x.db, 0).Load() == 1 {
+		var one = [8]byte{1}
+		unix.Write(x.wakeFD, one[:])
+	}
+}
+
+// ClientCQ is a CQ's ring, mapped.
+type ClientCQ struct {
+	x      *Context
+	Handle uint32
+	ring   []byte
+	depth  uint32
+	ci     uint32
+	ciWord int
+}
+
+// CreateCQ creates a CQ of at least cqe entries.
+func (x *Context) CreateCQ(cqe int) (*ClientCQ, error) {
+	r, err := x.Call(OpCreateCQ, func(m *Msg) { m.U32(uint32(cqe)) })
+	if err != nil {
+		return nil, err
+	}
+	h, depth, w := r.U32(), r.U32(), r.U32()
+	fds := x.FDs()
+	if len(fds) != 1 {
+		return nil, fmt.Errorf("hostif: CREATE_CQ carried %d descriptors", len(fds))
+	}
+	ring, err := unix.Mmap(fds[0], 0, int(depth)*CQELen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	unix.Close(fds[0])
+	if err != nil {
+		return nil, err
+	}
+	return &ClientCQ{x: x, Handle: h, ring: ring, depth: depth, ciWord: int(w)}, nil
+}
+
+// Poll takes up to len(out) completions.
+func (c *ClientCQ) Poll(out []CQE) int {
+	n := 0
+	for n < len(out) {
+		off := int(c.ci%c.depth) * CQELen
+		if !GetCQE(c.ring[off:off+CQELen], Lap(c.ci, c.depth), &out[n]) {
+			break
+		}
+		c.ci++
+		n++
+	}
+	if n > 0 {
+		Word(c.x.db, c.ciWord).Store(c.ci)
+	}
+	return n
+}
+
+// ClientQP is a QP's rings, mapped.
+type ClientQP struct {
+	x                *Context
+	Handle, QPN      uint32
+	sq, rq           []byte
+	sqDepth, rqDepth uint32
+	sqSlot, rqSlot   int
+	sqPI, rqPI       uint32
+	sqWord, rqWord   int
+}
+
+// QPInit are CREATE_QP's arguments.
+type QPInit struct {
+	PD, SendCQ, RecvCQ                uint32
+	Type                              uint8
+	MaxSendWR, MaxRecvWR              uint32
+	MaxSendSGE, MaxRecvSGE, MaxInline uint32
+	SigAll                            bool
+}
+
+// CreateQP creates a QP.
+func (x *Context) CreateQP(a QPInit) (*ClientQP, error) {
+	r, err := x.Call(OpCreateQP, func(m *Msg) {
+		sig := uint8(0)
+		if a.SigAll {
+			sig = 1
+		}
+		m.U32(a.PD).U8(a.Type).U32(a.SendCQ).U32(a.RecvCQ).U32(a.MaxSendWR).U32(a.MaxRecvWR).
+			U32(a.MaxSendSGE).U32(a.MaxRecvSGE).U32(a.MaxInline).U8(sig)
+	})
+	if err != nil {
+		return nil, err
+	}
+	q := &ClientQP{x: x, Handle: r.U32(), QPN: r.U32()}
+	q.sqDepth, q.sqSlot, q.sqWord = r.U32(), int(r.U32()), int(r.U32())
+	q.rqDepth, q.rqSlot, q.rqWord = r.U32(), int(r.U32()), int(r.U32())
+	fds := x.FDs()
+	if r.End() != nil || len(fds) != 2 {
+		return nil, fmt.Errorf("hostif: CREATE_QP reply: %v, %d descriptors", r.Err, len(fds))
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if q.sq, err = unix.Mmap(fds[0], 0, int(q.sqDepth)*q.sqSlot, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return nil, err
+	}
+	if q.rq, err = unix.Mmap(fds[1], 0, int(q.rqDepth)*q.rqSlot, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Modify runs MODIFY_QP with the IBV_QP_* mask.
+func (q *ClientQP) Modify(mask uint32, a *ModifyQP) error {
+	_, err := q.x.Call(OpModifyQP, func(m *Msg) { m.U32(q.Handle).U32(mask); a.Put(m) })
+	return err
+}
+
+// PostSend writes w into the send ring and rings the doorbell. It does
+// not check the ring for room: the caller keeps at most the QP's depth
+// outstanding, as libibverbs' callers do.
+func (q *ClientQP) PostSend(w *SendWQE) error {
+	off := int(q.sqPI%q.sqDepth) * q.sqSlot
+	if err := EncodeSend(q.sq[off:off+q.sqSlot], w); err != nil {
+		return err
+	}
+	q.sqPI++
+	q.x.ring(q.sqWord, q.sqPI)
+	return nil
+}
+
+// PostRecv writes w into the receive ring and rings the doorbell.
+func (q *ClientQP) PostRecv(w *RecvWQE) error {
+	off := int(q.rqPI%q.rqDepth) * q.rqSlot
+	if err := EncodeRecv(q.rq[off:off+q.rqSlot], w); err != nil {
+		return err
+	}
+	q.rqPI++
+	q.x.ring(q.rqWord, q.rqPI)
+	return nil
+}
