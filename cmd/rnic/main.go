@@ -32,12 +32,13 @@ Start with "rnic demo": two NICs in one process doing every RDMA operation.
 "rnic perf" runs perftest's benchmarks over UDP; "rnic stat" shows the
 counters and QPs of running devices (rnic perf's, and those of any program
 that publishes its own); "rnic sim" runs the same workloads on simulated
-hardware RNICs in virtual time.`,
+hardware RNICs in virtual time. "rnic nic up" starts a NIC that serves other
+local processes through rnic's host interface.`,
 		Version:      rnic.Version,
 		SilenceUsage: true,
 	}
 	// "rnic version 0.2.0-dev", as "rnic --version" prints it.
 	root.SetVersionTemplate("rnic version {{.Version}}\n")
-	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd())
+	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd(), newNICCmd())
 	return root
 }

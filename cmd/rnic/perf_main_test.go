@@ -12,6 +12,15 @@ import (
 // TestMain fails the package if goroutines outlive the tests: perf must
 // close its devices, connections, listeners and control sockets.
 func TestMain(m *testing.M) {
+	if os.Getenv("RNIC_TEST_MAIN") == "1" && len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") {
+		// The test binary run as rnic itself (what "rnic nic up" starts).
+		root := newRootCmd()
+		root.SetArgs(os.Args[1:])
+		if err := root.Execute(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	before := len(goroutines())
 	code := m.Run()
 	if code == 0 {
