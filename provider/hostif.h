@@ -1,0 +1,64 @@
+/*
+ * The C side of rnic's host interface (internal/hostif/proto.go is the
+ * definition): one SOCK_SEQPACKET datagram per request and reply, a
+ * 16-byte header (magic "RN", op, seq, errno, length) and little-endian
+ * fields.
+ */
+#ifndef RNIC_HOSTIF_H
+#define RNIC_HOSTIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	HOSTIF_VERSION = 1,
+	HOSTIF_MAGIC = 0x4e52,
+	HOSTIF_HEADER = 16,
+	HOSTIF_MAX_MSG = 4096,
+};
+
+enum hostif_op {
+	HOSTIF_HELLO = 1,
+	HOSTIF_QUERY_DEVICE = 2,
+	HOSTIF_QUERY_PORT = 3,
+	HOSTIF_QUERY_GID = 4,
+	HOSTIF_ALLOC_PD = 5,
+	HOSTIF_DEALLOC_PD = 6,
+	HOSTIF_REG_MR = 7,
+	HOSTIF_DEREG_MR = 8,
+	HOSTIF_CREATE_CQ = 9,
+	HOSTIF_DESTROY_CQ = 10,
+	HOSTIF_CREATE_QP = 11,
+	HOSTIF_MODIFY_QP = 12,
+	HOSTIF_DESTROY_QP = 13,
+};
+
+/* A message being built or read. */
+struct hostif_msg {
+	uint8_t b[HOSTIF_MAX_MSG];
+	size_t len; /* built: bytes so far; read: bytes in the message */
+	size_t off; /* read: the next field */
+	int err;    /* a field past the end (read) or past HOSTIF_MAX_MSG (build) */
+};
+
+void hostif_begin(struct hostif_msg *m, uint16_t op, uint32_t seq);
+void hostif_u8(struct hostif_msg *m, uint8_t v);
+void hostif_u32(struct hostif_msg *m, uint32_t v);
+void hostif_u64(struct hostif_msg *m, uint64_t v);
+uint8_t hostif_get_u8(struct hostif_msg *m);
+uint16_t hostif_get_u16(struct hostif_msg *m);
+uint32_t hostif_get_u32(struct hostif_msg *m);
+uint64_t hostif_get_u64(struct hostif_msg *m);
+const uint8_t *hostif_get(struct hostif_msg *m, size_t n);
+
+/* hostif_connect connects to a NIC's socket; -1 and errno on failure. */
+int hostif_connect(const char *path);
+/* hostif_call sends m and reads the reply into m; it returns 0, the
+ * reply's errno (positive), or -1 with errno set. fds receives up to
+ * *nfds descriptors the reply carried (*nfds is set to how many). */
+int hostif_call(int fd, struct hostif_msg *m, int *fds, int *nfds);
+
+int hostif_hello(int fd);
+int hostif_query_gid(int fd, uint8_t port, uint32_t index, uint8_t gid[16]);
+
+#endif
