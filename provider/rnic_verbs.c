@@ -25,13 +25,7 @@
 #include <infiniband/verbs.h>
 
 #include "hostif.h"
-
-/* A device: libibverbs' struct first, so that programs reading
- * ibv_device's fields (name, node_type) find them. */
-struct rnic_device {
-	struct ibv_device ibdev;
-	char socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
-};
+#include "rnic.h"
 
 /* The run directory, as rnic nic chooses it. */
 static void run_dir(char *out, size_t n)

@@ -26,14 +26,9 @@ func buildProvider(t *testing.T) string {
 	return dir
 }
 
-// TestProviderDevices: Debian's unmodified ibv_devices, loading rnic's
-// libibverbs.so.1, lists the running NICs with node GUIDs derived from
-// their addresses, as rxe derives them from a MAC.
-func TestProviderDevices(t *testing.T) {
-	bin, err := exec.LookPath("ibv_devices")
-	if err != nil {
-		t.Skip("skipped: no ibv_devices; Debian: apt-get install ibverbs-utils")
-	}
+// TestProvider runs Debian's unmodified ibverbs-utils on rnic's
+// libibverbs.so.1 against two NICs started with "rnic nic up".
+func TestProvider(t *testing.T) {
 	lib := buildProvider(t)
 	run := t.TempDir()
 	t.Setenv("RNIC_RUN_DIR", run)
@@ -45,20 +40,44 @@ func TestProviderDevices(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(run, "rnic9.sock"), nil, 0o600) // a stale socket: no NIC behind it
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ibv_devices: %v\n%s", err, out)
+	prog := func(t *testing.T, name string, args ...string) string {
+		t.Helper()
+		bin, err := exec.LookPath(name)
+		if err != nil {
+			t.Skipf("skipped: no %s; Debian: apt-get install ibverbs-utils", name)
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		return string(out)
 	}
-	want := []string{"rnic0", "00007ffffe00001f", "rnic1", "00007ffffe000020"}
-	for _, w := range want {
-		if !strings.Contains(string(out), w) {
-			t.Errorf("ibv_devices does not show %s:\n%s", w, out)
+	expect := func(t *testing.T, out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("the output does not show %q:\n%s", w, out)
+			}
 		}
 	}
-	if strings.Contains(string(out), "rnic9") {
-		t.Errorf("ibv_devices shows the stale socket's NIC:\n%s", out)
-	}
-	t.Logf("ibv_devices:\n%s", out)
+
+	// ibv_devices lists the NICs with node GUIDs from their addresses, as
+	// rxe derives them from a MAC; a stale socket is no device.
+	t.Run("ibv_devices", func(t *testing.T) {
+		out := prog(t, "ibv_devices")
+		expect(t, out, "rnic0", "00007ffffe00001f", "rnic1", "00007ffffe000020")
+		if strings.Contains(out, "rnic9") {
+			t.Errorf("ibv_devices shows the stale socket's NIC:\n%s", out)
+		}
+	})
+	// ibv_devinfo -v shows the device's attributes as the NIC states them
+	// and the GID table laid out as rxe's.
+	t.Run("ibv_devinfo", func(t *testing.T) {
+		out := prog(t, "ibv_devinfo", "-v", "-d", "rnic0")
+		expect(t, out, "hca_id:\trnic0", "node_guid:\t\t\t0000:7fff:fe00:001f", "state:\t\t\tPORT_ACTIVE (4)",
+			"max_qp:\t\t\t\t16384", "atomic_cap:\t\t\tATOMIC_HCA (1)", "link_layer:\t\tEthernet", "gid_tbl_len:\t\t2",
+			"GID[  0]:\t\tfe80::7fff:fe00:1f, RoCE v2", "GID[  1]:\t\t::ffff:127.0.0.31, RoCE v2")
+	})
 }

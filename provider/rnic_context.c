@@ -1,0 +1,253 @@
+/*
+ * Opening a device and asking it what it is: ibv_open_device connects to
+ * the NIC's socket and says hello (the NIC hands out the doorbell page
+ * and its wake-up eventfd), ibv_query_device/port/gid ask over the host
+ * interface. The context is a struct verbs_context, so that the inline
+ * verbs of <infiniband/verbs.h> compiled into programs find their
+ * extended operations.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "hostif.h"
+#include "rnic.h"
+
+static struct rnic_context *to_ctx(struct ibv_context *c)
+{
+	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
+}
+
+int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds, int *nfds)
+{
+	struct rnic_context *ctx = to_ctx(c);
+	pthread_mutex_lock(&ctx->lock);
+	/* The header's sequence number, set here: requests on one socket are
+	 * one at a time. */
+	uint32_t seq = ++ctx->seq;
+	for (int i = 0; i < 4; i++)
+		m->b[4 + i] = seq >> (8 * i);
+	m->b[2] = op;
+	m->b[3] = op >> 8;
+	int r = hostif_call(ctx->fd, m, fds, nfds);
+	pthread_mutex_unlock(&ctx->lock);
+	if (r < 0)
+		return errno ? errno : EIO;
+	return r;
+}
+
+static int rnic_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct rnic_device *dev = (struct rnic_device *)device;
+	struct rnic_context *ctx = calloc(1, sizeof *ctx);
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->fd = hostif_connect(dev->socket);
+	if (ctx->fd < 0) {
+		int e = errno;
+		free(ctx);
+		errno = e == ENOENT || e == ECONNREFUSED ? ENODEV : e;
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->lock, NULL);
+	struct hostif_msg m;
+	int fds[2], nfds = 2;
+	hostif_begin(&m, HOSTIF_HELLO, 0);
+	hostif_u32(&m, HOSTIF_VERSION);
+	int r = hostif_call(ctx->fd, &m, fds, &nfds);
+	if (r != 0 || nfds != 2) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		close(ctx->fd);
+		free(ctx);
+		errno = r > 0 ? r : EPROTO;
+		return NULL;
+	}
+	ctx->db = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	ctx->wake_fd = fds[1];
+	if (ctx->db == MAP_FAILED) {
+		close(ctx->wake_fd);
+		close(ctx->fd);
+		free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct ibv_context *c = &ctx->vctx.context;
+	c->device = device;
+	c->cmd_fd = ctx->fd;
+	c->async_fd = -1;
+	c->num_comp_vectors = 1;
+	pthread_mutex_init(&c->mutex, NULL);
+	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.sz = sizeof ctx->vctx;
+	ctx->vctx.query_port = rnic_query_port;
+	return c;
+}
+
+int ibv_close_device(struct ibv_context *c)
+{
+	struct rnic_context *ctx = to_ctx(c);
+	munmap(ctx->db, 4096);
+	close(ctx->wake_fd);
+	close(ctx->fd); /* the NIC tears down what the program left */
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return 0;
+}
+
+/* The node GUID: the EUI-64 of the link-local GID (index 0). */
+static __be64 node_guid(struct ibv_context *c)
+{
+	union ibv_gid g;
+	__be64 guid = 0;
+	if (ibv_query_gid(c, 1, 0, &g) == 0)
+		memcpy(&guid, g.raw + 8, 8);
+	return guid;
+}
+
+int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_QUERY_DEVICE, 0);
+	int r = rnic_call(c, &m, HOSTIF_QUERY_DEVICE, NULL, NULL);
+	if (r)
+		return r;
+	memset(a, 0, sizeof *a);
+	a->max_mr_size = hostif_get_u64(&m);
+	a->page_size_cap = hostif_get_u64(&m);
+	a->max_qp = hostif_get_u32(&m);
+	a->max_qp_wr = hostif_get_u32(&m);
+	a->max_sge = hostif_get_u32(&m);
+	a->max_cq = hostif_get_u32(&m);
+	a->max_cqe = hostif_get_u32(&m);
+	a->max_mr = hostif_get_u32(&m);
+	a->max_pd = hostif_get_u32(&m);
+	a->max_qp_rd_atom = hostif_get_u32(&m);
+	a->max_qp_init_rd_atom = hostif_get_u32(&m);
+	a->max_srq = hostif_get_u32(&m);
+	a->max_srq_wr = hostif_get_u32(&m);
+	a->max_srq_sge = hostif_get_u32(&m);
+	hostif_get_u32(&m); /* max inline data: a QP capability, not in ibv_device_attr */
+	a->atomic_cap = hostif_get_u8(&m);
+	uint16_t n = hostif_get_u16(&m);
+	const uint8_t *fw = hostif_get(&m, n);
+	if (m.err)
+		return EPROTO;
+	memcpy(a->fw_ver, fw, n < sizeof a->fw_ver ? n : sizeof a->fw_ver - 1);
+	a->node_guid = a->sys_image_guid = node_guid(c);
+	a->vendor_id = 0xffffff; /* no IEEE OUI: rxe's choice too */
+	a->max_sge_rd = a->max_sge;
+	a->max_res_rd_atom = a->max_qp_rd_atom * a->max_qp;
+	a->max_mw = a->max_mr; /* windows and regions share the MPT */
+	a->max_ah = INT_MAX;   /* an AH holds no NIC resource */
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	return 0;
+}
+
+static int rnic_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len)
+{
+	if (port != 1)
+		return EINVAL;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_QUERY_PORT, 0);
+	hostif_u8(&m, port);
+	int r = rnic_call(c, &m, HOSTIF_QUERY_PORT, NULL, NULL);
+	if (r)
+		return r;
+	struct ibv_port_attr a = {0};
+	a.active_mtu = hostif_get_u8(&m);
+	uint64_t msg = hostif_get_u64(&m);
+	a.gid_tbl_len = hostif_get_u32(&m);
+	if (m.err)
+		return EPROTO;
+	a.state = IBV_PORT_ACTIVE;
+	a.max_mtu = IBV_MTU_4096;
+	a.max_msg_sz = msg > UINT32_MAX ? UINT32_MAX : (uint32_t)msg;
+	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS;
+	a.pkey_tbl_len = 1;
+	a.max_vl_num = 1;
+	a.active_width = 1; /* 1X: rnic's speed is its host's, not a link's */
+	a.active_speed = 1;
+	a.phys_state = 5; /* LinkUp */
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	memcpy(attr, &a, len < sizeof a ? len : sizeof a);
+	return 0;
+}
+
+/* The exported ibv_query_port, for programs built before the extended
+ * context: its struct is a prefix of ibv_port_attr. */
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *attr)
+{
+	/* The old struct ended before flags and port_cap_flags2. */
+	return rnic_query_port(c, port, (struct ibv_port_attr *)attr, offsetof(struct ibv_port_attr, flags));
+}
+
+static int query_gid(struct ibv_context *c, uint8_t port, int index, uint8_t *gid, uint32_t *type)
+{
+	if (index < 0)
+		return EINVAL;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_QUERY_GID, 0);
+	hostif_u8(&m, port);
+	hostif_u32(&m, (uint32_t)index);
+	int r = rnic_call(c, &m, HOSTIF_QUERY_GID, NULL, NULL);
+	if (r)
+		return r;
+	const uint8_t *g = hostif_get(&m, 16);
+	uint32_t t = hostif_get_u32(&m);
+	if (m.err)
+		return EPROTO;
+	memcpy(gid, g, 16);
+	if (type)
+		*type = t;
+	return 0;
+}
+
+int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid)
+{
+	int r = query_gid(c, port, index, gid->raw, NULL);
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+}
+
+/* ibv_query_gid_type (rdma-core's private symbol ibv_devinfo imports):
+ * the sysfs GID type, 0 for IB/RoCE v1, 1 for RoCE v2. */
+int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index, int *type)
+{
+	uint8_t g[16];
+	uint32_t t;
+	int r = query_gid(c, port, (int)index, g, &t);
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	*type = t == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+/* No sysfs behind rnic's devices: every attribute file is missing. */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+	errno = ENOENT;
+	return -1;
+}
