@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/transport"
 )
 
 // The host interface's data path: a program's queues are rings in shared
@@ -229,7 +230,13 @@ func (h *hostQP) moveSends(db []byte) bool {
 	for h.sqCI != pi && pi-h.sqCI <= h.sqDepth {
 		off := int(h.sqCI%h.sqDepth) * h.sqSlot
 		copy(h.slot[:h.sqSlot], h.sq.mem[off:off+h.sqSlot]) // copied once: what is checked is what is used
-		if err := hostif.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil || h.post() != nil {
+		if err := hostif.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil {
+			h.fail()
+			return true
+		}
+		if err := h.post(); errors.Is(err, transport.ErrQueueFull) {
+			break // the program has more outstanding than max_send_wr: it waits in the ring
+		} else if err != nil {
 			h.fail()
 			return true
 		}
@@ -275,7 +282,9 @@ func (h *hostQP) moveRecvs(db []byte) bool {
 		for _, s := range h.rwqe.SGL[:h.rwqe.NumSGE] {
 			h.sgl = append(h.sgl, SGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey})
 		}
-		if err := h.qp.PostRecv(RecvWR{WRID: h.rwqe.WRID, SGL: h.sgl}); err != nil {
+		if err := h.qp.PostRecv(RecvWR{WRID: h.rwqe.WRID, SGL: h.sgl}); errors.Is(err, transport.ErrQueueFull) {
+			break
+		} else if err != nil {
 			h.fail()
 			return true
 		}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildProvider builds rnic's libibverbs.so.1 into a temporary directory
@@ -72,6 +74,46 @@ func TestProvider(t *testing.T) {
 			t.Errorf("ibv_devices shows the stale socket's NIC:\n%s", out)
 		}
 	})
+	// The pingpongs, server on rnic0 and client on rnic1 in two processes:
+	// every packet crosses link/udp between 127.0.0.31 and .32, and -c
+	// makes each side check the data it received.
+	for i, pp := range []string{"ibv_rc_pingpong", "ibv_uc_pingpong"} {
+		t.Run(pp, func(t *testing.T) {
+			bin, err := exec.LookPath(pp)
+			if err != nil {
+				t.Skipf("skipped: no %s; Debian: apt-get install ibverbs-utils", pp)
+			}
+			port := fmt.Sprint(18600 + i)
+			args := []string{"-g", "1", "-n", "100", "-s", "8192", "-c", "-p", port}
+			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
+			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+			var srvOut strings.Builder
+			srv.Stdout, srv.Stderr = &srvOut, &srvOut
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Process.Kill()
+			var out []byte
+			for try := 0; try < 50; try++ { // until the server listens
+				cli := exec.Command(bin, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
+				cli.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+				if out, err = cli.CombinedOutput(); err == nil || !strings.Contains(string(out), "Couldn't connect") {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("%s client: %v\n%s\nserver:\n%s", pp, err, out, srvOut.String())
+			}
+			if err := srv.Wait(); err != nil {
+				t.Fatalf("%s server: %v\n%s", pp, err, srvOut.String())
+			}
+			for _, o := range []string{string(out), srvOut.String()} {
+				expect(t, o, "1638400 bytes in", "100 iters in") // 100 × 8 KiB each way
+			}
+			t.Logf("client:\n%s", out)
+		})
+	}
 	// ibv_devinfo -v shows the device's attributes as the NIC states them
 	// and the GID table laid out as rxe's.
 	t.Run("ibv_devinfo", func(t *testing.T) {

@@ -1,0 +1,511 @@
+/*
+ * PDs, MRs, CQs and QPs over the host interface, and the data path in
+ * the rings the NIC shares: ibv_post_send writes a WQE into the send ring
+ * and stores the producer index in the doorbell page (waking the NIC with
+ * its eventfd only if the page says it sleeps); ibv_poll_cq reads CQEs by
+ * their owner word. The formats are internal/hostif/ring.go's.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "hostif.h"
+#include "rnic.h"
+
+enum { WQE_HEADER = 64, RECV_HEADER = 16, SGE_LEN = 16, CQE_LEN = 64, MAX_SGE = 32 };
+
+struct rnic_cq {
+	struct ibv_cq ibcq;
+	uint8_t *ring;
+	uint32_t depth, ci, ci_word;
+	pthread_spinlock_t lock;
+};
+
+struct rnic_qp {
+	struct ibv_qp ibqp;
+	uint8_t *sq, *rq;
+	uint32_t sq_depth, sq_slot, sq_word, sq_pi;
+	uint32_t rq_depth, rq_slot, rq_word, rq_pi;
+	struct ibv_qp_cap cap;
+	pthread_spinlock_t sq_lock, rq_lock;
+};
+
+static struct rnic_context *ctx_of(struct ibv_context *c)
+{
+	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
+}
+
+static _Atomic uint32_t *word(struct ibv_context *c, uint32_t off)
+{
+	return (_Atomic uint32_t *)((uint8_t *)ctx_of(c)->db + off);
+}
+
+/* ring stores a producer index and wakes a sleeping NIC. */
+static void ring(struct ibv_context *c, uint32_t off, uint32_t idx)
+{
+	atomic_store(word(c, off), idx);
+	if (atomic_load(word(c, 0)) == 1) {
+		uint64_t one = 1;
+		ssize_t r = write(ctx_of(c)->wake_fd, &one, sizeof one);
+		(void)r;
+	}
+}
+
+static void le32(uint8_t *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = v >> (8 * i); }
+static void le64(uint8_t *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = v >> (8 * i); }
+static uint32_t rd32(const uint8_t *b) { return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24; }
+static uint64_t rd64(const uint8_t *b) { return rd32(b) | (uint64_t)rd32(b + 4) << 32; }
+
+/* --- PD and MR --- */
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_ALLOC_PD, 0);
+	int r = rnic_call(c, &m, HOSTIF_ALLOC_PD, NULL, NULL);
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	struct ibv_pd *pd = calloc(1, sizeof *pd);
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->context = c;
+	pd->handle = hostif_get_u32(&m);
+	return pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DEALLOC_PD, 0);
+	hostif_u32(&m, pd->handle);
+	int r = rnic_call(pd->context, &m, HOSTIF_DEALLOC_PD, NULL, NULL);
+	if (r)
+		return r;
+	free(pd);
+	return 0;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_REG_MR, 0);
+	hostif_u32(&m, pd->handle);
+	hostif_u64(&m, (uintptr_t)addr);
+	hostif_u64(&m, length);
+	hostif_u64(&m, iova);
+	hostif_u32(&m, access & ~IBV_ACCESS_OPTIONAL_RANGE);
+	int r = rnic_call(pd->context, &m, HOSTIF_REG_MR, NULL, NULL);
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	struct ibv_mr *mr = calloc(1, sizeof *mr);
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->handle = hostif_get_u32(&m);
+	mr->lkey = hostif_get_u32(&m);
+	mr->rkey = hostif_get_u32(&m);
+	return mr;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DEREG_MR, 0);
+	hostif_u32(&m, mr->handle);
+	int r = rnic_call(mr->context, &m, HOSTIF_DEREG_MR, NULL, NULL);
+	if (r)
+		return r;
+	free(mr);
+	return 0;
+}
+
+/* --- CQ --- */
+
+static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
+	int k = 0;
+	pthread_spin_lock(&cq->lock);
+	while (k < n) {
+		uint8_t *s = cq->ring + (size_t)(cq->ci % cq->depth) * CQE_LEN;
+		uint32_t lap = cq->ci / cq->depth + 1;
+		if (atomic_load_explicit((_Atomic uint32_t *)(s + 60), memory_order_acquire) != lap)
+			break;
+		struct ibv_wc *w = &wc[k++];
+		memset(w, 0, sizeof *w);
+		w->wr_id = rd64(s);
+		w->status = rd32(s + 8);
+		w->opcode = rd32(s + 12);
+		w->wc_flags = rd32(s + 16);
+		w->byte_len = rd32(s + 20);
+		w->imm_data = htonl(rd32(s + 24)); /* the CQE holds it in host order, ibv_wc in network order */
+		w->qp_num = rd32(s + 28);
+		w->src_qp = rd32(s + 32);
+		w->vendor_err = rd32(s + 36);
+		w->pkey_index = s[40] | s[41] << 8;
+		w->sl = s[42];
+		cq->ci++;
+	}
+	if (k)
+		atomic_store(word(ibcq->context, cq->ci_word), cq->ci);
+	pthread_spin_unlock(&cq->lock);
+	return k;
+}
+
+static int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return EOPNOTSUPP; /* completion channels are not built yet */
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)
+{
+	if (cqe < 1 || channel) {
+		errno = channel ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	struct hostif_msg m;
+	int fd = -1, nfds = 1;
+	hostif_begin(&m, HOSTIF_CREATE_CQ, 0);
+	hostif_u32(&m, (uint32_t)cqe);
+	int r = rnic_call(c, &m, HOSTIF_CREATE_CQ, &fd, &nfds);
+	if (r || nfds != 1) {
+		if (nfds == 1)
+			close(fd);
+		errno = r ? r : EPROTO;
+		return NULL;
+	}
+	struct rnic_cq *cq = calloc(1, sizeof *cq);
+	uint32_t handle = hostif_get_u32(&m);
+	if (cq) {
+		cq->depth = hostif_get_u32(&m);
+		cq->ci_word = hostif_get_u32(&m);
+		cq->ring = mmap(NULL, (size_t)cq->depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	}
+	close(fd);
+	if (!cq || cq->ring == MAP_FAILED) {
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibcq.context = c;
+	cq->ibcq.cq_context = cq_context;
+	cq->ibcq.handle = handle;
+	cq->ibcq.cqe = (int)cq->depth;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	c->ops.poll_cq = rnic_poll_cq;
+	c->ops.req_notify_cq = rnic_req_notify_cq;
+	return &cq->ibcq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DESTROY_CQ, 0);
+	hostif_u32(&m, ibcq->handle);
+	int r = rnic_call(ibcq->context, &m, HOSTIF_DESTROY_CQ, NULL, NULL);
+	if (r)
+		return r;
+	munmap(cq->ring, (size_t)cq->depth * CQE_LEN);
+	free(cq);
+	return 0;
+}
+
+/* --- QP --- */
+
+static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ibqp;
+	int r = 0;
+	pthread_spin_lock(&qp->sq_lock);
+	uint32_t pi = qp->sq_pi;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->send_flags & IBV_SEND_INLINE)) {
+			r = wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ? EINVAL : EOPNOTSUPP;
+			break;
+		}
+		uint8_t *s = qp->sq + (size_t)(pi % qp->sq_depth) * qp->sq_slot;
+		memset(s, 0, WQE_HEADER);
+		le64(s, wr->wr_id);
+		s[8] = wr->opcode;
+		s[9] = wr->send_flags;
+		s[10] = wr->num_sge;
+		if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
+			le32(s + 12, wr->invalidate_rkey);
+		else
+			le32(s + 12, ntohl(wr->imm_data)); /* the ring holds it in host order */
+		switch (wr->opcode) {
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			le64(s + 16, wr->wr.atomic.remote_addr);
+			le32(s + 24, wr->wr.atomic.rkey);
+			le64(s + 32, wr->wr.atomic.compare_add);
+			le64(s + 40, wr->wr.atomic.swap);
+			break;
+		default:
+			le64(s + 16, wr->wr.rdma.remote_addr);
+			le32(s + 24, wr->wr.rdma.rkey);
+		}
+		if (ibqp->qp_type == IBV_QPT_UD) {
+			le32(s + 48, wr->wr.ud.remote_qpn);
+			le32(s + 52, wr->wr.ud.remote_qkey);
+		}
+		for (int i = 0; i < wr->num_sge; i++) {
+			uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
+			le64(g, wr->sg_list[i].addr);
+			le32(g + 8, wr->sg_list[i].length);
+			le32(g + 12, wr->sg_list[i].lkey);
+		}
+		pi++;
+	}
+	if (pi != qp->sq_pi) {
+		qp->sq_pi = pi;
+		ring(ibqp->context, qp->sq_word, pi);
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	if (r && bad)
+		*bad = wr;
+	return r;
+}
+
+static int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ibqp;
+	int r = 0;
+	pthread_spin_lock(&qp->rq_lock);
+	uint32_t pi = qp->rq_pi;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+			r = EINVAL;
+			break;
+		}
+		uint8_t *s = qp->rq + (size_t)(pi % qp->rq_depth) * qp->rq_slot;
+		memset(s, 0, RECV_HEADER);
+		le64(s, wr->wr_id);
+		s[8] = wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			uint8_t *g = s + RECV_HEADER + i * SGE_LEN;
+			le64(g, wr->sg_list[i].addr);
+			le32(g + 8, wr->sg_list[i].length);
+			le32(g + 12, wr->sg_list[i].lkey);
+		}
+		pi++;
+	}
+	if (pi != qp->rq_pi) {
+		qp->rq_pi = pi;
+		ring(ibqp->context, qp->rq_word, pi);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	if (r && bad)
+		*bad = wr;
+	return r;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	if (a->srq || a->cap.max_inline_data || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
+		errno = a->srq || a->cap.max_inline_data ? EOPNOTSUPP : EINVAL; /* SRQs and inline data: not built yet */
+		return NULL;
+	}
+	struct ibv_context *c = pd->context;
+	struct hostif_msg m;
+	int fds[2], nfds = 2;
+	hostif_begin(&m, HOSTIF_CREATE_QP, 0);
+	hostif_u32(&m, pd->handle);
+	hostif_u8(&m, a->qp_type);
+	hostif_u32(&m, a->send_cq->handle);
+	hostif_u32(&m, a->recv_cq->handle);
+	hostif_u32(&m, a->cap.max_send_wr);
+	hostif_u32(&m, a->cap.max_recv_wr);
+	hostif_u32(&m, a->cap.max_send_sge);
+	hostif_u32(&m, a->cap.max_recv_sge);
+	hostif_u32(&m, 0);
+	hostif_u8(&m, a->sq_sig_all ? 1 : 0);
+	int r = rnic_call(c, &m, HOSTIF_CREATE_QP, fds, &nfds);
+	if (r || nfds != 2) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		errno = r ? r : EPROTO;
+		return NULL;
+	}
+	struct rnic_qp *qp = calloc(1, sizeof *qp);
+	if (!qp) {
+		close(fds[0]);
+		close(fds[1]);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->ibqp.handle = hostif_get_u32(&m);
+	qp->ibqp.qp_num = hostif_get_u32(&m);
+	qp->sq_depth = hostif_get_u32(&m);
+	qp->sq_slot = hostif_get_u32(&m);
+	qp->sq_word = hostif_get_u32(&m);
+	qp->rq_depth = hostif_get_u32(&m);
+	qp->rq_slot = hostif_get_u32(&m);
+	qp->rq_word = hostif_get_u32(&m);
+	qp->sq = mmap(NULL, (size_t)qp->sq_depth * qp->sq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	qp->rq = mmap(NULL, (size_t)qp->rq_depth * qp->rq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	close(fds[0]);
+	close(fds[1]);
+	if (m.err || qp->sq == MAP_FAILED || qp->rq == MAP_FAILED) {
+		/* the NIC's QP goes with the context */
+		free(qp);
+		errno = m.err ? EPROTO : ENOMEM;
+		return NULL;
+	}
+	qp->cap = a->cap;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	struct ibv_qp *q = &qp->ibqp;
+	q->context = c;
+	q->qp_context = a->qp_context;
+	q->pd = pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = a->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	c->ops.post_send = rnic_post_send;
+	c->ops.post_recv = rnic_post_recv;
+	return q;
+}
+
+int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_MODIFY_QP, 0);
+	hostif_u32(&m, q->handle);
+	hostif_u32(&m, (uint32_t)mask);
+	hostif_u8(&m, a->qp_state);
+	hostif_u8(&m, a->cur_qp_state);
+	hostif_u8(&m, a->path_mtu);
+	hostif_u8(&m, a->port_num ? a->port_num : a->ah_attr.port_num);
+	hostif_u32(&m, a->qkey);
+	hostif_u32(&m, a->rq_psn);
+	hostif_u32(&m, a->sq_psn);
+	hostif_u32(&m, a->dest_qp_num);
+	hostif_u32(&m, a->qp_access_flags);
+	hostif_u8(&m, a->pkey_index);
+	hostif_u8(&m, a->pkey_index >> 8);
+	hostif_u8(&m, a->en_sqd_async_notify);
+	hostif_u8(&m, a->max_rd_atomic);
+	hostif_u8(&m, a->max_dest_rd_atomic);
+	hostif_u8(&m, a->min_rnr_timer);
+	hostif_u8(&m, a->timeout);
+	hostif_u8(&m, a->retry_cnt);
+	hostif_u8(&m, a->rnr_retry);
+	for (int i = 0; i < 16; i++)
+		hostif_u8(&m, a->ah_attr.grh.dgid.raw[i]);
+	hostif_u8(&m, a->ah_attr.grh.sgid_index);
+	hostif_u32(&m, a->ah_attr.grh.flow_label);
+	hostif_u8(&m, a->ah_attr.grh.hop_limit);
+	hostif_u8(&m, a->ah_attr.grh.traffic_class);
+	hostif_u8(&m, a->ah_attr.sl);
+	int r = rnic_call(q->context, &m, HOSTIF_MODIFY_QP, NULL, NULL);
+	if (r)
+		return r;
+	if (mask & IBV_QP_STATE)
+		q->state = a->qp_state;
+	return 0;
+}
+
+/* ibv_query_qp: what this library knows of the QP (its capabilities and
+ * state); the NIC's other attributes are not asked for yet. */
+int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)q;
+	memset(a, 0, sizeof *a);
+	a->qp_state = a->cur_qp_state = q->state;
+	a->cap = qp->cap;
+	if (init) {
+		memset(init, 0, sizeof *init);
+		init->qp_context = q->qp_context;
+		init->send_cq = q->send_cq;
+		init->recv_cq = q->recv_cq;
+		init->cap = qp->cap;
+		init->qp_type = q->qp_type;
+	}
+	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *q)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)q;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DESTROY_QP, 0);
+	hostif_u32(&m, q->handle);
+	int r = rnic_call(q->context, &m, HOSTIF_DESTROY_QP, NULL, NULL);
+	if (r)
+		return r;
+	munmap(qp->sq, (size_t)qp->sq_depth * qp->sq_slot);
+	munmap(qp->rq, (size_t)qp->rq_depth * qp->rq_slot);
+	free(qp);
+	return 0;
+}
+
+/* The extended QP (ibv_wr_*) is not built yet: programs that ask get
+ * NULL and use ibv_post_send. */
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return NULL;
+}
+
+const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+	static const char *const s[] = {
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error",
+		[IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error",
+		[IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+	};
+	if ((unsigned)status < sizeof s / sizeof s[0] && s[status])
+		return s[status];
+	return "unknown";
+}
