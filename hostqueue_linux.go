@@ -254,7 +254,9 @@ func (h *hostQP) post() error {
 	wr := SendWR{WRID: w.WRID, Opcode: WROpcode(w.Opcode), Flags: SendFlags(w.Flags), ImmData: w.Imm, InvalidateRKey: w.Imm,
 		RemoteAddr: w.RemoteAddr, RKey: w.RKey, CompareAdd: w.CompareAdd, Swap: w.Swap, RemoteQPN: w.RemoteQPN, RemoteQKey: w.RemoteQKey}
 	if len(w.Inline) > 0 {
-		return errors.New("inline sends through the host interface are not built yet")
+		// The payload is in the NIC's copy of the slot.
+		wr.Flags |= SendInline
+		return h.qp.postInline(&wr, w.Inline)
 	}
 	h.sgl = h.sgl[:0]
 	for _, s := range w.SGL[:w.NumSGE] {
@@ -440,15 +442,12 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE {
 			return unix.EINVAL, nil
 		}
-		if cp.MaxInlineData > 0 {
-			return unix.EOPNOTSUPP, nil // not built yet: the NIC would read inline data from the ring
-		}
 		qp, err := pd.CreateQP(QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll})
 		if err != nil {
 			return errnoOf(err), nil
 		}
 		h := &hostQP{qp: qp, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
-			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), 0), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
+			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData)), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
 		h.slot = make([]byte, max(h.sqSlot, h.rqSlot))
 		h.sgl = make([]SGE, 0, hostif.MaxSGE)
 		fail := func(e unix.Errno) (unix.Errno, []int) {

@@ -284,6 +284,29 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	return nil
 }
 
+// postInline posts one send work request whose inline payload is data
+// itself (the host interface: the program wrote it into its ring).
+func (qp *QP) postInline(wr *SendWR, data []byte) error {
+	if err := qp.usable(); err != nil {
+		return err
+	}
+	if err := qp.q.BeginPostSend(); err != nil {
+		return err
+	}
+	var t transport.SendWR
+	err := qp.sendWR(wr, &t)
+	if err == nil {
+		t.Inline = data
+		err = qp.q.PostSendWQE(&t)
+	}
+	n := 0
+	if err == nil {
+		n = 1
+	}
+	qp.q.EndPostSend(n)
+	return err
+}
+
 // PostRecv posts receive work requests (ibv_post_recv); errors as
 // PostSend. It does not allocate.
 func (qp *QP) PostRecv(wrs ...RecvWR) error {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <endian.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,4 +251,39 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 {
 	errno = ENOENT;
 	return -1;
+}
+
+/* The P_Key table: the default P_Key only. */
+int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index, __be16 *pkey)
+{
+	if (port != 1 || index != 0)
+		return EINVAL;
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+
+int ibv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 pkey)
+{
+	return port == 1 && (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -1;
+}
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	return -1; /* no kernel device index */
+}
+
+int _ibv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index, struct ibv_gid_entry *entry, uint32_t flags,
+		      size_t entry_size)
+{
+	if (flags || port != 1 || entry_size < sizeof *entry)
+		return EINVAL;
+	uint32_t type;
+	int r = query_gid(c, (uint8_t)port, (int)index, entry->gid.raw, &type);
+	if (r)
+		return r == EINVAL ? ENODATA : r;
+	entry->gid_index = index;
+	entry->port_num = port;
+	entry->gid_type = type;
+	entry->ndev_ifindex = 0;
+	return 0;
 }

@@ -246,8 +246,13 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	pthread_spin_lock(&qp->sq_lock);
 	uint32_t pi = qp->sq_pi;
 	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->send_flags & IBV_SEND_INLINE)) {
-			r = wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ? EINVAL : EOPNOTSUPP;
+		int inl = wr->send_flags & IBV_SEND_INLINE;
+		size_t total = 0;
+		for (int i = 0; inl && i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->cap.max_send_sge) ||
+		    (inl && (total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER))) {
+			r = EINVAL;
 			break;
 		}
 		uint8_t *s = qp->sq + (size_t)(pi % qp->sq_depth) * qp->sq_slot;
@@ -276,11 +281,22 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			le32(s + 48, wr->wr.ud.remote_qpn);
 			le32(s + 52, wr->wr.ud.remote_qkey);
 		}
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
-			le64(g, wr->sg_list[i].addr);
-			le32(g + 8, wr->sg_list[i].length);
-			le32(g + 12, wr->sg_list[i].lkey);
+		if (inl) {
+			/* The payload goes into the slot now: the buffer is free on return. */
+			uint8_t *p = s + WQE_HEADER;
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+				p += wr->sg_list[i].length;
+			}
+			s[10] = 0;
+			le32(s + 28, (uint32_t)total);
+		} else {
+			for (int i = 0; i < wr->num_sge; i++) {
+				uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
+				le64(g, wr->sg_list[i].addr);
+				le32(g + 8, wr->sg_list[i].length);
+				le32(g + 12, wr->sg_list[i].lkey);
+			}
 		}
 		pi++;
 	}
@@ -329,8 +345,8 @@ static int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ib
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
-	if (a->srq || a->cap.max_inline_data || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
-		errno = a->srq || a->cap.max_inline_data ? EOPNOTSUPP : EINVAL; /* SRQs and inline data: not built yet */
+	if (a->srq || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
+		errno = a->srq ? EOPNOTSUPP : EINVAL; /* SRQs: not built yet */
 		return NULL;
 	}
 	struct ibv_context *c = pd->context;
@@ -345,7 +361,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	hostif_u32(&m, a->cap.max_recv_wr);
 	hostif_u32(&m, a->cap.max_send_sge);
 	hostif_u32(&m, a->cap.max_recv_sge);
-	hostif_u32(&m, 0);
+	hostif_u32(&m, a->cap.max_inline_data);
 	hostif_u8(&m, a->sq_sig_all ? 1 : 0);
 	int r = rnic_call(c, &m, HOSTIF_CREATE_QP, fds, &nfds);
 	if (r || nfds != 2) {

@@ -28,3 +28,68 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
 }
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	errno = EOPNOTSUPP; /* UD address handles: not built yet */
+	return NULL;
+}
+
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return EOPNOTSUPP;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	errno = EOPNOTSUPP; /* SRQs: not built yet */
+	return NULL;
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP; /* rnic has no multicast */
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)
+{
+	return EOPNOTSUPP; /* rnic's link is UDP: there is no L2 to resolve */
+}
+
+/* The NIC pins no page (it reaches memory with process_vm_readv/writev),
+ * so fork() needs nothing of registered memory: nothing to do. */
+int ibv_dontfork_range(void *base, size_t size)
+{
+	return 0;
+}
+
+int ibv_dofork_range(void *base, size_t size)
+{
+	return 0;
+}

@@ -114,6 +114,50 @@ func TestProvider(t *testing.T) {
 			t.Logf("client:\n%s", out)
 		})
 	}
+	// perftest 4.5, unmodified, with --use_old_post_send (ibv_post_send:
+	// the ibv_wr_* API is not built yet), server on rnic0, client on rnic1.
+	for i, tc := range []struct {
+		prog string
+		want string // the report's header
+	}{
+		{"ib_write_bw", "BW average"}, {"ib_read_bw", "BW average"}, {"ib_send_bw", "BW average"}, {"ib_atomic_bw", "BW average"},
+		{"ib_write_lat", "t_typical"}, {"ib_read_lat", "t_typical"}, {"ib_send_lat", "t_typical"},
+	} {
+		t.Run(tc.prog, func(t *testing.T) {
+			bin, err := exec.LookPath(tc.prog)
+			if err != nil {
+				t.Skipf("skipped: no %s; Debian: apt-get install perftest", tc.prog)
+			}
+			port := fmt.Sprint(18700 + i)
+			args := []string{"-x", "1", "--use_old_post_send", "-n", "200", "-p", port}
+			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
+			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+			var srvOut strings.Builder
+			srv.Stdout, srv.Stderr = &srvOut, &srvOut
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Process.Kill()
+			var out []byte
+			for try := 0; try < 50; try++ { // until the server listens
+				cli := exec.Command(bin, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
+				cli.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+				if out, err = cli.CombinedOutput(); err == nil || !strings.Contains(string(out), "Couldn't connect") {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("%s client: %v\n%s\nserver:\n%s", tc.prog, err, out, srvOut.String())
+			}
+			if err := srv.Wait(); err != nil {
+				t.Fatalf("%s server: %v\n%s", tc.prog, err, srvOut.String())
+			}
+			expect(t, string(out), tc.want, "Device         : rnic1")
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			t.Logf("%s", strings.Join(lines[max(0, len(lines)-3):], "\n"))
+		})
+	}
 	// ibv_devinfo -v shows the device's attributes as the NIC states them
 	// and the GID table laid out as rxe's.
 	t.Run("ibv_devinfo", func(t *testing.T) {

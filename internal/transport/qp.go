@@ -168,6 +168,12 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 	for _, s := range wr.SGL {
 		length += uint64(s.Length)
 	}
+	if wr.Inline != nil {
+		if wr.Flags&SendInline == 0 || len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: inline payload without IBV_SEND_INLINE, or with SGEs", ErrInvalidWR)
+		}
+		length = uint64(len(wr.Inline))
+	}
 	if length > MaxMsgSize {
 		return fmt.Errorf("%w: message of %d bytes exceeds the maximum %d", ErrInvalidWR, length, MaxMsgSize)
 	}
@@ -214,7 +220,7 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 		// is what inline means), so the buffer is free on return. The CPU
 		// reads through the host's page tables, not the NIC's caches.
 		dst := sq.inline[(pi%sq.depth)*sq.maxInline:]
-		off := 0
+		off := copy(dst[:len(wr.Inline)], wr.Inline)
 		for _, s := range wr.SGL {
 			if f := qp.engine.cfg.ATU.Read(qp.PD, s.LKey, s.Addr, dst[off:off+int(s.Length)]); f != atu.OK {
 				return fmt.Errorf("%w: inline SGE (lkey %#x, addr %#x, %d bytes): %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)

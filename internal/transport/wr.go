@@ -143,6 +143,11 @@ type SendWR struct {
 	RemoteQKey uint32
 
 	Bind MWBindInfo // BIND_MW
+
+	// Inline, with SendInline and no SGL, is the payload itself: the
+	// host interface's WQEs carry it in the ring, where the program wrote
+	// it, so there is no memory of the program to read it from.
+	Inline []byte
 }
 
 // RecvWR is a receive work request.
