@@ -32,4 +32,6 @@ struct rnic_context {
  * reads the reply into m: 0, or the errno. */
 int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds, int *nfds);
 
+struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+
 #endif

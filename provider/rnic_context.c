@@ -95,6 +95,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	ctx->vctx.sz = sizeof ctx->vctx;
 	ctx->vctx.query_port = rnic_query_port;
+	ctx->vctx.create_qp_ex = rnic_create_qp_ex;
 	return c;
 }
 

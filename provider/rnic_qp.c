@@ -29,12 +29,16 @@ struct rnic_cq {
 };
 
 struct rnic_qp {
-	struct ibv_qp ibqp;
+	struct ibv_qp_ex ex; /* first, with its qp_base first: the ibv_qp programs hold */
 	uint8_t *sq, *rq;
 	uint32_t sq_depth, sq_slot, sq_word, sq_pi;
 	uint32_t rq_depth, rq_slot, rq_word, rq_pi;
 	struct ibv_qp_cap cap;
 	pthread_spinlock_t sq_lock, rq_lock;
+	/* ibv_wr_*: the WQEs built since wr_start, the slot being built. */
+	uint32_t wr_pi;
+	uint8_t *wr_cur;
+	int wr_err;
 };
 
 static struct rnic_context *ctx_of(struct ibv_context *c)
@@ -377,8 +381,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		errno = ENOMEM;
 		return NULL;
 	}
-	qp->ibqp.handle = hostif_get_u32(&m);
-	qp->ibqp.qp_num = hostif_get_u32(&m);
+	qp->ex.qp_base.handle = hostif_get_u32(&m);
+	qp->ex.qp_base.qp_num = hostif_get_u32(&m);
 	qp->sq_depth = hostif_get_u32(&m);
 	qp->sq_slot = hostif_get_u32(&m);
 	qp->sq_word = hostif_get_u32(&m);
@@ -398,7 +402,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	qp->cap = a->cap;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
-	struct ibv_qp *q = &qp->ibqp;
+	struct ibv_qp *q = &qp->ex.qp_base;
 	q->context = c;
 	q->qp_context = a->qp_context;
 	q->pd = pd;
@@ -486,11 +490,201 @@ int ibv_destroy_qp(struct ibv_qp *q)
 	return 0;
 }
 
-/* The extended QP (ibv_wr_*) is not built yet: programs that ask get
- * NULL and use ibv_post_send. */
+/* --- The extended send API (ibv_wr_*) --- */
+
+/* wqe begins the next WQE of a batch: its slot, cleared, with the
+ * QP's current wr_id and flags and op. */
+static uint8_t *wqe(struct ibv_qp_ex *ex, uint8_t op)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	uint8_t *s = qp->sq + (size_t)(qp->wr_pi % qp->sq_depth) * qp->sq_slot;
+	memset(s, 0, WQE_HEADER);
+	le64(s, ex->wr_id);
+	s[8] = op;
+	s[9] = ex->wr_flags;
+	qp->wr_pi++;
+	qp->wr_cur = s;
+	return s;
+}
+
+static void rdma(struct ibv_qp_ex *ex, uint8_t op, uint32_t rkey, uint64_t addr, uint32_t imm)
+{
+	uint8_t *s = wqe(ex, op);
+	le32(s + 12, imm);
+	le64(s + 16, addr);
+	le32(s + 24, rkey);
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr) { rdma(ex, IBV_WR_RDMA_WRITE, rkey, addr, 0); }
+static void wr_rdma_write_imm(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	rdma(ex, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr, ntohl(imm));
+}
+static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr) { rdma(ex, IBV_WR_RDMA_READ, rkey, addr, 0); }
+static void wr_send(struct ibv_qp_ex *ex) { wqe(ex, IBV_WR_SEND); }
+static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm) { le32(wqe(ex, IBV_WR_SEND_WITH_IMM) + 12, ntohl(imm)); }
+static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_SEND_WITH_INV) + 12, rkey); }
+static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_LOCAL_INV) + 12, rkey); }
+
+static void atomic(struct ibv_qp_ex *ex, uint8_t op, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
+{
+	uint8_t *s = wqe(ex, op);
+	le64(s + 16, addr);
+	le32(s + 24, rkey);
+	le64(s + 32, cmp);
+	le64(s + 40, swap);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
+{
+	atomic(ex, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, cmp, swap);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	atomic(ex, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge *sg)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	uint8_t *s = qp->wr_cur;
+	if (!s || n > qp->cap.max_send_sge || WQE_HEADER + n * SGE_LEN > qp->sq_slot) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	s[10] = (uint8_t)n;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
+		le64(g, sg[i].addr);
+		le32(g + 8, sg[i].length);
+		le32(g + 12, sg[i].lkey);
+	}
+}
+
+static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sg = {.addr = addr, .length = length, .lkey = lkey};
+	wr_set_sge_list(ex, 1, &sg);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_data_buf *buf)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	uint8_t *s = qp->wr_cur;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += buf[i].length;
+	if (!s || total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	uint8_t *p = s + WQE_HEADER;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(p, buf[i].addr, buf[i].length);
+		p += buf[i].length;
+	}
+	s[9] |= IBV_SEND_INLINE;
+	s[10] = 0;
+	le32(s + 28, (uint32_t)total);
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
+{
+	struct ibv_data_buf b = {.addr = addr, .length = length};
+	wr_set_inline_data_list(ex, 1, &b);
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	((struct rnic_qp *)ex)->wr_err = EOPNOTSUPP; /* UD address handles: not built yet */
+}
+
+static void wr_start(struct ibv_qp_ex *ex)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	pthread_spin_lock(&qp->sq_lock);
+	qp->wr_pi = qp->sq_pi;
+	qp->wr_cur = NULL;
+	qp->wr_err = 0;
+}
+
+static int wr_complete(struct ibv_qp_ex *ex)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	int err = qp->wr_err;
+	if (!err && qp->wr_pi - qp->sq_pi > qp->sq_depth)
+		err = ENOMEM;
+	if (!err && qp->wr_pi != qp->sq_pi) {
+		qp->sq_pi = qp->wr_pi;
+		ring(ex->qp_base.context, qp->sq_word, qp->sq_pi);
+	}
+	qp->wr_cur = NULL;
+	pthread_spin_unlock(&qp->sq_lock);
+	return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *ex)
+{
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	qp->wr_cur = NULL;
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+static void init_qp_ex(struct rnic_qp *qp)
+{
+	struct ibv_qp_ex *ex = &qp->ex;
+	ex->wr_rdma_write = wr_rdma_write;
+	ex->wr_rdma_write_imm = wr_rdma_write_imm;
+	ex->wr_rdma_read = wr_rdma_read;
+	ex->wr_send = wr_send;
+	ex->wr_send_imm = wr_send_imm;
+	ex->wr_send_inv = wr_send_inv;
+	ex->wr_local_inv = wr_local_inv;
+	ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	ex->wr_set_sge = wr_set_sge;
+	ex->wr_set_sge_list = wr_set_sge_list;
+	ex->wr_set_inline_data = wr_set_inline_data;
+	ex->wr_set_inline_data_list = wr_set_inline_data_list;
+	ex->wr_set_ud_addr = wr_set_ud_addr;
+	ex->wr_start = wr_start;
+	ex->wr_complete = wr_complete;
+	ex->wr_abort = wr_abort;
+}
+
+/* The send operations the extended API builds here. */
+#define RNIC_SEND_OPS                                                                                                 \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |                       \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+
+struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+{
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known) ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~(uint64_t)RNIC_SEND_OPS))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct ibv_qp_init_attr ia = {.qp_context = a->qp_context, .send_cq = a->send_cq, .recv_cq = a->recv_cq, .srq = a->srq,
+				      .cap = a->cap, .qp_type = a->qp_type, .sq_sig_all = a->sq_sig_all};
+	struct ibv_qp *q = ibv_create_qp(a->pd, &ia);
+	if (!q)
+		return NULL;
+	a->cap = ia.cap;
+	struct rnic_qp *qp = (struct rnic_qp *)q;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		init_qp_ex(qp);
+	return q;
+}
+
+/* ibv_qp_to_qp_ex: the extended QP, for QPs created with send
+ * operations (the function pointers are NULL otherwise, as rdma-core
+ * leaves them). */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	return NULL;
+	return &((struct rnic_qp *)qp)->ex;
 }
 
 const char *ibv_wc_status_str(enum ibv_wc_status status)
