@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"time"
@@ -72,6 +73,30 @@ type hostCQ struct {
 	ciWord int    // the program's consumer index, in the doorbell page
 	wcs    []WC
 	over   bool // overrun: the program did not keep up
+
+	armWord int          // the program's request for an event (0, 1 any, 2 solicited)
+	channel *hostChannel // where events go (nil: none)
+	cookie  uint64       // what an event names the CQ by
+}
+
+// hostChannel is a completion channel: the NIC's end of a socket pair.
+type hostChannel struct {
+	fd  int
+	cqs int // CQs using it
+}
+
+// notify sends the CQ's event if the program armed it.
+func (c *hostCQ) notify(db []byte) {
+	if c.channel == nil {
+		return
+	}
+	w := hostif.Word(db, c.armWord)
+	if arm := w.Load(); arm == 0 || !w.CompareAndSwap(arm, 0) {
+		return
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], c.cookie)
+	unix.Write(c.channel.fd, b[:]) // a full channel drops the event: the program has events it did not read
 }
 
 // hostQP is a program's QP and its rings.
@@ -332,6 +357,7 @@ func (c *hostCQ) moveCompletions(db []byte) bool {
 			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, hostif.Lap(c.pi, c.depth))
 		c.pi++
 	}
+	c.notify(db)
 	return true
 }
 
@@ -353,6 +379,9 @@ func (hc *hostClient) stopData() {
 	}
 	for _, c := range d.cur.cqs {
 		c.ring.close()
+	}
+	for _, ch := range hc.channels {
+		unix.Close(ch.fd)
 	}
 	d.db.close()
 }
@@ -376,8 +405,11 @@ func (hc *hostClient) publish() {
 func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (unix.Errno, []int) {
 	switch op {
 	case hostif.OpCreateCQ:
-		cqe := r.U32()
-		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) {
+		cqe, chh, cookie := r.U32(), r.U32(), r.U64()
+		hc.mu.Lock()
+		ch := hc.channels[chh]
+		hc.mu.Unlock()
+		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) || chh != 0 && ch == nil {
 			return unix.EINVAL, nil
 		}
 		depth := uint32(1)
@@ -396,13 +428,17 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		w, err := hc.data.word()
-		if err != nil {
+		aw, err2 := hc.data.word()
+		if err != nil || err2 != nil {
 			ring.close()
 			cq.Destroy()
 			return unix.ENOMEM, nil
 		}
 		hc.next++
-		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32)}
+		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32), armWord: aw, channel: ch, cookie: cookie}
+		if ch != nil {
+			ch.cqs++
+		}
 		go func() {
 			// The CQ's notifications wake a sleeping poller; the channel
 			// closes when the CQ is destroyed.
@@ -413,7 +449,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.stepMu.Lock()
 		hc.publish()
 		hc.stepMu.Unlock()
-		rep.U32(hc.next).U32(depth).U32(uint32(w))
+		rep.U32(hc.next).U32(depth).U32(uint32(w)).U32(uint32(aw))
 		return 0, []int{ring.fd}
 	case hostif.OpDestroyCQ:
 		h := r.U32()
@@ -431,6 +467,39 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		delete(hc.cqs, h)
 		hc.publish()
 		c.ring.close()
+		if c.channel != nil {
+			c.channel.cqs--
+		}
+		return 0, nil
+	case hostif.OpCreateCompChannel:
+		if r.End() != nil {
+			return unix.EINVAL, nil
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return unix.ENOMEM, nil
+		}
+		unix.SetNonblock(fds[0], true)
+		hc.mu.Lock()
+		hc.next++
+		hc.channels[hc.next] = &hostChannel{fd: fds[0]}
+		rep.U32(hc.next)
+		hc.mu.Unlock()
+		hc.closeAfterReply = append(hc.closeAfterReply, fds[1]) // the program's end, once sent
+		return 0, []int{fds[1]}
+	case hostif.OpDestroyCompChannel:
+		h := r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		ch := hc.channels[h]
+		if r.End() != nil || ch == nil {
+			return unix.EINVAL, nil
+		}
+		if ch.cqs > 0 {
+			return unix.EBUSY, nil
+		}
+		delete(hc.channels, h)
+		unix.Close(ch.fd)
 		return 0, nil
 	case hostif.OpCreateQP:
 		pdh, typ, scq, rcq := r.U32(), r.U8(), r.U32(), r.U32()

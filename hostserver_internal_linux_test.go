@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/link/mem"
@@ -27,6 +29,8 @@ func FuzzHostRequest(f *testing.F) {
 	f.Add(req(hostif.OpAllocPD, nil), req(hostif.OpRegMR, func(m *hostif.Msg) { m.U32(1).U64(0x10000).U64(4096).U64(0).U32(1) }))
 	f.Add(req(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(0) }), req(hostif.OpDeregMR, func(m *hostif.Msg) { m.U32(1) }))
 	f.Add(req(hostif.OpDeallocPD, func(m *hostif.Msg) { m.U32(1) }), req(hostif.OpQueryPort, func(m *hostif.Msg) { m.U8(1) }))
+	f.Add(req(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }), req(hostif.OpCreateCompChannel, nil))
+	f.Add(req(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }), req(hostif.OpCreateCQ, func(m *hostif.Msg) { m.U32(8).U32(0).U64(0) }))
 	sw := mem.NewSwitch()
 	port, err := sw.Port(netip.MustParseAddr("10.9.9.1"), mem.Faults{})
 	if err != nil {
@@ -51,6 +55,10 @@ func FuzzHostRequest(f *testing.F) {
 				continue
 			}
 			reply, _, err := hc.handle(h, r, out)
+			for _, fd := range hc.closeAfterReply {
+				unix.Close(fd)
+			}
+			hc.closeAfterReply = hc.closeAfterReply[:0]
 			if err != nil {
 				return
 			}

@@ -67,15 +67,18 @@ func (d *Device) ServeHost(ln net.Listener) error {
 
 // hostClient is one connected program.
 type hostClient struct {
-	d    *Device
-	c    *net.UnixConn
-	pid  int
-	proc *bus.Process
-	pds  map[uint32]*PD
-	mrs  map[uint32]*MR
-	cqs  map[uint32]*hostCQ
-	qps  map[uint32]*hostQP
-	next uint32 // the next handle of an MR, CQ or QP
+	d        *Device
+	c        *net.UnixConn
+	pid      int
+	proc     *bus.Process
+	pds      map[uint32]*PD
+	mrs      map[uint32]*MR
+	cqs      map[uint32]*hostCQ
+	qps      map[uint32]*hostQP
+	channels map[uint32]*hostChannel
+	next     uint32 // the next handle of an MR, CQ, QP or channel
+
+	closeAfterReply []int // descriptors the reply sends that the NIC does not keep
 
 	mu       sync.Mutex // the data path's queues (hostqueue_linux.go)
 	stepMu   sync.Mutex // held by the poller for a round: a queue is destroyed between rounds
@@ -115,7 +118,12 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 		if len(fds) > 0 {
 			oob = unix.UnixRights(fds...)
 		}
-		if _, _, err := c.WriteMsgUnix(reply, oob, nil); err != nil {
+		_, _, err = c.WriteMsgUnix(reply, oob, nil)
+		for _, fd := range hc.closeAfterReply {
+			unix.Close(fd)
+		}
+		hc.closeAfterReply = hc.closeAfterReply[:0]
+		if err != nil {
 			return
 		}
 	}
@@ -136,7 +144,7 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
-		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}}
+		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}}
 }
 
 // teardown releases everything the program held, as the kernel does
@@ -256,7 +264,8 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 			return fail(errnoOf(err))
 		}
 		delete(hc.mrs, h)
-	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP:
+	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP,
+		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel:
 		if hc.data == nil {
 			return fail(unix.EPROTO) // the queues live in the pages HELLO hands out
 		}

@@ -31,6 +31,8 @@ enum hostif_op {
 	HOSTIF_CREATE_QP = 11,
 	HOSTIF_MODIFY_QP = 12,
 	HOSTIF_DESTROY_QP = 13,
+	HOSTIF_CREATE_COMP_CHANNEL = 14,
+	HOSTIF_DESTROY_COMP_CHANNEL = 15,
 };
 
 /* A message being built or read. */

@@ -24,9 +24,79 @@ enum { WQE_HEADER = 64, RECV_HEADER = 16, SGE_LEN = 16, CQE_LEN = 64, MAX_SGE = 
 struct rnic_cq {
 	struct ibv_cq ibcq;
 	uint8_t *ring;
-	uint32_t depth, ci, ci_word;
+	uint32_t depth, ci, ci_word, arm_word;
 	pthread_spinlock_t lock;
 };
+
+/* A completion channel: the program's end of the socket the NIC sends
+ * each armed CQ's cookie (the struct rnic_cq's address) on. */
+struct rnic_channel {
+	struct ibv_comp_channel ch;
+	uint32_t handle;
+};
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
+{
+	struct hostif_msg m;
+	int fd = -1, nfds = 1;
+	hostif_begin(&m, HOSTIF_CREATE_COMP_CHANNEL, 0);
+	int r = rnic_call(c, &m, HOSTIF_CREATE_COMP_CHANNEL, &fd, &nfds);
+	if (r || nfds != 1) {
+		if (nfds == 1)
+			close(fd);
+		errno = r ? r : EPROTO;
+		return NULL;
+	}
+	struct rnic_channel *ch = calloc(1, sizeof *ch);
+	if (!ch) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->handle = hostif_get_u32(&m);
+	ch->ch.context = c;
+	ch->ch.fd = fd;
+	return &ch->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct rnic_channel *ch = (struct rnic_channel *)channel;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DESTROY_COMP_CHANNEL, 0);
+	hostif_u32(&m, ch->handle);
+	int r = rnic_call(channel->context, &m, HOSTIF_DESTROY_COMP_CHANNEL, NULL, NULL);
+	if (r)
+		return r;
+	close(channel->fd);
+	free(ch);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	uint64_t cookie;
+	ssize_t n;
+	do
+		n = read(channel->fd, &cookie, sizeof cookie);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof cookie) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	*cq = (struct ibv_cq *)(uintptr_t)cookie;
+	*cq_context = (*cq)->cq_context;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
 
 struct rnic_qp {
 	struct ibv_qp_ex ex; /* first, with its qp_base first: the ibv_qp programs hold */
@@ -180,41 +250,54 @@ static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return k;
 }
 
-static int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+/* Arming: the NIC sends the CQ's next event on its channel (solicited
+ * only is kept as any completion: rnic wakes at each). */
+static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	return EOPNOTSUPP; /* completion channels are not built yet */
+	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
+	if (!ibcq->channel)
+		return EINVAL;
+	atomic_store(word(ibcq->context, cq->arm_word), solicited_only ? 2u : 1u);
+	return 0;
 }
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)
 {
-	if (cqe < 1 || channel) {
-		errno = channel ? EOPNOTSUPP : EINVAL;
+	if (cqe < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct rnic_cq *cq = calloc(1, sizeof *cq);
+	if (!cq) {
+		errno = ENOMEM;
 		return NULL;
 	}
 	struct hostif_msg m;
 	int fd = -1, nfds = 1;
 	hostif_begin(&m, HOSTIF_CREATE_CQ, 0);
 	hostif_u32(&m, (uint32_t)cqe);
+	hostif_u32(&m, channel ? ((struct rnic_channel *)channel)->handle : 0);
+	hostif_u64(&m, (uintptr_t)&cq->ibcq);
 	int r = rnic_call(c, &m, HOSTIF_CREATE_CQ, &fd, &nfds);
 	if (r || nfds != 1) {
 		if (nfds == 1)
 			close(fd);
+		free(cq);
 		errno = r ? r : EPROTO;
 		return NULL;
 	}
-	struct rnic_cq *cq = calloc(1, sizeof *cq);
 	uint32_t handle = hostif_get_u32(&m);
-	if (cq) {
-		cq->depth = hostif_get_u32(&m);
-		cq->ci_word = hostif_get_u32(&m);
-		cq->ring = mmap(NULL, (size_t)cq->depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	}
+	cq->depth = hostif_get_u32(&m);
+	cq->ci_word = hostif_get_u32(&m);
+	cq->arm_word = hostif_get_u32(&m);
+	cq->ring = mmap(NULL, (size_t)cq->depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (!cq || cq->ring == MAP_FAILED) {
+	if (m.err || cq->ring == MAP_FAILED) {
 		free(cq);
-		errno = ENOMEM;
+		errno = m.err ? EPROTO : ENOMEM;
 		return NULL;
 	}
+	cq->ibcq.channel = channel;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	cq->ibcq.context = c;
 	cq->ibcq.cq_context = cq_context;

@@ -8,27 +8,6 @@
 
 #include <infiniband/verbs.h>
 
-struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	errno = EOPNOTSUPP; /* UD address handles: not built yet */

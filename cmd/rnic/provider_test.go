@@ -77,14 +77,22 @@ func TestProvider(t *testing.T) {
 	// The pingpongs, server on rnic0 and client on rnic1 in two processes:
 	// every packet crosses link/udp between 127.0.0.31 and .32, and -c
 	// makes each side check the data it received.
-	for i, pp := range []string{"ibv_rc_pingpong", "ibv_uc_pingpong"} {
-		t.Run(pp, func(t *testing.T) {
+	for i, tc := range []struct{ name, prog, flag string }{
+		{"ibv_rc_pingpong", "ibv_rc_pingpong", ""},
+		{"ibv_uc_pingpong", "ibv_uc_pingpong", ""},
+		{"ibv_rc_pingpong_events", "ibv_rc_pingpong", "-e"}, // completion channels: ibv_req_notify_cq, ibv_get_cq_event
+	} {
+		pp := tc.prog
+		t.Run(tc.name, func(t *testing.T) {
 			bin, err := exec.LookPath(pp)
 			if err != nil {
 				t.Skipf("skipped: no %s; Debian: apt-get install ibverbs-utils", pp)
 			}
 			port := fmt.Sprint(18600 + i)
 			args := []string{"-g", "1", "-n", "100", "-s", "8192", "-c", "-p", port}
+			if tc.flag != "" {
+				args = append(args, tc.flag)
+			}
 			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
 			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
 			var srvOut strings.Builder

@@ -47,13 +47,20 @@ const (
 	OpDeregMR     Op = 8 // u32 handle
 	// A CQ: its ring (fd), depth CQEs of CQELen, and the word of the
 	// doorbell page where the program stores its consumer index.
-	OpCreateCQ  Op = 9  // u32 cqe → u32 handle, u32 depth, u32 ci word offset; fd ring
+	OpCreateCQ  Op = 9  // u32 cqe, u32 channel (0: none), u64 cookie → u32 handle, u32 depth, u32 ci word, u32 arm word; fd ring
 	OpDestroyCQ Op = 10 // u32 handle
 	// A QP: its send and receive rings (fds), slots of WQESize and
 	// RecvWQESize, and the doorbell words of their producer indices.
 	OpCreateQP  Op = 11 // u32 pd, u8 type, u32 send cq, u32 recv cq, u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline, u8 sq_sig_all → u32 handle, u32 qpn, u32 sq depth, u32 sq slot, u32 sq word, u32 rq depth, u32 rq slot, u32 rq word; fds sq, rq
 	OpModifyQP  Op = 12 // u32 handle, u32 attr mask (IBV_QP_*), the attributes (ModifyQP)
 	OpDestroyQP Op = 13 // u32 handle
+	// A completion channel: a SOCK_SEQPACKET socket on which the NIC
+	// sends, for each armed CQ that gets a completion, the CQ's cookie
+	// (u64, what CREATE_CQ gave). A program arms a CQ by storing 1 (any
+	// completion) or 2 (solicited; rnic wakes at any) into its arm word;
+	// the NIC clears the word when it sends.
+	OpCreateCompChannel  Op = 14 // → u32 handle; fd the program's end
+	OpDestroyCompChannel Op = 15 // u32 handle
 )
 
 // The HELLO reply carries two descriptors: the doorbell page (4096
@@ -89,6 +96,10 @@ func (o Op) String() string {
 		return "MODIFY_QP"
 	case OpDestroyQP:
 		return "DESTROY_QP"
+	case OpCreateCompChannel:
+		return "CREATE_COMP_CHANNEL"
+	case OpDestroyCompChannel:
+		return "DESTROY_COMP_CHANNEL"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }

@@ -67,11 +67,11 @@ type ClientCQ struct {
 
 // CreateCQ creates a CQ of at least cqe entries.
 func (x *Context) CreateCQ(cqe int) (*ClientCQ, error) {
-	r, err := x.Call(OpCreateCQ, func(m *Msg) { m.U32(uint32(cqe)) })
+	r, err := x.Call(OpCreateCQ, func(m *Msg) { m.U32(uint32(cqe)).U32(0).U64(0) })
 	if err != nil {
 		return nil, err
 	}
-	h, depth, w := r.U32(), r.U32(), r.U32()
+	h, depth, w, _ := r.U32(), r.U32(), r.U32(), r.U32()
 	fds := x.FDs()
 	if len(fds) != 1 {
 		return nil, fmt.Errorf("hostif: CREATE_CQ carried %d descriptors", len(fds))
