@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds rnic's libibverbs.so.1 (provider/) with the system C compiler,
+# Builds rnic's libibverbs.so.1 (provider/src) with the system C compiler,
 # against the system's <infiniband/verbs.h> (Debian: libibverbs-dev):
 #   ./scripts/build-provider.sh [OUTDIR]     (default build/provider)
 # Programs load it with LD_LIBRARY_PATH=OUTDIR (rnic exec will do this).
@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 out=${1:-build/provider}
 mkdir -p "$out"
 ${CC:-cc} -shared -fPIC -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 \
-	-Wl,--version-script=provider/libibverbs.map -Wl,-soname,libibverbs.so.1 \
-	-o "$out/libibverbs.so.1" provider/*.c
+	-Wl,--version-script=provider/src/libibverbs.map -Wl,-soname,libibverbs.so.1 \
+	-o "$out/libibverbs.so.1" provider/src/*.c
 echo "$out/libibverbs.so.1"

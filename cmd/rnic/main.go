@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/rnic/rnic"
@@ -15,6 +16,10 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
+		var ec *exitCode
+		if errors.As(err, &ec) {
+			os.Exit(ec.code) // rnic exec: the program's own status
+		}
 		os.Exit(1)
 	}
 }
@@ -39,6 +44,6 @@ local processes through rnic's host interface.`,
 	}
 	// "rnic version 0.2.0-dev", as "rnic --version" prints it.
 	root.SetVersionTemplate("rnic version {{.Version}}\n")
-	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd(), newNICCmd())
+	root.AddCommand(newDemoCmd(), newPerfCmd(), newStatCmd(), newSimCmd(), newNICCmd(), newExecCmd())
 	return root
 }
