@@ -67,9 +67,14 @@ func (p *Process) alive() bool {
 	if p.dead.Load() {
 		return false
 	}
-	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n == 0
+	fds := [1]unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds[:], 0)
+		if err == unix.EINTR {
+			continue // a signal (Go's preemption signal among them) is not the process's exit
+		}
+		return err == nil && n == 0
+	}
 }
 
 // remote is a region of another process: length bytes at address base
@@ -147,10 +152,15 @@ func vm(p *Process, write bool, buf []byte, r []unix.RemoteIovec) (int, error) {
 		lv[0].SetLen(total)
 		var got int
 		var err error
-		if write {
-			got, err = unix.ProcessVMWritev(p.pid, lv[:], r[:k], 0)
-		} else {
-			got, err = unix.ProcessVMReadv(p.pid, lv[:], r[:k], 0)
+		for {
+			if write {
+				got, err = unix.ProcessVMWritev(p.pid, lv[:], r[:k], 0)
+			} else {
+				got, err = unix.ProcessVMReadv(p.pid, lv[:], r[:k], 0)
+			}
+			if err != unix.EINTR {
+				break
+			}
 		}
 		if got > 0 {
 			done += got
