@@ -101,6 +101,7 @@ func (c *hostCQ) notify(db []byte) {
 
 // hostQP is a program's QP and its rings.
 type hostQP struct {
+	hc             *hostClient
 	qp             *QP
 	sq, rq         *shm
 	sqDepth        uint32
@@ -278,6 +279,16 @@ func (h *hostQP) post() error {
 	w := &h.swqe
 	wr := SendWR{WRID: w.WRID, Opcode: WROpcode(w.Opcode), Flags: SendFlags(w.Flags), ImmData: w.Imm, InvalidateRKey: w.Imm,
 		RemoteAddr: w.RemoteAddr, RKey: w.RKey, CompareAdd: w.CompareAdd, Swap: w.Swap, RemoteQPN: w.RemoteQPN, RemoteQKey: w.RemoteQKey}
+	if h.qp.init.Type == UD {
+		// The WQE names its address handle by the program's handle: only
+		// the program's own AHs are found.
+		h.hc.ahMu.Lock()
+		wr.AH = h.hc.ahs[w.AH]
+		h.hc.ahMu.Unlock()
+		if wr.AH == nil {
+			return errors.New("UD send with an unknown address handle")
+		}
+	}
 	if len(w.Inline) > 0 {
 		// The payload is in the NIC's copy of the slot.
 		wr.Flags |= SendInline
@@ -515,7 +526,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if err != nil {
 			return errnoOf(err), nil
 		}
-		h := &hostQP{qp: qp, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
+		h := &hostQP{hc: hc, qp: qp, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
 			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData)), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
 		h.slot = make([]byte, max(h.sqSlot, h.rqSlot))
 		h.sgl = make([]SGE, 0, hostif.MaxSGE)

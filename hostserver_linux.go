@@ -76,7 +76,9 @@ type hostClient struct {
 	cqs      map[uint32]*hostCQ
 	qps      map[uint32]*hostQP
 	channels map[uint32]*hostChannel
-	next     uint32 // the next handle of an MR, CQ, QP or channel
+	ahs      map[uint32]*AH // under ahMu: the poller reads it during a round
+	ahMu     sync.Mutex
+	next     uint32 // the next handle of an MR, CQ, QP, channel or AH
 
 	closeAfterReply []int // descriptors the reply sends that the NIC does not keep
 
@@ -144,7 +146,7 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
-		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}}
+		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, ahs: map[uint32]*AH{}}
 }
 
 // teardown releases everything the program held, as the kernel does
@@ -158,6 +160,9 @@ func (hc *hostClient) teardown() {
 	}
 	for _, c := range hc.cqs {
 		c.cq.Destroy()
+	}
+	for _, ah := range hc.ahs {
+		ah.Destroy()
 	}
 	for _, mr := range hc.mrs {
 		mr.Dereg()
@@ -264,6 +269,40 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 			return fail(errnoOf(err))
 		}
 		delete(hc.mrs, h)
+	case hostif.OpCreateAH:
+		pdh := r.U32()
+		var a AHAttr
+		copy(a.DGID[:], r.Fixed(16))
+		a.SGIDIndex, a.FlowLabel, a.HopLimit, a.TrafficClass, a.SL, a.PortNum = r.U8(), r.U32(), r.U8(), r.U8(), r.U8(), 1
+		hc.mu.Lock()
+		pd := hc.pds[pdh]
+		hc.mu.Unlock()
+		if r.End() != nil || pd == nil {
+			return fail(unix.EINVAL)
+		}
+		ah, err := pd.CreateAH(a)
+		if err != nil {
+			return fail(errnoOf(err))
+		}
+		hc.mu.Lock()
+		hc.next++
+		n := hc.next
+		hc.mu.Unlock()
+		hc.ahMu.Lock()
+		hc.ahs[n] = ah
+		hc.ahMu.Unlock()
+		rep.U32(n)
+	case hostif.OpDestroyAH:
+		h := r.U32()
+		hc.ahMu.Lock()
+		ah := hc.ahs[h]
+		if r.End() != nil || ah == nil {
+			hc.ahMu.Unlock()
+			return fail(unix.EINVAL)
+		}
+		delete(hc.ahs, h)
+		hc.ahMu.Unlock()
+		ah.Destroy()
 	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP,
 		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel:
 		if hc.data == nil {

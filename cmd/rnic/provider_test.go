@@ -81,6 +81,7 @@ func TestProvider(t *testing.T) {
 		{"ibv_rc_pingpong", "ibv_rc_pingpong", ""},
 		{"ibv_uc_pingpong", "ibv_uc_pingpong", ""},
 		{"ibv_rc_pingpong_events", "ibv_rc_pingpong", "-e"}, // completion channels: ibv_req_notify_cq, ibv_get_cq_event
+		{"ibv_ud_pingpong", "ibv_ud_pingpong", ""},             // address handles, UD sends, the GRH in receives
 	} {
 		pp := tc.prog
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +90,11 @@ func TestProvider(t *testing.T) {
 				t.Skipf("skipped: no %s; Debian: apt-get install ibverbs-utils", pp)
 			}
 			port := fmt.Sprint(18600 + i)
-			args := []string{"-g", "1", "-n", "100", "-s", "8192", "-c", "-p", port}
+			size := "8192"
+			if pp == "ibv_ud_pingpong" {
+				size = "1024" // a datagram fits the path MTU
+			}
+			args := []string{"-g", "1", "-n", "100", "-s", size, "-c", "-p", port}
 			if tc.flag != "" {
 				args = append(args, tc.flag)
 			}
@@ -116,8 +121,12 @@ func TestProvider(t *testing.T) {
 			if err := srv.Wait(); err != nil {
 				t.Fatalf("%s server: %v\n%s", pp, err, srvOut.String())
 			}
+			want := "1638400 bytes in" // 100 × 8 KiB each way
+			if pp == "ibv_ud_pingpong" {
+				want = "204800 bytes in"
+			}
 			for _, o := range []string{string(out), srvOut.String()} {
-				expect(t, o, "1638400 bytes in", "100 iters in") // 100 × 8 KiB each way
+				expect(t, o, want, "100 iters in")
 			}
 			t.Logf("client:\n%s", out)
 		})
@@ -126,18 +135,22 @@ func TestProvider(t *testing.T) {
 	// ibv_post_send on rnic's devices), server on rnic0, client on rnic1.
 	for i, tc := range []struct {
 		prog string
-		want string // the report's header
+		want string   // the report's header
+		more []string // flags
 	}{
-		{"ib_write_bw", "BW average"}, {"ib_read_bw", "BW average"}, {"ib_send_bw", "BW average"}, {"ib_atomic_bw", "BW average"},
-		{"ib_write_lat", "t_typical"}, {"ib_read_lat", "t_typical"}, {"ib_send_lat", "t_typical"},
+		{"ib_write_bw", "BW average", nil}, {"ib_read_bw", "BW average", nil}, {"ib_send_bw", "BW average", nil},
+		{"ib_atomic_bw", "BW average", nil}, {"ib_write_lat", "t_typical", nil}, {"ib_read_lat", "t_typical", nil},
+		{"ib_send_lat", "t_typical", nil},
+		{"ib_send_bw", "BW average", []string{"-c", "UD"}}, {"ib_send_lat", "t_typical", []string{"-c", "UD"}},
 	} {
-		t.Run(tc.prog, func(t *testing.T) {
+		name := tc.prog + strings.Join(tc.more, "_")
+		t.Run(name, func(t *testing.T) {
 			bin, err := exec.LookPath(tc.prog)
 			if err != nil {
 				t.Skipf("skipped: no %s; Debian: apt-get install perftest", tc.prog)
 			}
 			port := fmt.Sprint(18700 + i)
-			args := []string{"-x", "1", "-n", "200", "-p", port}
+			args := append([]string{"-x", "1", "-n", "200", "-p", port}, tc.more...)
 			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
 			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
 			var srvOut strings.Builder

@@ -61,6 +61,9 @@ const (
 	// the NIC clears the word when it sends.
 	OpCreateCompChannel  Op = 14 // → u32 handle; fd the program's end
 	OpDestroyCompChannel Op = 15 // u32 handle
+	// An address handle (UD): a send WQE names it by handle (offset 56).
+	OpCreateAH  Op = 16 // u32 pd, 16-byte dgid, u8 sgid_index, u32 flow_label, u8 hop_limit, u8 traffic_class, u8 sl → u32 handle
+	OpDestroyAH Op = 17 // u32 handle
 )
 
 // The HELLO reply carries two descriptors: the doorbell page (4096
@@ -100,6 +103,10 @@ func (o Op) String() string {
 		return "CREATE_COMP_CHANNEL"
 	case OpDestroyCompChannel:
 		return "DESTROY_COMP_CHANNEL"
+	case OpCreateAH:
+		return "CREATE_AH"
+	case OpDestroyAH:
+		return "DESTROY_AH"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }

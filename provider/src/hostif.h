@@ -33,6 +33,8 @@ enum hostif_op {
 	HOSTIF_DESTROY_QP = 13,
 	HOSTIF_CREATE_COMP_CHANNEL = 14,
 	HOSTIF_DESTROY_COMP_CHANNEL = 15,
+	HOSTIF_CREATE_AH = 16,
+	HOSTIF_DESTROY_AH = 17,
 };
 
 /* A message being built or read. */

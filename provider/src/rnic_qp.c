@@ -217,6 +217,67 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
+/* --- Address handles (UD) --- */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	if (!attr->is_global) {
+		errno = EINVAL; /* RoCE: an address is a GID */
+		return NULL;
+	}
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_CREATE_AH, 0);
+	hostif_u32(&m, pd->handle);
+	for (int i = 0; i < 16; i++)
+		hostif_u8(&m, attr->grh.dgid.raw[i]);
+	hostif_u8(&m, attr->grh.sgid_index);
+	hostif_u32(&m, attr->grh.flow_label);
+	hostif_u8(&m, attr->grh.hop_limit);
+	hostif_u8(&m, attr->grh.traffic_class);
+	hostif_u8(&m, attr->sl);
+	int r = rnic_call(pd->context, &m, HOSTIF_CREATE_AH, NULL, NULL);
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	struct ibv_ah *ah = calloc(1, sizeof *ah);
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ah->context = pd->context;
+	ah->pd = pd;
+	ah->handle = hostif_get_u32(&m);
+	return ah;
+}
+
+/* The sender of a UD receive: its GID is the GRH's source. */
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)
+{
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct ibv_ah_attr a = {.is_global = 1, .port_num = port_num, .sl = wc->sl};
+	a.grh.dgid = grh->sgid;
+	a.grh.sgid_index = 1;
+	a.grh.hop_limit = 0xff;
+	a.grh.traffic_class = (ntohl(grh->version_tclass_flow) >> 20) & 0xff;
+	return ibv_create_ah(pd, &a);
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DESTROY_AH, 0);
+	hostif_u32(&m, ah->handle);
+	int r = rnic_call(ah->context, &m, HOSTIF_DESTROY_AH, NULL, NULL);
+	if (r)
+		return r;
+	free(ah);
+	return 0;
+}
+
 /* --- CQ --- */
 
 static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
@@ -365,8 +426,13 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			le32(s + 24, wr->wr.rdma.rkey);
 		}
 		if (ibqp->qp_type == IBV_QPT_UD) {
+			if (!wr->wr.ud.ah) {
+				r = EINVAL;
+				break;
+			}
 			le32(s + 48, wr->wr.ud.remote_qpn);
 			le32(s + 52, wr->wr.ud.remote_qkey);
+			le32(s + 56, wr->wr.ud.ah->handle);
 		}
 		if (inl) {
 			/* The payload goes into the slot now: the buffer is free on return. */
@@ -680,7 +746,14 @@ static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
 
 static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
-	((struct rnic_qp *)ex)->wr_err = EOPNOTSUPP; /* UD address handles: not built yet */
+	struct rnic_qp *qp = (struct rnic_qp *)ex;
+	if (!qp->wr_cur || !ah) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	le32(qp->wr_cur + 48, qpn);
+	le32(qp->wr_cur + 52, qkey);
+	le32(qp->wr_cur + 56, ah->handle);
 }
 
 static void wr_start(struct ibv_qp_ex *ex)

@@ -8,23 +8,6 @@
 
 #include <infiniband/verbs.h>
 
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	errno = EOPNOTSUPP; /* UD address handles: not built yet */
-	return NULL;
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
-
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	errno = EOPNOTSUPP; /* SRQs: not built yet */
