@@ -81,7 +81,7 @@ func TestProvider(t *testing.T) {
 		{"ibv_rc_pingpong", "ibv_rc_pingpong", ""},
 		{"ibv_uc_pingpong", "ibv_uc_pingpong", ""},
 		{"ibv_rc_pingpong_events", "ibv_rc_pingpong", "-e"}, // completion channels: ibv_req_notify_cq, ibv_get_cq_event
-		{"ibv_ud_pingpong", "ibv_ud_pingpong", ""},             // address handles, UD sends, the GRH in receives
+		{"ibv_ud_pingpong", "ibv_ud_pingpong", ""},          // address handles, UD sends, the GRH in receives
 	} {
 		pp := tc.prog
 		t.Run(tc.name, func(t *testing.T) {
