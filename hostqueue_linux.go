@@ -102,6 +102,7 @@ func (c *hostCQ) notify(db []byte) {
 // hostQP is a program's QP and its rings.
 type hostQP struct {
 	hc             *hostClient
+	srq            *hostSRQ // nil: its own receive ring
 	qp             *QP
 	sq, rq         *shm
 	sqDepth        uint32
@@ -116,13 +117,59 @@ type hostQP struct {
 	bad            bool // a malformed WQE put the QP in error
 }
 
+// hostSRQ is a program's SRQ and its ring.
+type hostSRQ struct {
+	srq    *SRQ
+	ring   *shm
+	depth  uint32
+	slot   int
+	ci     uint32
+	piWord int
+	qps    int // QPs on it
+	buf    []byte
+	rwqe   hostif.RecvWQE
+	sgl    []SGE
+	bad    bool
+}
+
+// moveRecvs posts the receive WQEs the program added to the SRQ.
+func (s *hostSRQ) moveRecvs(db []byte) bool {
+	if s.bad {
+		return false
+	}
+	pi := hostif.Word(db, s.piWord).Load()
+	n := 0
+	for s.ci != pi && pi-s.ci <= s.depth {
+		off := int(s.ci%s.depth) * s.slot
+		copy(s.buf, s.ring.mem[off:off+s.slot])
+		if err := hostif.DecodeRecv(s.buf, &s.rwqe); err != nil {
+			s.bad = true // its QPs see no more receives: the program wrote garbage
+			return true
+		}
+		s.sgl = s.sgl[:0]
+		for _, g := range s.rwqe.SGL[:s.rwqe.NumSGE] {
+			s.sgl = append(s.sgl, SGE{Addr: g.Addr, Length: g.Length, LKey: g.LKey})
+		}
+		if err := s.srq.PostRecv(RecvWR{WRID: s.rwqe.WRID, SGL: s.sgl}); errors.Is(err, transport.ErrQueueFull) {
+			break
+		} else if err != nil {
+			s.bad = true
+			return true
+		}
+		s.ci++
+		n++
+	}
+	return n > 0
+}
+
 // queues is what the poller serves; the control path replaces it (copy
 // on write) holding hostClient.stepMu, which the poller holds for each
 // round: a ring is unmapped only between rounds, after the queues that
 // name it are replaced.
 type queues struct {
-	cqs []*hostCQ
-	qps []*hostQP
+	cqs  []*hostCQ
+	qps  []*hostQP
+	srqs []*hostSRQ
 }
 
 // hostData is a program's data path state.
@@ -240,6 +287,9 @@ func (hc *hostClient) step(q *queues) bool {
 		busy = h.moveSends(db) || busy
 		busy = h.moveRecvs(db) || busy
 	}
+	for _, s := range q.srqs {
+		busy = s.moveRecvs(db) || busy
+	}
 	for _, c := range q.cqs {
 		busy = c.moveCompletions(db) || busy
 	}
@@ -304,7 +354,7 @@ func (h *hostQP) post() error {
 
 // moveRecvs posts the receive WQEs the program added.
 func (h *hostQP) moveRecvs(db []byte) bool {
-	if h.bad || h.rq == nil {
+	if h.bad || h.rq == nil || h.srq != nil {
 		return false
 	}
 	pi := hostif.Word(db, h.rqWord).Load()
@@ -391,6 +441,9 @@ func (hc *hostClient) stopData() {
 	for _, c := range d.cur.cqs {
 		c.ring.close()
 	}
+	for _, s := range d.cur.srqs {
+		s.ring.close()
+	}
 	for _, ch := range hc.channels {
 		unix.Close(ch.fd)
 	}
@@ -406,6 +459,9 @@ func (hc *hostClient) publish() {
 	}
 	for _, h := range hc.qps {
 		q.qps = append(q.qps, h)
+	}
+	for _, s := range hc.srqs {
+		q.srqs = append(q.srqs, s)
 	}
 	hc.data.cur = q
 	hc.data.poke()
@@ -516,17 +572,27 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		pdh, typ, scq, rcq := r.U32(), r.U8(), r.U32(), r.U32()
 		cp := QPCap{MaxSendWR: r.U32(), MaxRecvWR: r.U32(), MaxSendSGE: r.U32(), MaxRecvSGE: r.U32(), MaxInlineData: r.U32()}
 		sigAll := r.U8() != 0
+		srqh := r.U32()
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
-		pd, sc, rc := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq]
-		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE {
+		pd, sc, rc, srq := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq], hc.srqs[srqh]
+		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE ||
+			srqh != 0 && srq == nil {
 			return unix.EINVAL, nil
 		}
-		qp, err := pd.CreateQP(QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll})
+		init := QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll}
+		if srq != nil {
+			init.SRQ = srq.srq
+			cp.MaxRecvWR, cp.MaxRecvSGE = 1, 1 // the QP's own receive ring goes unused
+		}
+		qp, err := pd.CreateQP(init)
 		if err != nil {
 			return errnoOf(err), nil
 		}
-		h := &hostQP{hc: hc, qp: qp, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
+		if srq != nil {
+			srq.qps++
+		}
+		h := &hostQP{hc: hc, qp: qp, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
 			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData)), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
 		h.slot = make([]byte, max(h.sqSlot, h.rqSlot))
 		h.sgl = make([]SGE, 0, hostif.MaxSGE)
@@ -598,6 +664,71 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.publish()
 		h.sq.close()
 		h.rq.close()
+		if h.srq != nil {
+			h.srq.qps--
+		}
+		return 0, nil
+	case hostif.OpCreateSRQ:
+		pdh, maxWR, maxSGE, limit := r.U32(), r.U32(), r.U32(), r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		pd := hc.pds[pdh]
+		if r.End() != nil || pd == nil || maxSGE > hostif.MaxSGE {
+			return unix.EINVAL, nil
+		}
+		srq, err := pd.CreateSRQ(SRQInitAttr{MaxWR: maxWR, MaxSGE: max(maxSGE, 1), Limit: limit})
+		if err != nil {
+			return errnoOf(err), nil
+		}
+		s := &hostSRQ{srq: srq, depth: pow2u(maxWR), slot: hostif.RecvWQESize(int(max(maxSGE, 1))), sgl: make([]SGE, 0, hostif.MaxSGE)}
+		s.buf = make([]byte, s.slot)
+		if s.ring, err = newShm("rnic-srq", int(s.depth)*s.slot); err != nil {
+			srq.Destroy()
+			return unix.ENOMEM, nil
+		}
+		if s.piWord, err = hc.data.word(); err != nil {
+			s.ring.close()
+			srq.Destroy()
+			return unix.ENOMEM, nil
+		}
+		hc.next++
+		hc.srqs[hc.next] = s
+		hc.stepMu.Lock()
+		hc.publish()
+		hc.stepMu.Unlock()
+		rep.U32(hc.next).U32(s.depth).U32(uint32(s.slot)).U32(uint32(s.piWord))
+		return 0, []int{s.ring.fd}
+	case hostif.OpDestroySRQ:
+		handle := r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		s := hc.srqs[handle]
+		if r.End() != nil || s == nil {
+			return unix.EINVAL, nil
+		}
+		if s.qps > 0 {
+			return unix.EBUSY, nil
+		}
+		hc.stepMu.Lock()
+		defer hc.stepMu.Unlock()
+		if err := s.srq.Destroy(); err != nil {
+			return errnoOf(err), nil
+		}
+		delete(hc.srqs, handle)
+		hc.publish()
+		s.ring.close()
+		return 0, nil
+	case hostif.OpArmSRQ:
+		handle, limit := r.U32(), r.U32()
+		hc.mu.Lock()
+		s := hc.srqs[handle]
+		hc.mu.Unlock()
+		if r.End() != nil || s == nil {
+			return unix.EINVAL, nil
+		}
+		if err := s.srq.Arm(limit); err != nil {
+			return unix.EINVAL, nil
+		}
 		return 0, nil
 	}
 	return unix.EOPNOTSUPP, nil

@@ -76,6 +76,7 @@ type hostClient struct {
 	cqs      map[uint32]*hostCQ
 	qps      map[uint32]*hostQP
 	channels map[uint32]*hostChannel
+	srqs     map[uint32]*hostSRQ
 	ahs      map[uint32]*AH // under ahMu: the poller reads it during a round
 	ahMu     sync.Mutex
 	next     uint32 // the next handle of an MR, CQ, QP, channel or AH
@@ -146,7 +147,7 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
-		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, ahs: map[uint32]*AH{}}
+		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, srqs: map[uint32]*hostSRQ{}, ahs: map[uint32]*AH{}}
 }
 
 // teardown releases everything the program held, as the kernel does
@@ -157,6 +158,9 @@ func (hc *hostClient) teardown() {
 	hc.stopData()
 	for _, h := range hc.qps {
 		h.qp.Destroy()
+	}
+	for _, s := range hc.srqs {
+		s.srq.Destroy()
 	}
 	for _, c := range hc.cqs {
 		c.cq.Destroy()
@@ -304,7 +308,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		hc.ahMu.Unlock()
 		ah.Destroy()
 	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP,
-		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel:
+		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel, hostif.OpCreateSRQ, hostif.OpDestroySRQ, hostif.OpArmSRQ:
 		if hc.data == nil {
 			return fail(unix.EPROTO) // the queues live in the pages HELLO hands out
 		}

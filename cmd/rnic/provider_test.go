@@ -82,6 +82,7 @@ func TestProvider(t *testing.T) {
 		{"ibv_uc_pingpong", "ibv_uc_pingpong", ""},
 		{"ibv_rc_pingpong_events", "ibv_rc_pingpong", "-e"}, // completion channels: ibv_req_notify_cq, ibv_get_cq_event
 		{"ibv_ud_pingpong", "ibv_ud_pingpong", ""},          // address handles, UD sends, the GRH in receives
+		{"ibv_srq_pingpong", "ibv_srq_pingpong", ""},        // 16 QPs on a shared receive queue
 	} {
 		pp := tc.prog
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,8 +92,11 @@ func TestProvider(t *testing.T) {
 			}
 			port := fmt.Sprint(18600 + i)
 			size := "8192"
-			if pp == "ibv_ud_pingpong" {
+			switch pp {
+			case "ibv_ud_pingpong":
 				size = "1024" // a datagram fits the path MTU
+			case "ibv_srq_pingpong":
+				size = "4096"
 			}
 			args := []string{"-g", "1", "-n", "100", "-s", size, "-c", "-p", port}
 			if tc.flag != "" {
@@ -122,8 +126,11 @@ func TestProvider(t *testing.T) {
 				t.Fatalf("%s server: %v\n%s", pp, err, srvOut.String())
 			}
 			want := "1638400 bytes in" // 100 × 8 KiB each way
-			if pp == "ibv_ud_pingpong" {
+			switch pp {
+			case "ibv_ud_pingpong":
 				want = "204800 bytes in"
+			case "ibv_srq_pingpong":
+				want = "819200 bytes in"
 			}
 			for _, o := range []string{string(out), srvOut.String()} {
 				expect(t, o, want, "100 iters in")

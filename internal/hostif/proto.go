@@ -64,6 +64,11 @@ const (
 	// An address handle (UD): a send WQE names it by handle (offset 56).
 	OpCreateAH  Op = 16 // u32 pd, 16-byte dgid, u8 sgid_index, u32 flow_label, u8 hop_limit, u8 traffic_class, u8 sl → u32 handle
 	OpDestroyAH Op = 17 // u32 handle
+	// A shared receive queue: its ring (receive WQEs) and the doorbell
+	// word of its producer index. A QP on it names it at CREATE_QP.
+	OpCreateSRQ  Op = 18 // u32 pd, u32 max_wr, u32 max_sge, u32 limit → u32 handle, u32 depth, u32 slot, u32 word; fd ring
+	OpDestroySRQ Op = 19 // u32 handle
+	OpArmSRQ     Op = 20 // u32 handle, u32 limit (ibv_modify_srq's srq_limit)
 )
 
 // The HELLO reply carries two descriptors: the doorbell page (4096
@@ -107,6 +112,12 @@ func (o Op) String() string {
 		return "CREATE_AH"
 	case OpDestroyAH:
 		return "DESTROY_AH"
+	case OpCreateSRQ:
+		return "CREATE_SRQ"
+	case OpDestroySRQ:
+		return "DESTROY_SRQ"
+	case OpArmSRQ:
+		return "ARM_SRQ"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }

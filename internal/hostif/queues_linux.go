@@ -129,7 +129,7 @@ func (x *Context) CreateQP(a QPInit) (*ClientQP, error) {
 			sig = 1
 		}
 		m.U32(a.PD).U8(a.Type).U32(a.SendCQ).U32(a.RecvCQ).U32(a.MaxSendWR).U32(a.MaxRecvWR).
-			U32(a.MaxSendSGE).U32(a.MaxRecvSGE).U32(a.MaxInline).U8(sig)
+			U32(a.MaxSendSGE).U32(a.MaxRecvSGE).U32(a.MaxInline).U8(sig).U32(0)
 	})
 	if err != nil {
 		return nil, err

@@ -35,6 +35,9 @@ enum hostif_op {
 	HOSTIF_DESTROY_COMP_CHANNEL = 15,
 	HOSTIF_CREATE_AH = 16,
 	HOSTIF_DESTROY_AH = 17,
+	HOSTIF_CREATE_SRQ = 18,
+	HOSTIF_DESTROY_SRQ = 19,
+	HOSTIF_ARM_SRQ = 20,
 };
 
 /* A message being built or read. */

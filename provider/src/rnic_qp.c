@@ -385,6 +385,110 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* --- SRQ --- */
+
+struct rnic_srq {
+	struct ibv_srq ibsrq;
+	uint8_t *ring;
+	uint32_t depth, slot, word, pi, max_sge;
+	pthread_spinlock_t lock;
+};
+
+static int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct rnic_srq *srq = (struct rnic_srq *)ibsrq;
+	int r = 0;
+	pthread_spin_lock(&srq->lock);
+	uint32_t pi = srq->pi;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+			r = EINVAL;
+			break;
+		}
+		uint8_t *s = srq->ring + (size_t)(pi % srq->depth) * srq->slot;
+		memset(s, 0, RECV_HEADER);
+		le64(s, wr->wr_id);
+		s[8] = wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			uint8_t *g = s + RECV_HEADER + i * SGE_LEN;
+			le64(g, wr->sg_list[i].addr);
+			le32(g + 8, wr->sg_list[i].length);
+			le32(g + 12, wr->sg_list[i].lkey);
+		}
+		pi++;
+	}
+	if (pi != srq->pi) {
+		srq->pi = pi;
+		ring(ibsrq->context, srq->word, pi);
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (r && bad)
+		*bad = wr;
+	return r;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
+{
+	if (a->attr.max_sge > MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct hostif_msg m;
+	int fd = -1, nfds = 1;
+	hostif_begin(&m, HOSTIF_CREATE_SRQ, 0);
+	hostif_u32(&m, pd->handle);
+	hostif_u32(&m, a->attr.max_wr);
+	hostif_u32(&m, a->attr.max_sge);
+	hostif_u32(&m, a->attr.srq_limit);
+	int r = rnic_call(pd->context, &m, HOSTIF_CREATE_SRQ, &fd, &nfds);
+	if (r || nfds != 1) {
+		if (nfds == 1)
+			close(fd);
+		errno = r ? r : EPROTO;
+		return NULL;
+	}
+	struct rnic_srq *srq = calloc(1, sizeof *srq);
+	if (!srq) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->ibsrq.handle = hostif_get_u32(&m);
+	srq->depth = hostif_get_u32(&m);
+	srq->slot = hostif_get_u32(&m);
+	srq->word = hostif_get_u32(&m);
+	srq->max_sge = a->attr.max_sge ? a->attr.max_sge : 1;
+	srq->ring = mmap(NULL, (size_t)srq->depth * srq->slot, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m.err || srq->ring == MAP_FAILED) {
+		free(srq);
+		errno = m.err ? EPROTO : ENOMEM;
+		return NULL;
+	}
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->ibsrq.context = pd->context;
+	srq->ibsrq.srq_context = a->srq_context;
+	srq->ibsrq.pd = pd;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	pd->context->ops.post_srq_recv = rnic_post_srq_recv;
+	return &srq->ibsrq;
+}
+
+int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct rnic_srq *srq = (struct rnic_srq *)ibsrq;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_DESTROY_SRQ, 0);
+	hostif_u32(&m, ibsrq->handle);
+	int r = rnic_call(ibsrq->context, &m, HOSTIF_DESTROY_SRQ, NULL, NULL);
+	if (r)
+		return r;
+	munmap(srq->ring, (size_t)srq->depth * srq->slot);
+	free(srq);
+	return 0;
+}
+
 /* --- QP --- */
 
 static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -498,8 +602,8 @@ static int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ib
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
-	if (a->srq || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
-		errno = a->srq ? EOPNOTSUPP : EINVAL; /* SRQs: not built yet */
+	if (a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
+		errno = EINVAL;
 		return NULL;
 	}
 	struct ibv_context *c = pd->context;
@@ -516,6 +620,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	hostif_u32(&m, a->cap.max_recv_sge);
 	hostif_u32(&m, a->cap.max_inline_data);
 	hostif_u8(&m, a->sq_sig_all ? 1 : 0);
+	hostif_u32(&m, a->srq ? a->srq->handle : 0);
 	int r = rnic_call(c, &m, HOSTIF_CREATE_QP, fds, &nfds);
 	if (r || nfds != 2) {
 		for (int i = 0; i < nfds; i++)
@@ -557,6 +662,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	q->pd = pd;
 	q->send_cq = a->send_cq;
 	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
 	q->state = IBV_QPS_RESET;
 	q->qp_type = a->qp_type;
 	pthread_mutex_init(&q->mutex, NULL);

@@ -8,17 +8,6 @@
 
 #include <infiniband/verbs.h>
 
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	errno = EOPNOTSUPP; /* SRQs: not built yet */
-	return NULL;
-}
-
-int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
-}
-
 int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	return EOPNOTSUPP; /* rnic has no multicast */
