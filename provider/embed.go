@@ -14,5 +14,5 @@ var Sources embed.FS
 
 // Flags are the C compiler's flags (besides the sources and the output),
 // the same as scripts/build-provider.sh's.
-var Flags = []string{"-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11",
+var Flags = []string{"-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11",
 	"-Wl,--version-script=libibverbs.map", "-Wl,-soname,libibverbs.so.1"}

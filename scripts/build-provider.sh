@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/provider}
 mkdir -p "$out"
-${CC:-cc} -shared -fPIC -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 \
+${CC:-cc} -shared -fPIC -O2 -g -Wall -Wextra -std=gnu11 \
 	-Wl,--version-script=provider/src/libibverbs.map -Wl,-soname,libibverbs.so.1 \
 	-o "$out/libibverbs.so.1" provider/src/*.c
 echo "$out/libibverbs.so.1"

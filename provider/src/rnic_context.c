@@ -250,6 +250,10 @@ int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index, 
 /* No sysfs behind rnic's devices: every attribute file is missing. */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
+	(void)dir;
+	(void)file;
+	(void)buf;
+	(void)size;
 	errno = ENOENT;
 	return -1;
 }
@@ -257,6 +261,7 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 /* The P_Key table: the default P_Key only. */
 int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index, __be16 *pkey)
 {
+	(void)c;
 	if (port != 1 || index != 0)
 		return EINVAL;
 	*pkey = htobe16(0xffff);
@@ -265,11 +270,13 @@ int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index, __be16 *pkey)
 
 int ibv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 pkey)
 {
+	(void)c;
 	return port == 1 && (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -1;
 }
 
 int ibv_get_device_index(struct ibv_device *device)
 {
+	(void)device;
 	return -1; /* no kernel device index */
 }
 

@@ -324,6 +324,7 @@ static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)
 {
+	(void)comp_vector;
 	if (cqe < 1) {
 		errno = EINVAL;
 		return NULL;
@@ -715,6 +716,7 @@ int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
  * state); the NIC's other attributes are not asked for yet. */
 int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init)
 {
+	(void)mask;
 	struct rnic_qp *qp = (struct rnic_qp *)q;
 	memset(a, 0, sizeof *a);
 	a->qp_state = a->cur_qp_state = q->state;
@@ -923,6 +925,7 @@ static void init_qp_ex(struct rnic_qp *qp)
 
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
+	(void)c;
 	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~(uint64_t)RNIC_SEND_OPS))) {
