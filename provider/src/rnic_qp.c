@@ -98,13 +98,20 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+/* A receive ring, a QP's RQ or an SRQ: slots the NIC reads, its doorbell word. */
+struct recv_ring {
+	uint8_t *mem;
+	uint32_t depth, slot, word, pi, max_sge;
+	pthread_spinlock_t lock;
+};
+
 struct rnic_qp {
 	struct ibv_qp_ex ex; /* first, with its qp_base first: the ibv_qp programs hold */
-	uint8_t *sq, *rq;
+	uint8_t *sq;
 	uint32_t sq_depth, sq_slot, sq_word, sq_pi;
-	uint32_t rq_depth, rq_slot, rq_word, rq_pi;
+	struct recv_ring rq;
 	struct ibv_qp_cap cap;
-	pthread_spinlock_t sq_lock, rq_lock;
+	pthread_spinlock_t sq_lock;
 	/* ibv_wr_*: the WQEs built since wr_start, the slot being built. */
 	uint32_t wr_pi;
 	uint8_t *wr_cur;
@@ -134,6 +141,63 @@ static void ring(struct ibv_context *c, uint32_t off, uint32_t idx)
 
 static void le32(uint8_t *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = v >> (8 * i); }
 static void le64(uint8_t *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = v >> (8 * i); }
+
+/* put_sges writes n scatter/gather entries in the ring's SGE format at g. */
+static void put_sges(uint8_t *g, const struct ibv_sge *sg, size_t n)
+{
+	for (size_t i = 0; i < n; i++, g += SGE_LEN) {
+		le64(g, sg[i].addr);
+		le32(g + 8, sg[i].length);
+		le32(g + 12, sg[i].lkey);
+	}
+}
+
+static int recv_ring_map(struct recv_ring *q, struct hostif_msg *m, uint32_t max_sge, int fd)
+{
+	q->depth = hostif_get_u32(m);
+	q->slot = hostif_get_u32(m);
+	q->word = hostif_get_u32(m);
+	q->max_sge = max_sge;
+	q->mem = mmap(NULL, (size_t)q->depth * q->slot, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (q->mem == MAP_FAILED)
+		return -1;
+	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
+static void recv_ring_unmap(struct recv_ring *q)
+{
+	munmap(q->mem, (size_t)q->depth * q->slot);
+	pthread_spin_destroy(&q->lock);
+}
+
+/* post_recvs writes the chain's receive WQEs and rings the doorbell once. */
+static int post_recvs(struct ibv_context *c, struct recv_ring *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	int r = 0;
+	pthread_spin_lock(&q->lock);
+	uint32_t pi = q->pi;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge) {
+			r = EINVAL;
+			break;
+		}
+		uint8_t *s = q->mem + (size_t)(pi % q->depth) * q->slot;
+		memset(s, 0, RECV_HEADER);
+		le64(s, wr->wr_id);
+		s[8] = wr->num_sge;
+		put_sges(s + RECV_HEADER, wr->sg_list, wr->num_sge);
+		pi++;
+	}
+	if (pi != q->pi) {
+		q->pi = pi;
+		ring(c, q->word, pi);
+	}
+	pthread_spin_unlock(&q->lock);
+	if (r && bad)
+		*bad = wr;
+	return r;
+}
 static uint32_t rd32(const uint8_t *b) { return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24; }
 static uint64_t rd64(const uint8_t *b) { return rd32(b) | (uint64_t)rd32(b + 4) << 32; }
 
@@ -390,42 +454,12 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 struct rnic_srq {
 	struct ibv_srq ibsrq;
-	uint8_t *ring;
-	uint32_t depth, slot, word, pi, max_sge;
-	pthread_spinlock_t lock;
+	struct recv_ring rq;
 };
 
 static int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct rnic_srq *srq = (struct rnic_srq *)ibsrq;
-	int r = 0;
-	pthread_spin_lock(&srq->lock);
-	uint32_t pi = srq->pi;
-	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
-			r = EINVAL;
-			break;
-		}
-		uint8_t *s = srq->ring + (size_t)(pi % srq->depth) * srq->slot;
-		memset(s, 0, RECV_HEADER);
-		le64(s, wr->wr_id);
-		s[8] = wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint8_t *g = s + RECV_HEADER + i * SGE_LEN;
-			le64(g, wr->sg_list[i].addr);
-			le32(g + 8, wr->sg_list[i].length);
-			le32(g + 12, wr->sg_list[i].lkey);
-		}
-		pi++;
-	}
-	if (pi != srq->pi) {
-		srq->pi = pi;
-		ring(ibsrq->context, srq->word, pi);
-	}
-	pthread_spin_unlock(&srq->lock);
-	if (r && bad)
-		*bad = wr;
-	return r;
+	return post_recvs(ibsrq->context, &((struct rnic_srq *)ibsrq)->rq, wr, bad);
 }
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
@@ -455,18 +489,15 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 		return NULL;
 	}
 	srq->ibsrq.handle = hostif_get_u32(&m);
-	srq->depth = hostif_get_u32(&m);
-	srq->slot = hostif_get_u32(&m);
-	srq->word = hostif_get_u32(&m);
-	srq->max_sge = a->attr.max_sge ? a->attr.max_sge : 1;
-	srq->ring = mmap(NULL, (size_t)srq->depth * srq->slot, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int mapped = recv_ring_map(&srq->rq, &m, a->attr.max_sge ? a->attr.max_sge : 1, fd) == 0;
 	close(fd);
-	if (m.err || srq->ring == MAP_FAILED) {
+	if (m.err || !mapped) {
+		if (mapped)
+			recv_ring_unmap(&srq->rq);
 		free(srq);
 		errno = m.err ? EPROTO : ENOMEM;
 		return NULL;
 	}
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = a->srq_context;
 	srq->ibsrq.pd = pd;
@@ -485,7 +516,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	int r = rnic_call(ibsrq->context, &m, HOSTIF_DESTROY_SRQ, NULL, NULL);
 	if (r)
 		return r;
-	munmap(srq->ring, (size_t)srq->depth * srq->slot);
+	recv_ring_unmap(&srq->rq);
 	free(srq);
 	return 0;
 }
@@ -549,12 +580,7 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			s[10] = 0;
 			le32(s + 28, (uint32_t)total);
 		} else {
-			for (int i = 0; i < wr->num_sge; i++) {
-				uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
-				le64(g, wr->sg_list[i].addr);
-				le32(g + 8, wr->sg_list[i].length);
-				le32(g + 12, wr->sg_list[i].lkey);
-			}
+			put_sges(s + WQE_HEADER, wr->sg_list, wr->num_sge);
 		}
 		pi++;
 	}
@@ -570,35 +596,7 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 
 static int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct rnic_qp *qp = (struct rnic_qp *)ibqp;
-	int r = 0;
-	pthread_spin_lock(&qp->rq_lock);
-	uint32_t pi = qp->rq_pi;
-	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
-			r = EINVAL;
-			break;
-		}
-		uint8_t *s = qp->rq + (size_t)(pi % qp->rq_depth) * qp->rq_slot;
-		memset(s, 0, RECV_HEADER);
-		le64(s, wr->wr_id);
-		s[8] = wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint8_t *g = s + RECV_HEADER + i * SGE_LEN;
-			le64(g, wr->sg_list[i].addr);
-			le32(g + 8, wr->sg_list[i].length);
-			le32(g + 12, wr->sg_list[i].lkey);
-		}
-		pi++;
-	}
-	if (pi != qp->rq_pi) {
-		qp->rq_pi = pi;
-		ring(ibqp->context, qp->rq_word, pi);
-	}
-	pthread_spin_unlock(&qp->rq_lock);
-	if (r && bad)
-		*bad = wr;
-	return r;
+	return post_recvs(ibqp->context, &((struct rnic_qp *)ibqp)->rq, wr, bad);
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
@@ -641,22 +639,22 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	qp->sq_depth = hostif_get_u32(&m);
 	qp->sq_slot = hostif_get_u32(&m);
 	qp->sq_word = hostif_get_u32(&m);
-	qp->rq_depth = hostif_get_u32(&m);
-	qp->rq_slot = hostif_get_u32(&m);
-	qp->rq_word = hostif_get_u32(&m);
+	int rq_mapped = recv_ring_map(&qp->rq, &m, a->cap.max_recv_sge, fds[1]) == 0;
 	qp->sq = mmap(NULL, (size_t)qp->sq_depth * qp->sq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	qp->rq = mmap(NULL, (size_t)qp->rq_depth * qp->rq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	close(fds[0]);
 	close(fds[1]);
-	if (m.err || qp->sq == MAP_FAILED || qp->rq == MAP_FAILED) {
+	if (m.err || qp->sq == MAP_FAILED || !rq_mapped) {
 		/* the NIC's QP goes with the context */
+		if (qp->sq != MAP_FAILED)
+			munmap(qp->sq, (size_t)qp->sq_depth * qp->sq_slot);
+		if (rq_mapped)
+			recv_ring_unmap(&qp->rq);
 		free(qp);
 		errno = m.err ? EPROTO : ENOMEM;
 		return NULL;
 	}
 	qp->cap = a->cap;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	struct ibv_qp *q = &qp->ex.qp_base;
 	q->context = c;
 	q->qp_context = a->qp_context;
@@ -742,7 +740,7 @@ int ibv_destroy_qp(struct ibv_qp *q)
 	if (r)
 		return r;
 	munmap(qp->sq, (size_t)qp->sq_depth * qp->sq_slot);
-	munmap(qp->rq, (size_t)qp->rq_depth * qp->rq_slot);
+	recv_ring_unmap(&qp->rq);
 	free(qp);
 	return 0;
 }
@@ -811,12 +809,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge
 		return;
 	}
 	s[10] = (uint8_t)n;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t *g = s + WQE_HEADER + i * SGE_LEN;
-		le64(g, sg[i].addr);
-		le32(g + 8, sg[i].length);
-		le32(g + 12, sg[i].lkey);
-	}
+	put_sges(s + WQE_HEADER, sg, n);
 }
 
 static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr, uint32_t length)
