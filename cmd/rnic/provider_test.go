@@ -30,6 +30,39 @@ func buildProvider(t *testing.T) string {
 
 // TestProvider runs Debian's unmodified ibverbs-utils on rnic's
 // libibverbs.so.1 against two NICs started with "rnic nic up".
+// runPair runs a test program's server on rnic0 and its client on rnic1
+// (retried until the server listens) and returns what each printed; either
+// failing fails the test.
+func runPair(t *testing.T, bin, lib string, args []string) (cli, srv string) {
+	t.Helper()
+	s := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
+	s.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	var srvOut strings.Builder
+	s.Stdout, s.Stderr = &srvOut, &srvOut
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Process.Kill()
+	var out []byte
+	var err error
+	for try := 0; try < 50; try++ { // until the server listens
+		c := exec.Command(bin, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
+		c.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+		if out, err = c.CombinedOutput(); err == nil || !strings.Contains(string(out), "Couldn't connect") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	name := filepath.Base(bin)
+	if err != nil {
+		t.Fatalf("%s client: %v\n%s\nserver:\n%s", name, err, out, srvOut.String())
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatalf("%s server: %v\n%s", name, err, srvOut.String())
+	}
+	return string(out), srvOut.String()
+}
+
 func TestProvider(t *testing.T) {
 	lib := buildProvider(t)
 	run := t.TempDir()
@@ -102,29 +135,7 @@ func TestProvider(t *testing.T) {
 			if tc.flag != "" {
 				args = append(args, tc.flag)
 			}
-			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
-			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
-			var srvOut strings.Builder
-			srv.Stdout, srv.Stderr = &srvOut, &srvOut
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Process.Kill()
-			var out []byte
-			for try := 0; try < 50; try++ { // until the server listens
-				cli := exec.Command(bin, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
-				cli.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
-				if out, err = cli.CombinedOutput(); err == nil || !strings.Contains(string(out), "Couldn't connect") {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Fatalf("%s client: %v\n%s\nserver:\n%s", pp, err, out, srvOut.String())
-			}
-			if err := srv.Wait(); err != nil {
-				t.Fatalf("%s server: %v\n%s", pp, err, srvOut.String())
-			}
+			out, srvOut := runPair(t, bin, lib, args)
 			want := "1638400 bytes in" // 100 × 8 KiB each way
 			switch pp {
 			case "ibv_ud_pingpong":
@@ -132,7 +143,7 @@ func TestProvider(t *testing.T) {
 			case "ibv_srq_pingpong":
 				want = "819200 bytes in"
 			}
-			for _, o := range []string{string(out), srvOut.String()} {
+			for _, o := range []string{out, srvOut} {
 				expect(t, o, want, "100 iters in")
 			}
 			t.Logf("client:\n%s", out)
@@ -158,31 +169,9 @@ func TestProvider(t *testing.T) {
 			}
 			port := fmt.Sprint(18700 + i)
 			args := append([]string{"-x", "1", "-n", "200", "-p", port}, tc.more...)
-			srv := exec.Command(bin, append([]string{"-d", "rnic0"}, args...)...)
-			srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
-			var srvOut strings.Builder
-			srv.Stdout, srv.Stderr = &srvOut, &srvOut
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Process.Kill()
-			var out []byte
-			for try := 0; try < 50; try++ { // until the server listens
-				cli := exec.Command(bin, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
-				cli.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
-				if out, err = cli.CombinedOutput(); err == nil || !strings.Contains(string(out), "Couldn't connect") {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Fatalf("%s client: %v\n%s\nserver:\n%s", tc.prog, err, out, srvOut.String())
-			}
-			if err := srv.Wait(); err != nil {
-				t.Fatalf("%s server: %v\n%s", tc.prog, err, srvOut.String())
-			}
-			expect(t, string(out), tc.want, "Device         : rnic1")
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			out, _ := runPair(t, bin, lib, args)
+			expect(t, out, tc.want, "Device         : rnic1")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
 			t.Logf("%s", strings.Join(lines[max(0, len(lines)-3):], "\n"))
 		})
 	}
