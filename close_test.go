@@ -86,6 +86,7 @@ func (o *objects) calls() map[string]func() error {
 		"CQ.Poll":      func() error { return err1(o.cq.Poll(wcs)) },
 		"CQ.Wait":      func() error { return err1(o.cq.Wait(bg, wcs)) },
 		"CQ.ReqNotify": func() error { return o.cq.ReqNotify(false) },
+		"CQ.Resize":    func() error { return o.cq.Resize(8) },
 		"CQ.Destroy":   o.cq.Destroy,
 		"QP.Modify":    func() error { return o.qp.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState) },
 		"QP.Query":     func() error { _, _, err := o.qp.Query(); return err },

@@ -151,6 +151,22 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // from it wakes.
 func (cq *CQ) Events() <-chan struct{} { return cq.c.Events() }
 
+// Resize gives the CQ room for cqe completions (ibv_resize_cq), keeping
+// those not yet polled. It fails if cqe is out of the device's range or
+// smaller than the number of completions the CQ holds.
+func (cq *CQ) Resize(cqe int) error {
+	if err := cq.usable(); err != nil {
+		return fmt.Errorf("rnic: Resize CQ: %w", err)
+	}
+	if cqe < 1 || cqe > cq.dev.attr.MaxCQE {
+		return fmt.Errorf("rnic: Resize CQ: %d entries out of range [1, %d]", cqe, cq.dev.attr.MaxCQE)
+	}
+	if err := cq.c.Resize(cqe); err != nil {
+		return fmt.Errorf("rnic: Resize CQ to %d: %w (%d unpolled)", cqe, err, cq.c.Unpolled())
+	}
+	return nil
+}
+
 // Destroy frees the CQ (ibv_destroy_cq). It fails with ErrBusy while QPs
 // use it. A Wait blocked on it returns an error wrapping ErrClosed, as does
 // every later call, a second Destroy included.

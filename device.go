@@ -313,6 +313,8 @@ type Device struct {
 	srqSeq atomic.Uint32
 
 	gids [gidTableLen]GIDEntry // the port's GID table (gid.go)
+
+	hostObjs sync.Map // ServeHost: *QP, *CQ, *SRQ → *hostObj, whose program its async events go to
 }
 
 func (d *Device) nextSRQ() uint32 { return d.srqSeq.Add(1) }
@@ -445,7 +447,7 @@ func (dev *Device) setAttr(c transport.CoreConfig, mtu wire.MTU) {
 		MaxQPRdAtom: int(c.MaxQPRdAtom), MaxQPInitRdAtom: int(c.MaxQPRdAtom),
 		MaxSRQ: c.MaxSRQ, MaxSRQWR: c.MaxSRQWR, MaxSRQSGE: c.MaxSGE,
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
-		AtomicCap: AtomicHCA, ActiveMTU: MTU(mtu), GIDTableLen: gidTableLen,
+		AtomicCap: AtomicHCA, ActiveMTU: MTU(mtu), GIDTableLen: gidTableSize,
 	}
 }
 

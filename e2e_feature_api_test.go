@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/link/mem"
@@ -358,5 +359,55 @@ func TestFeatureAPIMisuse(t *testing.T) {
 			errContains(t, err, c.name, c.subs...)
 			t.Logf("%v", err)
 		})
+	}
+}
+
+// TestCQResize: ibv_resize_cq keeps the completions not yet polled, in
+// order, grows the CQ's room, and refuses a size below what it holds.
+func TestCQResize(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	buf := make([]byte, 64)
+	mr := must(p.pda.RegMR(buf, rnic.AccessLocalWrite))
+	cq := must(p.a.CreateCQ(4))
+	qp := must(p.pda.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: cq, RecvCQ: cq, Cap: rnic.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+	// The QP never connects: receives posted to a QP in error complete
+	// flushed, one CQE each, without the wire.
+	must0(t, qp.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState))
+	post := func(first, n int) {
+		for i := range n {
+			must0(t, qp.PostRecv(rnic.RecvWR{WRID: uint64(first + i), SGL: []rnic.SGE{{Addr: mr.Addr(), Length: 64, LKey: mr.LKey()}}}))
+		}
+	}
+	post(0, 3)
+	waitUnpolled := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for rnic.CQUnpolled(cq) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d completions, want %d", rnic.CQUnpolled(cq), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitUnpolled(3)
+	if err := cq.Resize(2); err == nil {
+		t.Fatal("Resize(2) of a CQ holding 3 completions succeeded")
+	}
+	must0(t, cq.Resize(16))
+	post(3, 10)
+	waitUnpolled(13)
+	wcs := make([]rnic.WC, 16)
+	n := must(cq.Poll(wcs))
+	if n != 13 {
+		t.Fatalf("polled %d, want 13", n)
+	}
+	for i, wc := range wcs[:n] {
+		if wc.WRID != uint64(i) || wc.Status != rnic.WCWRFlushErr {
+			t.Fatalf("completion %d: wr_id %d status %v, want %d flushed", i, wc.WRID, wc.Status, i)
+		}
+	}
+	must0(t, cq.Resize(1))
+	if err := cq.Resize(0); err == nil {
+		t.Error("Resize(0) succeeded")
 	}
 }

@@ -30,3 +30,6 @@ func ReadThroughMR(d *Device, pd, key uint32, iova uint64, n int) ([]byte, error
 	}
 	return out, nil
 }
+
+// CQUnpolled returns the number of completions cq holds.
+func CQUnpolled(cq *CQ) int { return cq.c.Unpolled() }

@@ -20,8 +20,13 @@ import (
 // AddrGIDIndex is the index of the GID that is the port's IP address.
 const AddrGIDIndex = 1
 
-// gidTableLen is the number of entries of the GID table.
-const gidTableLen = 2
+// gidTableLen is the number of valid entries of the GID table; the
+// port's table has room for gidTableSize (gid_tbl_len), the rest empty,
+// as a hardware port's table is larger than the addresses it holds.
+const (
+	gidTableLen  = 2
+	gidTableSize = 16
+)
 
 // GIDType is the kind of a GID table entry (enum ibv_gid_type).
 type GIDType uint8
@@ -79,23 +84,32 @@ func linkLocalGID(addr GID, hw net.HardwareAddr) GID {
 }
 
 // GID returns the port's GID at index (ibv_query_gid): 0 is the
-// link-local GID, AddrGIDIndex (1) the port's IP address.
+// link-local GID, AddrGIDIndex (1) the port's IP address. The table's
+// other entries, up to gid_tbl_len, are empty: an error says so (where
+// ibv_query_gid returns the zero GID).
 func (d *Device) GID(index int) (GID, error) {
-	if index < 0 || index >= gidTableLen {
-		return GID{}, fmt.Errorf("rnic: GID index %d out of range [0, %d]", index, gidTableLen-1)
+	if index < 0 || index >= gidTableSize {
+		return GID{}, fmt.Errorf("rnic: GID index %d out of range [0, %d]", index, gidTableSize-1)
+	}
+	if index >= gidTableLen {
+		return GID{}, fmt.Errorf("rnic: GID index %d is an empty entry of the GID table (the port's GIDs are at 0 and %d)", index, AddrGIDIndex)
 	}
 	return d.gids[index].GID, nil
 }
 
-// GIDType returns the type of the GID at index (ibv_query_gid_type).
+// GIDType returns the type of the GID at index (ibv_query_gid_type); an
+// empty entry has none.
 func (d *Device) GIDType(index int) (GIDType, error) {
-	if index < 0 || index >= gidTableLen {
-		return 0, fmt.Errorf("rnic: GID index %d out of range [0, %d]", index, gidTableLen-1)
+	if index < 0 || index >= gidTableSize {
+		return 0, fmt.Errorf("rnic: GID index %d out of range [0, %d]", index, gidTableSize-1)
+	}
+	if index >= gidTableLen {
+		return 0, fmt.Errorf("rnic: GID index %d is empty", index)
 	}
 	return d.gids[index].Type, nil
 }
 
-// GIDTable returns the port's GID table (ibv_query_gid_table).
+// GIDTable returns the port's valid GID entries (ibv_query_gid_table).
 func (d *Device) GIDTable() []GIDEntry {
 	t := d.gids
 	return t[:]
@@ -108,8 +122,11 @@ func (d *Device) sourceGID(index uint8) (GID, error) {
 	case index == 0:
 		return GID{}, fmt.Errorf("rnic: sgid_index 0 is the port's link-local GID %v, which this link cannot send from: use GID index %d, the port's address %v",
 			d.gids[0].GID, AddrGIDIndex, d.gids[AddrGIDIndex].GID)
+	case int(index) >= gidTableSize:
+		return GID{}, fmt.Errorf("rnic: sgid_index %d out of range [0, %d]", index, gidTableSize-1)
 	case int(index) >= gidTableLen:
-		return GID{}, fmt.Errorf("rnic: sgid_index %d out of range [0, %d]", index, gidTableLen-1)
+		return GID{}, fmt.Errorf("rnic: sgid_index %d is an empty entry of the GID table: use GID index %d, the port's address %v",
+			index, AddrGIDIndex, d.gids[AddrGIDIndex].GID)
 	}
 	return d.gids[index].GID, nil
 }

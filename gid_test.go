@@ -22,8 +22,17 @@ func TestGIDTable(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("GID table %v, want %v", got, want)
 	}
-	if n := p.a.Attr().GIDTableLen; n != 2 {
-		t.Errorf("gid_tbl_len %d, want 2", n)
+	if n := p.a.Attr().GIDTableLen; n != 16 {
+		t.Errorf("gid_tbl_len %d, want 16 (2 valid entries, 14 empty)", n)
+	}
+	if g, err := p.a.GID(5); err == nil || g != (rnic.GID{}) {
+		t.Errorf("GID(5) = %v, %v: want an empty entry's error", g, err)
+	}
+	if _, err := p.a.GIDType(5); err == nil {
+		t.Error("GIDType(5) of an empty entry succeeded")
+	}
+	if _, err := p.a.GID(16); err == nil {
+		t.Error("GID(16) beyond gid_tbl_len succeeded")
 	}
 	for _, e := range want {
 		if g := must(p.a.GID(e.Index)); g != e.GID {

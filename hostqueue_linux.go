@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -89,6 +91,7 @@ type hostCQ struct {
 	armWord int          // the program's request for an event (0, 1 any, 2 solicited)
 	channel *hostChannel // where events go (nil: none)
 	cookie  uint64       // what an event names the CQ by
+	obj     *hostObj     // its async events
 }
 
 // hostChannel is a completion channel: the NIC's end of a socket pair.
@@ -111,67 +114,126 @@ func (c *hostCQ) notify(db []byte) {
 	unix.Write(c.channel.fd, b[:]) // a full channel drops the event: the program has events it did not read
 }
 
+// hostRecvRing is a program's receive ring, a QP's RQ or an SRQ, as the
+// NIC reads it. The poller moves the WQEs the program posts to the NIC's
+// queue; so does the responder when a message finds that queue empty
+// (refill), as a hardware NIC fetches a receive WQE from host memory when
+// a message needs one: a receive posted before the peer's send is never
+// missed because the poller had not come round yet.
+type hostRecvRing struct {
+	mu     sync.Mutex // the poller's move and the responder's refill
+	mem    *shm
+	depth  uint32
+	slot   int
+	ci     uint32 // the NIC's consumer index
+	piWord int    // the program's producer index, in the doorbell page
+	ciWord int    // ci, published for the program (-1: not published)
+	buf    []byte // the NIC's copy of one slot: what is checked is what is used
+	rwqe   hostif.RecvWQE
+	sgl    []SGE
+	bad    atomic.Bool // the program wrote garbage: nothing more is taken
+	post   func(RecvWR) error
+}
+
+func newHostRecvRing(name string, depth uint32, maxSGE uint32, post func(RecvWR) error) (*hostRecvRing, error) {
+	q := &hostRecvRing{depth: depth, slot: hostif.RecvWQESize(int(maxSGE)), ciWord: -1, sgl: make([]SGE, 0, hostif.MaxSGE), post: post}
+	q.buf = make([]byte, q.slot)
+	var err error
+	if q.mem, err = newShm(name, int(depth)*q.slot); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// move posts the receive WQEs the program added and reports whether it
+// took any.
+func (q *hostRecvRing) move(db []byte) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.take(db)
+}
+
+// refill is move for the responder, which runs under the engine's lock:
+// if the poller is moving WQEs at this moment it does not wait.
+func (q *hostRecvRing) refill(db []byte) bool {
+	if !q.mu.TryLock() {
+		return false
+	}
+	defer q.mu.Unlock()
+	return q.take(db)
+}
+
+func (q *hostRecvRing) take(db []byte) bool {
+	if q.bad.Load() {
+		return false
+	}
+	pi := hostif.Word(db, q.piWord).Load()
+	n := 0
+	for q.ci != pi && pi-q.ci <= q.depth {
+		off := int(q.ci%q.depth) * q.slot
+		copy(q.buf, q.mem.mem[off:off+q.slot])
+		err := hostif.DecodeRecv(q.buf, &q.rwqe)
+		if err == nil {
+			q.sgl = q.sgl[:0]
+			for _, g := range q.rwqe.SGL[:q.rwqe.NumSGE] {
+				q.sgl = append(q.sgl, SGE{Addr: g.Addr, Length: g.Length, LKey: g.LKey})
+			}
+			if err = q.post(RecvWR{WRID: q.rwqe.WRID, SGL: q.sgl}); errors.Is(err, transport.ErrQueueFull) {
+				break // the program posted more than the queue holds: they wait in the ring
+			}
+		}
+		if err != nil {
+			q.bad.Store(true)
+			return true
+		}
+		q.ci++
+		n++
+	}
+	if n > 0 && q.ciWord >= 0 {
+		hostif.Word(db, q.ciWord).Store(q.ci)
+	}
+	return n > 0
+}
+
+// reset empties the ring (the QP went to RESET): what the program posted
+// before is dropped.
+func (q *hostRecvRing) reset(db []byte) uint32 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ci = hostif.Word(db, q.piWord).Load()
+	q.bad.Store(false)
+	return q.ci
+}
+
 // hostQP is a program's QP and its rings.
 type hostQP struct {
-	hc             *hostClient
-	srq            *hostSRQ // nil: its own receive ring
-	qp             *QP
-	sq, rq         *shm
-	sqDepth        uint32
-	rqDepth        uint32
-	sqSlot, rqSlot int
-	sqCI, rqCI     uint32 // the NIC's consumer indices
-	sqWord, rqWord int    // the program's producer indices, in the doorbell page
-	slot           []byte // the NIC's copy of one slot
-	swqe           hostif.SendWQE
-	rwqe           hostif.RecvWQE
-	sgl            []SGE
-	bad            bool // a malformed WQE put the QP in error
+	hc         *hostClient
+	srq        *hostSRQ // nil: its own receive ring
+	qp         *QP
+	sq         *shm
+	rq         *hostRecvRing // unused (one slot) on an SRQ
+	sqDepth    uint32
+	sqSlot     int
+	sqCI       uint32 // the NIC's consumer index
+	sqWord     int    // the program's producer index, in the doorbell page
+	sqCIWord   int    // the NIC's SQ consumer index, published: the slots the program may reuse
+	rqDone     uint32 // receive WQEs retired (their CQEs written)
+	rqDoneWord int    // rqDone, published: the program's RQ holds at most max_recv_wr not retired
+	slot       []byte // the NIC's copy of one send slot
+	swqe       hostif.SendWQE
+	sgl        []SGE
+	bad        bool // a malformed WQE put the QP in error
+	obj        *hostObj
 }
 
 // hostSRQ is a program's SRQ and its ring.
 type hostSRQ struct {
 	srq    *SRQ
-	ring   *shm
-	depth  uint32
-	slot   int
-	ci     uint32
-	piWord int
+	ring   *hostRecvRing
 	qps    int // QPs on it
-	buf    []byte
-	rwqe   hostif.RecvWQE
-	sgl    []SGE
-	bad    bool
-}
-
-// moveRecvs posts the receive WQEs the program added to the SRQ.
-func (s *hostSRQ) moveRecvs(db []byte) bool {
-	if s.bad {
-		return false
-	}
-	pi := hostif.Word(db, s.piWord).Load()
-	n := 0
-	for s.ci != pi && pi-s.ci <= s.depth {
-		off := int(s.ci%s.depth) * s.slot
-		copy(s.buf, s.ring.mem[off:off+s.slot])
-		if err := hostif.DecodeRecv(s.buf, &s.rwqe); err != nil {
-			s.bad = true // its QPs see no more receives: the program wrote garbage
-			return true
-		}
-		s.sgl = s.sgl[:0]
-		for _, g := range s.rwqe.SGL[:s.rwqe.NumSGE] {
-			s.sgl = append(s.sgl, SGE{Addr: g.Addr, Length: g.Length, LKey: g.LKey})
-		}
-		if err := s.srq.PostRecv(RecvWR{WRID: s.rwqe.WRID, SGL: s.sgl}); errors.Is(err, transport.ErrQueueFull) {
-			break
-		} else if err != nil {
-			s.bad = true
-			return true
-		}
-		s.ci++
-		n++
-	}
-	return n > 0
+	obj    *hostObj
+	maxWR  uint32 // as created (ibv_query_srq)
+	maxSGE uint32
 }
 
 // queues is what the poller serves; the control path replaces it (copy
@@ -179,9 +241,10 @@ func (s *hostSRQ) moveRecvs(db []byte) bool {
 // round: a ring is unmapped only between rounds, after the queues that
 // name it are replaced.
 type queues struct {
-	cqs  []*hostCQ
-	qps  []*hostQP
-	srqs []*hostSRQ
+	cqs   []*hostCQ
+	qps   []*hostQP
+	srqs  []*hostSRQ
+	rqQPN map[uint32]*hostQP // the QPs with receive rings of their own, by QPN
 }
 
 // hostData is a program's data path state.
@@ -300,10 +363,10 @@ func (hc *hostClient) step(q *queues) bool {
 		busy = h.moveRecvs(db) || busy
 	}
 	for _, s := range q.srqs {
-		busy = s.moveRecvs(db) || busy
+		busy = s.ring.move(db) || busy // a bad ring: its QPs see no more receives
 	}
 	for _, c := range q.cqs {
-		busy = c.moveCompletions(db) || busy
+		busy = c.moveCompletions(db, q) || busy
 	}
 	return busy
 }
@@ -331,6 +394,9 @@ func (h *hostQP) moveSends(db []byte) bool {
 		h.sqCI++
 		n++
 	}
+	if n > 0 {
+		hostif.Word(db, h.sqCIWord).Store(h.sqCI)
+	}
 	if pi-h.sqCI > h.sqDepth && pi != h.sqCI {
 		h.fail() // a producer index beyond the ring: garbage
 	}
@@ -351,6 +417,14 @@ func (h *hostQP) post() error {
 			return errors.New("UD send with an unknown address handle")
 		}
 	}
+	if wr.Opcode == WRBindMW {
+		// The bind's fields (hostif's BIND_MW WQE); the window and the
+		// region are found by key, and the ATU checks they are in the
+		// QP's PD: another program's keys are in PDs of its own.
+		wr.Bind = MWBindInfo{MW: w.Imm, NewKey: w.RKey, MR: w.RemoteQPN, Addr: w.RemoteAddr, Length: w.CompareAdd, Access: Access(uint32(w.Swap))}
+		wr.ImmData, wr.InvalidateRKey, wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap, wr.RemoteQPN = 0, 0, 0, 0, 0, 0, 0
+		return h.qp.PostSend(wr)
+	}
 	if len(w.Inline) > 0 {
 		// The payload is in the NIC's copy of the slot.
 		wr.Flags |= SendInline
@@ -364,34 +438,17 @@ func (h *hostQP) post() error {
 	return h.qp.PostSend(wr)
 }
 
-// moveRecvs posts the receive WQEs the program added.
+// moveRecvs posts the receive WQEs the program added to the QP's RQ.
 func (h *hostQP) moveRecvs(db []byte) bool {
-	if h.bad || h.rq == nil || h.srq != nil {
+	if h.bad || h.srq != nil {
 		return false
 	}
-	pi := hostif.Word(db, h.rqWord).Load()
-	n := 0
-	for h.rqCI != pi && pi-h.rqCI <= h.rqDepth {
-		off := int(h.rqCI%h.rqDepth) * h.rqSlot
-		copy(h.slot[:h.rqSlot], h.rq.mem[off:off+h.rqSlot])
-		if err := hostif.DecodeRecv(h.slot[:h.rqSlot], &h.rwqe); err != nil {
-			h.fail()
-			return true
-		}
-		h.sgl = h.sgl[:0]
-		for _, s := range h.rwqe.SGL[:h.rwqe.NumSGE] {
-			h.sgl = append(h.sgl, SGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey})
-		}
-		if err := h.qp.PostRecv(RecvWR{WRID: h.rwqe.WRID, SGL: h.sgl}); errors.Is(err, transport.ErrQueueFull) {
-			break
-		} else if err != nil {
-			h.fail()
-			return true
-		}
-		h.rqCI++
-		n++
+	moved := h.rq.move(db)
+	if h.rq.bad.Load() {
+		h.fail()
+		return true
 	}
-	return n > 0
+	return moved
 }
 
 // fail puts the QP in error: what the program wrote cannot be run. Its
@@ -403,7 +460,7 @@ func (h *hostQP) fail() {
 
 // moveCompletions copies the CQ's new completions into its ring while
 // the program has room.
-func (c *hostCQ) moveCompletions(db []byte) bool {
+func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
 	if c.over {
 		return false
 	}
@@ -429,6 +486,13 @@ func (c *hostCQ) moveCompletions(db []byte) bool {
 			Flags: uint32(wc.Flags), ByteLen: wc.ByteLen, Imm: imm, QPNum: wc.QPNum, SrcQP: wc.SrcQP, VendorErr: wc.VendorErr,
 			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, hostif.Lap(c.pi, c.depth))
 		c.pi++
+		if wc.Opcode&WCRecv != 0 {
+			// A receive WQE retired: its slot of max_recv_wr is free.
+			if h := q.rqQPN[wc.QPNum]; h != nil {
+				h.rqDone++
+				hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
+			}
+		}
 	}
 	c.notify(db)
 	return true
@@ -446,31 +510,38 @@ func (hc *hostClient) stopData() {
 	hc.wakeFile.Close()
 	for _, h := range d.cur.qps {
 		h.sq.close()
-		if h.rq != nil {
-			h.rq.close()
-		}
+		h.rq.mem.close()
 	}
 	for _, c := range d.cur.cqs {
 		c.ring.close()
 	}
 	for _, s := range d.cur.srqs {
-		s.ring.close()
+		s.ring.mem.close()
 	}
 	for _, ch := range hc.channels {
 		unix.Close(ch.fd)
 	}
 	d.db.close()
+	hc.evMu.Lock()
+	if hc.asyncFD >= 0 {
+		unix.Close(hc.asyncFD) // the program reads the end of its events: the device is gone
+		hc.asyncFD = -1
+	}
+	hc.evMu.Unlock()
 }
 
 // publish makes the poller serve the client's current queues from its
 // next round (called with hc.mu and hc.stepMu held).
 func (hc *hostClient) publish() {
-	q := &queues{}
+	q := &queues{rqQPN: map[uint32]*hostQP{}}
 	for _, c := range hc.cqs {
 		q.cqs = append(q.cqs, c)
 	}
 	for _, h := range hc.qps {
 		q.qps = append(q.qps, h)
+		if h.srq == nil {
+			q.rqQPN[h.qp.QPN()] = h
+		}
 	}
 	for _, s := range hc.srqs {
 		q.srqs = append(q.srqs, s)
@@ -514,7 +585,8 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			return unix.ENOMEM, nil
 		}
 		hc.next++
-		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32), armWord: aw, channel: ch, cookie: cookie}
+		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32), armWord: aw, channel: ch, cookie: cookie,
+			obj: hc.watch(cq, hc.next, cookie)}
 		if ch != nil {
 			ch.cqs++
 		}
@@ -549,6 +621,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if c.channel != nil {
 			c.channel.cqs--
 		}
+		hc.unwatch(c.obj)
 		return 0, nil
 	case hostif.OpCreateCompChannel:
 		if r.End() != nil {
@@ -584,7 +657,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		pdh, typ, scq, rcq := r.U32(), r.U8(), r.U32(), r.U32()
 		cp := QPCap{MaxSendWR: r.U32(), MaxRecvWR: r.U32(), MaxSendSGE: r.U32(), MaxRecvSGE: r.U32(), MaxInlineData: r.U32()}
 		sigAll := r.U8() != 0
-		srqh := r.U32()
+		srqh, cookie := r.U32(), r.U64()
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		pd, sc, rc, srq := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq], hc.srqs[srqh]
@@ -604,16 +677,16 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if srq != nil {
 			srq.qps++
 		}
-		h := &hostQP{hc: hc, qp: qp, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)), rqDepth: pow2u(max(cp.MaxRecvWR, 1)),
-			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData)), rqSlot: hostif.RecvWQESize(int(cp.MaxRecvSGE))}
-		h.slot = make([]byte, max(h.sqSlot, h.rqSlot))
+		h := &hostQP{hc: hc, qp: qp, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
+			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData))}
+		h.slot = make([]byte, h.sqSlot)
 		h.sgl = make([]SGE, 0, hostif.MaxSGE)
 		fail := func(e unix.Errno) (unix.Errno, []int) {
 			if h.sq != nil {
 				h.sq.close()
 			}
 			if h.rq != nil {
-				h.rq.close()
+				h.rq.mem.close()
 			}
 			qp.Destroy()
 			return e, nil
@@ -621,23 +694,34 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if h.sq, err = newShm("rnic-sq", int(h.sqDepth)*h.sqSlot); err != nil {
 			return fail(unix.ENOMEM)
 		}
-		if h.rq, err = newShm("rnic-rq", int(h.rqDepth)*h.rqSlot); err != nil {
+		if h.rq, err = newHostRecvRing("rnic-rq", pow2u(max(cp.MaxRecvWR, 1)), cp.MaxRecvSGE, func(wr RecvWR) error { return qp.PostRecv(wr) }); err != nil {
 			return fail(unix.ENOMEM)
 		}
 		if h.sqWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
-		if h.rqWord, err = hc.data.word(); err != nil {
+		if h.rq.piWord, err = hc.data.word(); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.sqCIWord, err = hc.data.word(); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.rqDoneWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
 		hc.next++
+		h.obj = hc.watch(qp, hc.next, cookie)
 		hc.qps[hc.next] = h
 		hc.stepMu.Lock()
 		hc.publish()
 		hc.stepMu.Unlock()
+		if srq == nil {
+			db := hc.data.db.mem
+			qp.setRefill(func() bool { return h.rq.refill(db) })
+		}
 		rep.U32(hc.next).U32(qp.QPN()).U32(h.sqDepth).U32(uint32(h.sqSlot)).U32(uint32(h.sqWord)).
-			U32(h.rqDepth).U32(uint32(h.rqSlot)).U32(uint32(h.rqWord))
-		return 0, []int{h.sq.fd, h.rq.fd}
+			U32(h.rq.depth).U32(uint32(h.rq.slot)).U32(uint32(h.rq.piWord)).U32(uint32(h.sqCIWord)).U32(uint32(h.rqDoneWord))
+		return 0, []int{h.sq.fd, h.rq.mem.fd}
 	case hostif.OpModifyQP:
 		handle, mask := r.U32(), QPAttrMask(r.U32())
 		var a hostif.ModifyQP
@@ -654,8 +738,21 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			MinRNRTimer: a.MinRNRTimer, Port: a.Port, Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RNRRetry,
 			AH: AHAttr{DGID: GID(a.DGID), SGIDIndex: a.SGIDIndex, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit,
 				TrafficClass: a.TrafficClass, SL: a.SL, PortNum: a.Port}}
+		if mask&QPAttrState != 0 && attr.State == QPSReset {
+			// RESET empties the queues without completions (IBTA
+			// 10.3.1): the rings too, between rounds.
+			hc.stepMu.Lock()
+			defer hc.stepMu.Unlock()
+		}
 		if err := h.qp.Modify(&attr, mask); err != nil {
 			return unix.EINVAL, nil
+		}
+		if mask&QPAttrState != 0 && attr.State == QPSReset {
+			db := hc.data.db.mem
+			h.sqCI = hostif.Word(db, h.sqWord).Load()
+			h.rqDone, h.bad = h.rq.reset(db), false
+			hostif.Word(db, h.sqCIWord).Store(h.sqCI)
+			hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
 		}
 		hc.data.poke() // a QP now in RTS may have work waiting in its ring
 		return 0, nil
@@ -675,13 +772,14 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		delete(hc.qps, handle)
 		hc.publish()
 		h.sq.close()
-		h.rq.close()
+		h.rq.mem.close()
 		if h.srq != nil {
 			h.srq.qps--
 		}
+		hc.unwatch(h.obj)
 		return 0, nil
 	case hostif.OpCreateSRQ:
-		pdh, maxWR, maxSGE, limit := r.U32(), r.U32(), r.U32(), r.U32()
+		pdh, maxWR, maxSGE, limit, cookie := r.U32(), r.U32(), r.U32(), r.U32(), r.U64()
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		pd := hc.pds[pdh]
@@ -692,24 +790,29 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if err != nil {
 			return errnoOf(err), nil
 		}
-		s := &hostSRQ{srq: srq, depth: pow2u(maxWR), slot: hostif.RecvWQESize(int(max(maxSGE, 1))), sgl: make([]SGE, 0, hostif.MaxSGE)}
-		s.buf = make([]byte, s.slot)
-		if s.ring, err = newShm("rnic-srq", int(s.depth)*s.slot); err != nil {
+		s := &hostSRQ{srq: srq, maxWR: maxWR, maxSGE: max(maxSGE, 1)}
+		if s.ring, err = newHostRecvRing("rnic-srq", pow2u(maxWR), max(maxSGE, 1), func(wr RecvWR) error { return srq.PostRecv(wr) }); err != nil {
 			srq.Destroy()
 			return unix.ENOMEM, nil
 		}
-		if s.piWord, err = hc.data.word(); err != nil {
-			s.ring.close()
+		w1, err1 := hc.data.word()
+		w2, err2 := hc.data.word()
+		if err1 != nil || err2 != nil {
+			s.ring.mem.close()
 			srq.Destroy()
 			return unix.ENOMEM, nil
 		}
+		s.ring.piWord, s.ring.ciWord = w1, w2
+		db := hc.data.db.mem
+		srq.setRefill(func() bool { return s.ring.refill(db) })
 		hc.next++
+		s.obj = hc.watch(srq, hc.next, cookie)
 		hc.srqs[hc.next] = s
 		hc.stepMu.Lock()
 		hc.publish()
 		hc.stepMu.Unlock()
-		rep.U32(hc.next).U32(s.depth).U32(uint32(s.slot)).U32(uint32(s.piWord))
-		return 0, []int{s.ring.fd}
+		rep.U32(hc.next).U32(s.ring.depth).U32(uint32(s.ring.slot)).U32(uint32(s.ring.piWord)).U32(uint32(s.ring.ciWord))
+		return 0, []int{s.ring.mem.fd}
 	case hostif.OpDestroySRQ:
 		handle := r.U32()
 		hc.mu.Lock()
@@ -728,7 +831,8 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		}
 		delete(hc.srqs, handle)
 		hc.publish()
-		s.ring.close()
+		s.ring.mem.close()
+		hc.unwatch(s.obj)
 		return 0, nil
 	case hostif.OpArmSRQ:
 		handle, limit := r.U32(), r.U32()
@@ -742,6 +846,85 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			return unix.EINVAL, nil
 		}
 		return 0, nil
+	case hostif.OpQuerySRQ:
+		handle := r.U32()
+		hc.mu.Lock()
+		s := hc.srqs[handle]
+		hc.mu.Unlock()
+		if r.End() != nil || s == nil {
+			return unix.EINVAL, nil
+		}
+		rep.U32(s.maxWR).U32(s.maxSGE).U32(s.srq.Limit())
+		return 0, nil
+	case hostif.OpQueryQP:
+		handle := r.U32()
+		hc.mu.Lock()
+		h := hc.qps[handle]
+		hc.mu.Unlock()
+		if r.End() != nil || h == nil {
+			return unix.EINVAL, nil
+		}
+		a, init, err := h.qp.Query()
+		if err != nil {
+			return errnoOf(err), nil
+		}
+		m := hostif.ModifyQP{State: uint8(a.State), CurState: uint8(a.CurState), PathMTU: uint8(a.PathMTU), Port: a.Port,
+			QKey: a.QKey, RQPSN: uint32(a.RQPSN), SQPSN: uint32(a.SQPSN), DestQPN: a.DestQPN, Access: uint32(a.AccessFlags),
+			PKeyIndex: a.PKeyIndex, MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRNRTimer,
+			Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RNRRetry, DGID: a.AH.DGID, SGIDIndex: a.AH.SGIDIndex,
+			FlowLabel: a.AH.FlowLabel, HopLimit: a.AH.HopLimit, TrafficClass: a.AH.TrafficClass, SL: a.AH.SL}
+		if a.EnSQDAsyncNotify {
+			m.EnSQDAsyncNotify = 1
+		}
+		m.Put(rep)
+		draining := uint8(0)
+		if a.SQDraining {
+			draining = 1
+		}
+		c := init.Cap
+		rep.U8(draining).U32(c.MaxSendWR).U32(c.MaxRecvWR).U32(c.MaxSendSGE).U32(c.MaxRecvSGE).U32(c.MaxInlineData)
+		return 0, nil
+	case hostif.OpResizeCQ:
+		handle, cqe, ci := r.U32(), r.U32(), r.U32()
+		hc.mu.Lock()
+		defer hc.mu.Unlock()
+		c := hc.cqs[handle]
+		if r.End() != nil || c == nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) {
+			return unix.EINVAL, nil
+		}
+		// Between rounds, so that the poller writes no CQE meanwhile.
+		hc.stepMu.Lock()
+		defer hc.stepMu.Unlock()
+		inRing := c.pi - ci
+		if inRing > c.depth {
+			return unix.EINVAL, nil // a consumer index the ring never had
+		}
+		depth := pow2u(cqe)
+		if uint64(inRing)+uint64(c.cq.c.Unpolled()) > uint64(depth) {
+			return unix.EINVAL, nil // more completions than the new size: as the kernel refuses it
+		}
+		ring, err := newShm("rnic-cq", int(depth)*hostif.CQELen)
+		if err != nil {
+			return unix.ENOMEM, nil
+		}
+		// The NIC's CQ takes the new depth less what the ring will hold.
+		if err := c.cq.Resize(int(depth)); err != nil {
+			ring.close()
+			return unix.EINVAL, nil
+		}
+		var e hostif.CQE
+		for i := uint32(0); i < inRing; i++ {
+			old := int((ci+i)%c.depth) * hostif.CQELen
+			if !hostif.GetCQE(c.ring.mem[old:old+hostif.CQELen], hostif.Lap(ci+i, c.depth), &e) {
+				break
+			}
+			hostif.PutCQE(ring.mem[int(i)*hostif.CQELen:int(i+1)*hostif.CQELen], &e, hostif.Lap(i, depth))
+		}
+		c.ring.close()
+		c.ring, c.depth, c.pi, c.over = ring, depth, inRing, false
+		hostif.Word(hc.data.db.mem, c.ciWord).Store(0)
+		rep.U32(depth)
+		return 0, []int{ring.fd}
 	}
 	return unix.EOPNOTSUPP, nil
 }

@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +36,9 @@ func (d *Device) ServeHost(ln net.Listener) error {
 		mu    sync.Mutex
 		conns = map[*net.UnixConn]bool{}
 	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.routeHostEvents(ctx)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -65,6 +69,77 @@ func (d *Device) ServeHost(ln net.Listener) error {
 	}
 }
 
+// routeHostEvents sends each of the device's async events to the program
+// that owns the QP, CQ or SRQ it concerns, until ctx ends or the device
+// closes. (ServeHost takes the device's events: GetAsyncEvent callers of
+// the serving process compete with it.)
+func (d *Device) routeHostEvents(ctx context.Context) {
+	for {
+		ev, err := d.GetAsyncEvent(ctx)
+		if err != nil {
+			return
+		}
+		var key any
+		switch {
+		case ev.QP != nil:
+			key = ev.QP
+		case ev.CQ != nil:
+			key = ev.CQ
+		case ev.SRQ != nil:
+			key = ev.SRQ
+		default:
+			continue // port events: rnic's one port never changes
+		}
+		if v, ok := d.hostObjs.Load(key); ok {
+			o := v.(*hostObj)
+			o.hc.sendEvent(o, ev.Type)
+		}
+	}
+}
+
+// hostObj is a program's QP, CQ or SRQ as its async events find it.
+type hostObj struct {
+	hc     *hostClient
+	key    any    // the *QP, *CQ or *SRQ
+	handle uint32 // the program's handle of it
+	cookie uint64 // what the program names it by (its struct's address)
+	gone   bool   // destroyed: no more events (under hc.evMu)
+}
+
+// watch makes key's async events go to the program, named by handle and
+// cookie.
+func (hc *hostClient) watch(key any, handle uint32, cookie uint64) *hostObj {
+	o := &hostObj{hc: hc, key: key, handle: handle, cookie: cookie}
+	hc.d.hostObjs.Store(key, o)
+	return o
+}
+
+// unwatch ends o's events. Events already sent may still be unread: the
+// program drops those of objects it has destroyed (it knows them by
+// handle), as the kernel drops a destroyed object's unread events.
+func (hc *hostClient) unwatch(o *hostObj) {
+	if o == nil {
+		return
+	}
+	hc.d.hostObjs.CompareAndDelete(o.key, o)
+	hc.evMu.Lock()
+	o.gone = true
+	hc.evMu.Unlock()
+}
+
+// sendEvent sends an async event to the program. A program that does not
+// read its events loses the ones its socket has no room for.
+func (hc *hostClient) sendEvent(o *hostObj, t EventType) {
+	hc.evMu.Lock()
+	defer hc.evMu.Unlock()
+	if o.gone || hc.asyncFD < 0 {
+		return
+	}
+	var b [hostif.AsyncEventLen]byte
+	hostif.PutAsyncEvent(b[:], uint32(t), o.handle, o.cookie)
+	unix.Write(hc.asyncFD, b[:])
+}
+
 // hostClient is one connected program.
 type hostClient struct {
 	d        *Device
@@ -77,6 +152,7 @@ type hostClient struct {
 	qps      map[uint32]*hostQP
 	channels map[uint32]*hostChannel
 	srqs     map[uint32]*hostSRQ
+	mws      map[uint32]*MW
 	ahs      map[uint32]*AH // under ahMu: the poller reads it during a round
 	ahMu     sync.Mutex
 	next     uint32 // the next handle of an MR, CQ, QP, channel or AH
@@ -87,6 +163,9 @@ type hostClient struct {
 	stepMu   sync.Mutex // held by the poller for a round: a queue is destroyed between rounds
 	data     *hostData
 	wakeFile *os.File
+
+	evMu    sync.Mutex // async events: asyncFD and the hostObjs' counts
+	asyncFD int        // the NIC's end of the async event socket (-1: none)
 }
 
 func (d *Device) serveHostConn(c *net.UnixConn) {
@@ -147,7 +226,8 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
-		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, srqs: map[uint32]*hostSRQ{}, ahs: map[uint32]*AH{}}
+		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, srqs: map[uint32]*hostSRQ{},
+		mws: map[uint32]*MW{}, ahs: map[uint32]*AH{}, asyncFD: -1}
 }
 
 // teardown releases everything the program held, as the kernel does
@@ -157,16 +237,22 @@ func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 func (hc *hostClient) teardown() {
 	hc.stopData()
 	for _, h := range hc.qps {
+		hc.unwatch(h.obj)
 		h.qp.Destroy()
 	}
 	for _, s := range hc.srqs {
+		hc.unwatch(s.obj)
 		s.srq.Destroy()
 	}
 	for _, c := range hc.cqs {
+		hc.unwatch(c.obj)
 		c.cq.Destroy()
 	}
 	for _, ah := range hc.ahs {
 		ah.Destroy()
+	}
+	for _, mw := range hc.mws {
+		mw.Dealloc()
 	}
 	for _, mr := range hc.mrs {
 		mr.Dereg()
@@ -202,8 +288,20 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 				return fail(unix.ENOMEM)
 			}
 		}
+		fds2, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fail(unix.ENOMEM)
+		}
+		unix.SetNonblock(fds2[0], true)
+		hc.evMu.Lock()
+		if hc.asyncFD >= 0 {
+			unix.Close(hc.asyncFD) // a second HELLO: the events go to the new socket
+		}
+		hc.asyncFD = fds2[0]
+		hc.evMu.Unlock()
+		hc.closeAfterReply = append(hc.closeAfterReply, fds2[1])
 		rep.U32(hostif.Version).Bytes([]byte(d.Name()))
-		fds = []int{hc.data.db.fd, hc.data.wakeFD}
+		fds = []int{hc.data.db.fd, hc.data.wakeFD, fds2[1]}
 	case hostif.OpQueryDevice:
 		if r.End() != nil {
 			return fail(unix.EINVAL)
@@ -224,12 +322,12 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		rep.U8(uint8(a.ActiveMTU)).U64(a.MaxMsgSize).U32(uint32(a.GIDTableLen))
 	case hostif.OpQueryGID:
 		port, idx := r.U8(), r.U32()
-		tbl := d.GIDTable()
-		if r.End() != nil || port != 1 || idx >= uint32(len(tbl)) {
+		if r.End() != nil || port != 1 || idx >= uint32(d.attr.GIDTableLen) {
 			return fail(unix.EINVAL)
 		}
-		g := tbl[idx]
-		rep.Fixed(g.GID[:]).U32(uint32(g.Type))
+		g, _ := d.GID(int(idx))     // an empty entry: the zero GID, as the kernel's
+		t, _ := d.GIDType(int(idx)) // and type 0
+		rep.Fixed(g[:]).U32(uint32(t))
 	case hostif.OpAllocPD:
 		if r.End() != nil {
 			return fail(unix.EINVAL)
@@ -273,6 +371,29 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 			return fail(errnoOf(err))
 		}
 		delete(hc.mrs, h)
+	case hostif.OpAllocMW:
+		pdh, typ := r.U32(), r.U8()
+		pd := hc.pds[pdh]
+		if r.End() != nil || pd == nil || (typ != uint8(MWType1) && typ != uint8(MWType2)) {
+			return fail(unix.EINVAL)
+		}
+		mw, err := pd.AllocMW(MWType(typ))
+		if err != nil {
+			return fail(errnoOf(err))
+		}
+		hc.next++
+		hc.mws[hc.next] = mw
+		rep.U32(hc.next).U32(mw.RKey())
+	case hostif.OpDeallocMW:
+		h := r.U32()
+		mw := hc.mws[h]
+		if r.End() != nil || mw == nil {
+			return fail(unix.EINVAL)
+		}
+		if err := mw.Dealloc(); err != nil {
+			return fail(errnoOf(err))
+		}
+		delete(hc.mws, h)
 	case hostif.OpCreateAH:
 		pdh := r.U32()
 		var a AHAttr
@@ -308,7 +429,8 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		hc.ahMu.Unlock()
 		ah.Destroy()
 	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP,
-		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel, hostif.OpCreateSRQ, hostif.OpDestroySRQ, hostif.OpArmSRQ:
+		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel, hostif.OpCreateSRQ, hostif.OpDestroySRQ, hostif.OpArmSRQ,
+		hostif.OpQueryQP, hostif.OpQuerySRQ, hostif.OpResizeCQ:
 		if hc.data == nil {
 			return fail(unix.EPROTO) // the queues live in the pages HELLO hands out
 		}

@@ -90,8 +90,13 @@ func TestServeHost(t *testing.T) {
 	if g := r.Fixed(16); !bytes.Equal(g, dev.GIDTable()[1].GID[:]) {
 		t.Errorf("query gid 1: %x", g)
 	}
-	if _, err := c.Call(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(7) }); !errors.Is(err, syscall.EINVAL) {
-		t.Errorf("query gid 7: %v, want EINVAL", err)
+	// An empty entry of the table is the zero GID; beyond gid_tbl_len, EINVAL.
+	r = must(c.Call(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(7) }))
+	if g := r.Fixed(16); !bytes.Equal(g, make([]byte, 16)) {
+		t.Errorf("query gid 7 (empty): %x, want zeros", g)
+	}
+	if _, err := c.Call(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(uint32(dev.Attr().GIDTableLen)) }); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("query gid %d: %v, want EINVAL", dev.Attr().GIDTableLen, err)
 	}
 	if _, err := c.Call(hostif.Op(999), nil); !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("unknown op: %v, want EOPNOTSUPP", err)

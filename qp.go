@@ -333,6 +333,13 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	return nil
 }
 
+// setRefill gives the engine a way to fetch receive WQEs the host posted
+// that have not reached the RQ (transport.QP.Refill), set under the
+// engine's lock, which is where it is read.
+func (qp *QP) setRefill(f func() bool) {
+	qp.pd.dev.d.Engine(func(*engine) { qp.q.Refill = f })
+}
+
 // Destroy frees the QP (ibv_destroy_qp); its outstanding work requests
 // are dropped without completions. Every later call on it, a second
 // Destroy included, returns an error wrapping ErrClosed.

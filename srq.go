@@ -98,6 +98,11 @@ func (s *SRQ) Limit() uint32 { return s.s.Limit() }
 // Posted returns the number of receive WQEs posted and not yet consumed.
 func (s *SRQ) Posted() uint32 { return s.s.Posted() }
 
+// setRefill is QP.setRefill for the SRQ.
+func (s *SRQ) setRefill(f func() bool) {
+	s.pd.dev.d.Engine(func(*engine) { s.s.Refill = f })
+}
+
 // Destroy frees the SRQ (ibv_destroy_srq). It fails with ErrBusy while QPs
 // use it. Every later call on it, a second Destroy included, returns an
 // error wrapping ErrClosed.

@@ -195,7 +195,7 @@ func TestProvider(t *testing.T) {
 	t.Run("ibv_devinfo", func(t *testing.T) {
 		out := prog(t, "ibv_devinfo", "-v", "-d", "rnic0")
 		expect(t, out, "hca_id:\trnic0", "node_guid:\t\t\t0000:7fff:fe00:001f", "state:\t\t\tPORT_ACTIVE (4)",
-			"max_qp:\t\t\t\t16384", "atomic_cap:\t\t\tATOMIC_HCA (1)", "link_layer:\t\tEthernet", "gid_tbl_len:\t\t2",
+			"max_qp:\t\t\t\t16384", "atomic_cap:\t\t\tATOMIC_HCA (1)", "link_layer:\t\tEthernet", "gid_tbl_len:\t\t16",
 			"GID[  0]:\t\tfe80::7fff:fe00:1f, RoCE v2", "GID[  1]:\t\t::ffff:127.0.0.31, RoCE v2")
 	})
 }

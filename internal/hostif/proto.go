@@ -21,7 +21,7 @@ import (
 )
 
 // Version is the protocol version a Hello carries; a NIC refuses others.
-const Version = 1
+const Version = 2
 
 // Magic begins every message ("RN").
 const Magic = 0x4e52
@@ -50,8 +50,11 @@ const (
 	OpCreateCQ  Op = 9  // u32 cqe, u32 channel (0: none), u64 cookie → u32 handle, u32 depth, u32 ci word, u32 arm word; fd ring
 	OpDestroyCQ Op = 10 // u32 handle
 	// A QP: its send and receive rings (fds), slots of WQESize and
-	// RecvWQESize, and the doorbell words of their producer indices.
-	OpCreateQP  Op = 11 // u32 pd, u8 type, u32 send cq, u32 recv cq, u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline, u8 sq_sig_all → u32 handle, u32 qpn, u32 sq depth, u32 sq slot, u32 sq word, u32 rq depth, u32 rq slot, u32 rq word; fds sq, rq
+	// RecvWQESize, the doorbell words of their producer indices, and two
+	// words the NIC writes: its SQ consumer index (the program may reuse
+	// a slot the NIC has taken) and the number of receive WQEs retired
+	// (their CQEs written; at most max_recv_wr are outstanding).
+	OpCreateQP  Op = 11 // u32 pd, u8 type, u32 send cq, u32 recv cq, u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline, u8 sq_sig_all, u32 srq (0: none), u64 cookie → u32 handle, u32 qpn, u32 sq depth, u32 sq slot, u32 sq word, u32 rq depth, u32 rq slot, u32 rq word, u32 sq ci word, u32 rq done word; fds sq, rq
 	OpModifyQP  Op = 12 // u32 handle, u32 attr mask (IBV_QP_*), the attributes (ModifyQP)
 	OpDestroyQP Op = 13 // u32 handle
 	// A completion channel: a SOCK_SEQPACKET socket on which the NIC
@@ -66,15 +69,43 @@ const (
 	OpDestroyAH Op = 17 // u32 handle
 	// A shared receive queue: its ring (receive WQEs) and the doorbell
 	// word of its producer index. A QP on it names it at CREATE_QP.
-	OpCreateSRQ  Op = 18 // u32 pd, u32 max_wr, u32 max_sge, u32 limit → u32 handle, u32 depth, u32 slot, u32 word; fd ring
+	OpCreateSRQ  Op = 18 // u32 pd, u32 max_wr, u32 max_sge, u32 limit, u64 cookie → u32 handle, u32 depth, u32 slot, u32 word, u32 ci word; fd ring
 	OpDestroySRQ Op = 19 // u32 handle
 	OpArmSRQ     Op = 20 // u32 handle, u32 limit (ibv_modify_srq's srq_limit)
+	// QUERY_QP's reply is MODIFY_QP's attributes (ModifyQP) as the NIC
+	// holds them, then u8 sq_draining and the capabilities (QueryQPCap).
+	OpQueryQP  Op = 21 // u32 handle → ModifyQP fields, u8 sq_draining, u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline
+	OpQuerySRQ Op = 22 // u32 handle → u32 max_wr, u32 max_sge, u32 limit
+	// RESIZE_CQ gives the CQ a new ring: the CQEs the program had not
+	// consumed (from its consumer index, which the request carries) are
+	// moved to the new ring's first slots, and the program's consumer
+	// index starts again at 0.
+	OpResizeCQ Op = 23 // u32 handle, u32 cqe, u32 consumer index → u32 depth; fd ring
+	// A memory window: a BIND_MW send WQE names it by its rkey.
+	OpAllocMW   Op = 24 // u32 pd, u8 type (1, 2) → u32 handle, u32 rkey
+	OpDeallocMW Op = 25 // u32 handle
 )
 
-// The HELLO reply carries two descriptors: the doorbell page (4096
+// The HELLO reply carries three descriptors: the doorbell page (4096
 // bytes: word 0 the NIC's state, 0 running, 1 asleep; the objects' words
-// after it) and the eventfd the program writes 1 to when, having stored
-// a producer index, it finds the NIC asleep.
+// after it), the eventfd the program writes 1 to when, having stored a
+// producer index, it finds the NIC asleep, and the program's end of the
+// async event socket (SOCK_SEQPACKET), on which the NIC sends each
+// asynchronous event (ibv_get_async_event) as one AsyncEventLen message.
+// The socket closing (the NIC gone) is the device's fatal event.
+
+// AsyncEventLen is the length of an async event message: u32 type (enum
+// ibv_event_type), u32 the handle and u64 the cookie (what its CREATE
+// gave) of the QP, CQ or SRQ it concerns. The program drops an event
+// whose object it has destroyed.
+const AsyncEventLen = 16
+
+// PutAsyncEvent writes an async event message into b (AsyncEventLen bytes).
+func PutAsyncEvent(b []byte, typ, handle uint32, cookie uint64) {
+	binary.LittleEndian.PutUint32(b, typ)
+	binary.LittleEndian.PutUint32(b[4:], handle)
+	binary.LittleEndian.PutUint64(b[8:], cookie)
+}
 
 func (o Op) String() string {
 	switch o {
@@ -118,6 +149,16 @@ func (o Op) String() string {
 		return "DESTROY_SRQ"
 	case OpArmSRQ:
 		return "ARM_SRQ"
+	case OpQueryQP:
+		return "QUERY_QP"
+	case OpQuerySRQ:
+		return "QUERY_SRQ"
+	case OpResizeCQ:
+		return "RESIZE_CQ"
+	case OpAllocMW:
+		return "ALLOC_MW"
+	case OpDeallocMW:
+		return "DEALLOC_MW"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }

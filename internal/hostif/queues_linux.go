@@ -13,9 +13,10 @@ import (
 // Context is a program's connection with its doorbell page.
 type Context struct {
 	*Client
-	db     []byte
-	wakeFD int
-	Name   string
+	db      []byte
+	wakeFD  int
+	AsyncFD int // the async event socket (AsyncEventLen messages)
+	Name    string
 }
 
 // Open dials the NIC at path and says hello: the doorbell page is mapped
@@ -32,17 +33,22 @@ func Open(path string) (*Context, error) {
 	}
 	_, name := r.U32(), string(r.Bytes())
 	fds := c.FDs()
-	if len(fds) != 2 {
+	if len(fds) != 3 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
 		c.Close()
-		return nil, fmt.Errorf("hostif: HELLO carried %d descriptors, want 2", len(fds))
+		return nil, fmt.Errorf("hostif: HELLO carried %d descriptors, want 3", len(fds))
 	}
 	db, err := unix.Mmap(fds[0], 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	unix.Close(fds[0])
 	if err != nil {
+		unix.Close(fds[1])
+		unix.Close(fds[2])
 		c.Close()
 		return nil, err
 	}
-	return &Context{Client: c, db: db, wakeFD: fds[1], Name: name}, nil
+	return &Context{Client: c, db: db, wakeFD: fds[1], AsyncFD: fds[2], Name: name}, nil
 }
 
 // ring tells the NIC a producer index changed: it stores idx at the
@@ -110,6 +116,8 @@ type ClientQP struct {
 	sqSlot, rqSlot   int
 	sqPI, rqPI       uint32
 	sqWord, rqWord   int
+	sqCIWord         int // the NIC's SQ consumer index
+	rqDoneWord       int // receive WQEs retired
 }
 
 // QPInit are CREATE_QP's arguments.
@@ -119,6 +127,7 @@ type QPInit struct {
 	MaxSendWR, MaxRecvWR              uint32
 	MaxSendSGE, MaxRecvSGE, MaxInline uint32
 	SigAll                            bool
+	Cookie                            uint64 // what its async events name it by
 }
 
 // CreateQP creates a QP.
@@ -129,7 +138,7 @@ func (x *Context) CreateQP(a QPInit) (*ClientQP, error) {
 			sig = 1
 		}
 		m.U32(a.PD).U8(a.Type).U32(a.SendCQ).U32(a.RecvCQ).U32(a.MaxSendWR).U32(a.MaxRecvWR).
-			U32(a.MaxSendSGE).U32(a.MaxRecvSGE).U32(a.MaxInline).U8(sig).U32(0)
+			U32(a.MaxSendSGE).U32(a.MaxRecvSGE).U32(a.MaxInline).U8(sig).U32(0).U64(a.Cookie)
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +146,7 @@ func (x *Context) CreateQP(a QPInit) (*ClientQP, error) {
 	q := &ClientQP{x: x, Handle: r.U32(), QPN: r.U32()}
 	q.sqDepth, q.sqSlot, q.sqWord = r.U32(), int(r.U32()), int(r.U32())
 	q.rqDepth, q.rqSlot, q.rqWord = r.U32(), int(r.U32()), int(r.U32())
+	q.sqCIWord, q.rqDoneWord = int(r.U32()), int(r.U32())
 	fds := x.FDs()
 	if r.End() != nil || len(fds) != 2 {
 		return nil, fmt.Errorf("hostif: CREATE_QP reply: %v, %d descriptors", r.Err, len(fds))

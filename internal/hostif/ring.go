@@ -27,6 +27,10 @@ import (
 //	48 remote_qpn u32  52 remote_qkey u32  56 ah u32
 //	64 num_sge × {addr u64, length u32, lkey u32}, or inline_len bytes
 //
+// A BIND_MW WQE (opcode 8) puts the bind in the same fields: 12 the
+// window's rkey, 16 addr, 24 the new rkey, 32 length u64, 40 mw_access
+// u32, 48 the region's lkey.
+//
 // Receive WQE: 0 wr_id u64, 8 num_sge u8, 16 the SGEs.
 //
 // CQE (CQELen bytes): 0 wr_id u64, 8 status u32, 12 opcode u32,

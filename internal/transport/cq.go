@@ -102,6 +102,34 @@ func (c *CQ) Err() error {
 // Depth returns the number of entries.
 func (c *CQ) Depth() int { return len(c.ring) }
 
+// ErrCQBusy is Resize's error when the CQ holds more completions than
+// the new depth.
+var ErrCQBusy = errors.New("transport: the CQ holds more completions than the new depth")
+
+// Resize gives the CQ room for depth completions (ibv_resize_cq), keeping
+// the unpolled ones in order. It fails with ErrCQBusy if more than depth
+// are unpolled.
+func (c *CQ) Resize(depth int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if depth < 1 || uint32(depth) < c.n {
+		return ErrCQBusy
+	}
+	ring := make([]WC, depth)
+	for i := uint32(0); i < c.n; i++ {
+		ring[i] = c.ring[(c.head+i)%uint32(len(c.ring))]
+	}
+	c.ring, c.head = ring, 0
+	return nil
+}
+
+// Unpolled returns the number of completions in the CQ.
+func (c *CQ) Unpolled() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int(c.n)
+}
+
 // push writes a completion. It returns false if the CQ is in error, and
 // overrun true when this completion is the one that found it full (the
 // moment the CQ enters the error state).

@@ -66,6 +66,13 @@ type QP struct {
 	PD     uint32
 	Opaque any
 
+	// Refill, if set, is called (under the engine's lock) when a message
+	// needs a receive WQE and the RQ is empty: it moves receive WQEs the
+	// host has posted but the NIC has not fetched yet (a host interface's
+	// ring) into the RQ, and reports whether it moved any. It must not
+	// block on anything the engine's lock orders after.
+	Refill func() bool
+
 	scq    *CQ
 	rcq    *CQ
 	srq    *SRQ

@@ -231,13 +231,16 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 	}
 	if qp.srq != nil {
 		ok, limit := qp.srq.take(&resp.recv)
+		if !ok && qp.srq.Refill != nil && qp.srq.Refill() {
+			ok, limit = qp.srq.take(&resp.recv)
+		}
 		if limit {
 			e.cfg.Event(Event{Type: EventSRQLimitReached, SRQ: qp.srq})
 		}
 		if !ok {
 			return false
 		}
-	} else if !qp.rq.takeRecv(&resp.recv, false) {
+	} else if !qp.rq.takeRecv(&resp.recv, false) && (qp.Refill == nil || !qp.Refill() || !qp.rq.takeRecv(&resp.recv, false)) {
 		return false
 	}
 	resp.haveRecv = true

@@ -10,6 +10,8 @@ type SRQ struct {
 	SRQN   uint32
 	PD     uint32
 	Opaque any
+	// Refill is QP.Refill for the SRQ.
+	Refill func() bool
 	ring   *recvRing
 
 	// limit is the srq_limit watermark: when a WQE is taken and fewer

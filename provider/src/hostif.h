@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum {
-	HOSTIF_VERSION = 1,
+	HOSTIF_VERSION = 2,
 	HOSTIF_MAGIC = 0x4e52,
 	HOSTIF_HEADER = 16,
 	HOSTIF_MAX_MSG = 4096,
@@ -38,6 +38,11 @@ enum hostif_op {
 	HOSTIF_CREATE_SRQ = 18,
 	HOSTIF_DESTROY_SRQ = 19,
 	HOSTIF_ARM_SRQ = 20,
+	HOSTIF_QUERY_QP = 21,
+	HOSTIF_QUERY_SRQ = 22,
+	HOSTIF_RESIZE_CQ = 23,
+	HOSTIF_ALLOC_MW = 24,
+	HOSTIF_DEALLOC_MW = 25,
 };
 
 /* A message being built or read. */

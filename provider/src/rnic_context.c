@@ -22,11 +22,6 @@
 #include "hostif.h"
 #include "rnic.h"
 
-static struct rnic_context *to_ctx(struct ibv_context *c)
-{
-	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
-}
-
 int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds, int *nfds)
 {
 	struct rnic_context *ctx = to_ctx(c);
@@ -63,12 +58,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->ev_lock, NULL);
 	struct hostif_msg m;
-	int fds[2], nfds = 2;
+	int fds[3], nfds = 3;
 	hostif_begin(&m, HOSTIF_HELLO, 0);
 	hostif_u32(&m, HOSTIF_VERSION);
 	int r = hostif_call(ctx->fd, &m, fds, &nfds);
-	if (r != 0 || nfds != 2) {
+	if (r != 0 || nfds != 3) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		close(ctx->fd);
@@ -80,6 +76,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	close(fds[0]);
 	ctx->wake_fd = fds[1];
 	if (ctx->db == MAP_FAILED) {
+		close(fds[2]);
 		close(ctx->wake_fd);
 		close(ctx->fd);
 		free(ctx);
@@ -89,13 +86,19 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct ibv_context *c = &ctx->vctx.context;
 	c->device = device;
 	c->cmd_fd = ctx->fd;
-	c->async_fd = -1;
+	c->async_fd = fds[2];
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	c->ops.alloc_mw = rnic_alloc_mw;
+	c->ops.dealloc_mw = rnic_dealloc_mw;
+	c->ops.bind_mw = rnic_bind_mw;
+	c->ops.post_send = rnic_post_send;
 	ctx->vctx.sz = sizeof ctx->vctx;
 	ctx->vctx.query_port = rnic_query_port;
 	ctx->vctx.create_qp_ex = rnic_create_qp_ex;
+	ctx->vctx.create_cq_ex = rnic_create_cq_ex;
+	ctx->vctx.query_device_ex = rnic_query_device_ex;
 	return c;
 }
 
@@ -104,6 +107,8 @@ int ibv_close_device(struct ibv_context *c)
 	struct rnic_context *ctx = to_ctx(c);
 	munmap(ctx->db, 4096);
 	close(ctx->wake_fd);
+	close(c->async_fd);
+	pthread_mutex_destroy(&ctx->ev_lock);
 	close(ctx->fd); /* the NIC tears down what the program left */
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
@@ -158,7 +163,30 @@ int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_SYS_IMAGE_GUID;
+	return 0;
+}
+
+/* ibv_query_device_ex: the device's attributes and what the extended
+ * structure adds; rnic has none of ODP, TSO, RSS, tag matching, packet
+ * pacing or device memory, so those stay zero. */
+int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *input, struct ibv_device_attr_ex *attr,
+			 size_t size)
+{
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (size < offsetof(struct ibv_device_attr_ex, comp_mask) + sizeof attr->comp_mask)
+		return EINVAL;
+	struct ibv_device_attr_ex a;
+	memset(&a, 0, sizeof a);
+	int r = ibv_query_device(c, &a.orig_attr);
+	if (r)
+		return r;
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	a.max_dm_size = 0;
+	memcpy(attr, &a, size < sizeof a ? size : sizeof a);
 	return 0;
 }
 
@@ -280,18 +308,158 @@ int ibv_get_device_index(struct ibv_device *device)
 	return -1; /* no kernel device index */
 }
 
+static int zero_gid(const uint8_t *g)
+{
+	for (int i = 0; i < 16; i++)
+		if (g[i])
+			return 0;
+	return 1;
+}
+
 int _ibv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index, struct ibv_gid_entry *entry, uint32_t flags,
 		      size_t entry_size)
 {
-	if (flags || port != 1 || entry_size < sizeof *entry)
+	if (flags || port != 1 || entry_size < sizeof *entry || index > INT_MAX)
 		return EINVAL;
 	uint32_t type;
-	int r = query_gid(c, (uint8_t)port, (int)index, entry->gid.raw, &type);
+	uint8_t g[16];
+	int r = query_gid(c, (uint8_t)port, (int)index, g, &type);
 	if (r)
-		return r == EINVAL ? ENODATA : r;
+		return r;
+	if (zero_gid(g))
+		return ENODATA; /* an empty entry of the table */
+	memcpy(entry->gid.raw, g, 16);
 	entry->gid_index = index;
 	entry->port_num = port;
 	entry->gid_type = type;
-	entry->ndev_ifindex = 0;
+	entry->ndev_ifindex = 0; /* no net device: rnic's link is a UDP socket */
 	return 0;
+}
+
+/* _ibv_query_gid_table: the valid entries of the port's table. */
+ssize_t _ibv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags,
+			     size_t entry_size)
+{
+	if (flags || entry_size < sizeof *entries)
+		return -EINVAL;
+	struct ibv_port_attr pa;
+	int r = rnic_query_port(c, 1, &pa, sizeof pa);
+	if (r)
+		return -r;
+	size_t n = 0;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+		r = _ibv_query_gid_ex(c, 1, (uint32_t)i, &e, 0, sizeof e);
+		if (r == ENODATA)
+			continue;
+		if (r)
+			return -r;
+		if (n == max_entries)
+			return -EINVAL; /* more entries than room, as rdma-core says */
+		memcpy((uint8_t *)entries + n * entry_size, &e, sizeof e);
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+/* --- Async events --- */
+
+/* ibv_get_async_event reads the next event the NIC sent on the context's
+ * async socket; the socket closing is the device's fatal error, reported
+ * once. */
+int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *ev)
+{
+	struct rnic_context *ctx = to_ctx(c);
+	uint8_t b[ASYNC_EVENT_LEN];
+	ssize_t n;
+again:
+	do
+		n = read(c->async_fd, b, sizeof b);
+	while (n < 0 && errno == EINTR);
+	if (n == 0 && !ctx->fatal_sent) {
+		ctx->fatal_sent = 1;
+		memset(ev, 0, sizeof *ev);
+		ev->element.port_num = 1;
+		ev->event_type = IBV_EVENT_DEVICE_FATAL;
+		return 0;
+	}
+	if (n != sizeof b) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	uint32_t type = rd32(b), handle = rd32(b + 4);
+	void *obj = (void *)(uintptr_t)rd64(b + 8);
+	if (type != IBV_EVENT_DEVICE_FATAL && type != IBV_EVENT_PORT_ACTIVE && type != IBV_EVENT_PORT_ERR &&
+	    type != IBV_EVENT_LID_CHANGE && type != IBV_EVENT_PKEY_CHANGE && type != IBV_EVENT_SM_CHANGE &&
+	    type != IBV_EVENT_CLIENT_REREGISTER && type != IBV_EVENT_GID_CHANGE) {
+		/* An object's event: counted on it if it still lives. */
+		struct rnic_evobj *e;
+		pthread_mutex_lock(&ctx->ev_lock);
+		for (e = ctx->evobjs; e && !(e->obj == obj && e->handle == handle); e = e->next)
+			;
+		if (e)
+			e->reported++;
+		pthread_mutex_unlock(&ctx->ev_lock);
+		if (!e)
+			goto again; /* destroyed since the NIC sent it */
+	}
+	memset(ev, 0, sizeof *ev);
+	ev->event_type = type;
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		ev->element.cq = obj;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		ev->element.srq = obj;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		ev->element.qp = obj;
+		break;
+	default:
+		ev->element.port_num = 1;
+	}
+	return 0;
+}
+
+/* ibv_ack_async_event counts the event on its object, which a destroy
+ * waits for. */
+void ibv_ack_async_event(struct ibv_async_event *ev)
+{
+	pthread_mutex_t *mu = NULL;
+	pthread_cond_t *cond = NULL;
+	uint32_t *n = NULL;
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		mu = &ev->element.cq->mutex, cond = &ev->element.cq->cond, n = &ev->element.cq->async_events_completed;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		mu = &ev->element.srq->mutex, cond = &ev->element.srq->cond, n = &ev->element.srq->events_completed;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		mu = &ev->element.qp->mutex, cond = &ev->element.qp->cond, n = &ev->element.qp->events_completed;
+		break;
+	default:
+		return;
+	}
+	pthread_mutex_lock(mu);
+	(*n)++;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mu);
 }

@@ -19,128 +19,44 @@
 #include "hostif.h"
 #include "rnic.h"
 
-enum { WQE_HEADER = 64, RECV_HEADER = 16, SGE_LEN = 16, CQE_LEN = 64, MAX_SGE = 32 };
-
-struct rnic_cq {
-	struct ibv_cq ibcq;
-	uint8_t *ring;
-	uint32_t depth, ci, ci_word, arm_word;
-	pthread_spinlock_t lock;
-};
-
-/* A completion channel: the program's end of the socket the NIC sends
- * each armed CQ's cookie (the struct rnic_cq's address) on. */
-struct rnic_channel {
-	struct ibv_comp_channel ch;
-	uint32_t handle;
-};
-
-struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
-{
-	struct hostif_msg m;
-	int fd = -1, nfds = 1;
-	hostif_begin(&m, HOSTIF_CREATE_COMP_CHANNEL, 0);
-	int r = rnic_call(c, &m, HOSTIF_CREATE_COMP_CHANNEL, &fd, &nfds);
-	if (r || nfds != 1) {
-		if (nfds == 1)
-			close(fd);
-		errno = r ? r : EPROTO;
-		return NULL;
-	}
-	struct rnic_channel *ch = calloc(1, sizeof *ch);
-	if (!ch) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	ch->handle = hostif_get_u32(&m);
-	ch->ch.context = c;
-	ch->ch.fd = fd;
-	return &ch->ch;
-}
-
-int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	struct rnic_channel *ch = (struct rnic_channel *)channel;
-	struct hostif_msg m;
-	hostif_begin(&m, HOSTIF_DESTROY_COMP_CHANNEL, 0);
-	hostif_u32(&m, ch->handle);
-	int r = rnic_call(channel->context, &m, HOSTIF_DESTROY_COMP_CHANNEL, NULL, NULL);
-	if (r)
-		return r;
-	close(channel->fd);
-	free(ch);
-	return 0;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
-{
-	uint64_t cookie;
-	ssize_t n;
-	do
-		n = read(channel->fd, &cookie, sizeof cookie);
-	while (n < 0 && errno == EINTR);
-	if (n != sizeof cookie) {
-		if (n >= 0)
-			errno = EIO;
-		return -1;
-	}
-	*cq = (struct ibv_cq *)(uintptr_t)cookie;
-	*cq_context = (*cq)->cq_context;
-	return 0;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-	pthread_mutex_lock(&cq->mutex);
-	cq->comp_events_completed += nevents;
-	pthread_cond_signal(&cq->cond);
-	pthread_mutex_unlock(&cq->mutex);
-}
-
-/* A receive ring, a QP's RQ or an SRQ: slots the NIC reads, its doorbell word. */
-struct recv_ring {
-	uint8_t *mem;
-	uint32_t depth, slot, word, pi, max_sge;
-	pthread_spinlock_t lock;
-};
-
-struct rnic_qp {
-	struct ibv_qp_ex ex; /* first, with its qp_base first: the ibv_qp programs hold */
-	uint8_t *sq;
-	uint32_t sq_depth, sq_slot, sq_word, sq_pi;
-	struct recv_ring rq;
-	struct ibv_qp_cap cap;
-	pthread_spinlock_t sq_lock;
-	/* ibv_wr_*: the WQEs built since wr_start, the slot being built. */
-	uint32_t wr_pi;
-	uint8_t *wr_cur;
-	int wr_err;
-};
-
-static struct rnic_context *ctx_of(struct ibv_context *c)
-{
-	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
-}
-
-static _Atomic uint32_t *word(struct ibv_context *c, uint32_t off)
-{
-	return (_Atomic uint32_t *)((uint8_t *)ctx_of(c)->db + off);
-}
-
-/* ring stores a producer index and wakes a sleeping NIC. */
-static void ring(struct ibv_context *c, uint32_t off, uint32_t idx)
+void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx)
 {
 	atomic_store(word(c, off), idx);
 	if (atomic_load(word(c, 0)) == 1) {
 		uint64_t one = 1;
-		ssize_t r = write(ctx_of(c)->wake_fd, &one, sizeof one);
+		ssize_t r = write(to_ctx(c)->wake_fd, &one, sizeof one);
 		(void)r;
 	}
 }
 
-static void le32(uint8_t *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = v >> (8 * i); }
-static void le64(uint8_t *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = v >> (8 * i); }
+void rnic_ev_add(struct ibv_context *c, struct rnic_evobj *e, uint32_t handle, void *obj)
+{
+	struct rnic_context *ctx = to_ctx(c);
+	e->handle = handle;
+	e->obj = obj;
+	e->reported = 0;
+	pthread_mutex_lock(&ctx->ev_lock);
+	e->next = ctx->evobjs;
+	ctx->evobjs = e;
+	pthread_mutex_unlock(&ctx->ev_lock);
+}
+
+void rnic_ev_del(struct ibv_context *c, struct rnic_evobj *e, pthread_mutex_t *mu, pthread_cond_t *cond, const uint32_t *completed)
+{
+	struct rnic_context *ctx = to_ctx(c);
+	pthread_mutex_lock(&ctx->ev_lock);
+	for (struct rnic_evobj **p = &ctx->evobjs; *p; p = &(*p)->next)
+		if (*p == e) {
+			*p = e->next;
+			break;
+		}
+	uint32_t n = e->reported;
+	pthread_mutex_unlock(&ctx->ev_lock);
+	pthread_mutex_lock(mu);
+	while (*completed < n)
+		pthread_cond_wait(cond, mu);
+	pthread_mutex_unlock(mu);
+}
 
 /* put_sges writes n scatter/gather entries in the ring's SGE format at g. */
 static void put_sges(uint8_t *g, const struct ibv_sge *sg, size_t n)
@@ -152,12 +68,16 @@ static void put_sges(uint8_t *g, const struct ibv_sge *sg, size_t n)
 	}
 }
 
+/* recv_ring_map reads a ring's depth, slot and producer word from the
+ * reply (the caller reads limit_word) and maps it. */
 static int recv_ring_map(struct recv_ring *q, struct hostif_msg *m, uint32_t max_sge, int fd)
 {
 	q->depth = hostif_get_u32(m);
 	q->slot = hostif_get_u32(m);
 	q->word = hostif_get_u32(m);
 	q->max_sge = max_sge;
+	if (m->err || q->depth == 0 || q->slot < RECV_HEADER + SGE_LEN * max_sge)
+		return -1;
 	q->mem = mmap(NULL, (size_t)q->depth * q->slot, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (q->mem == MAP_FAILED)
 		return -1;
@@ -177,9 +97,16 @@ static int post_recvs(struct ibv_context *c, struct recv_ring *q, struct ibv_rec
 	int r = 0;
 	pthread_spin_lock(&q->lock);
 	uint32_t pi = q->pi;
-	for (; wr; wr = wr->next) {
+	/* How many the NIC holds: the RQ's receives not retired, or the
+	 * SRQ ring's slots it has not taken. */
+	uint32_t held = pi - atomic_load(word(c, q->limit_word));
+	for (; wr; wr = wr->next, held++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge) {
 			r = EINVAL;
+			break;
+		}
+		if (held >= q->max_wr) {
+			r = ENOMEM; /* the queue is full */
 			break;
 		}
 		uint8_t *s = q->mem + (size_t)(pi % q->depth) * q->slot;
@@ -191,15 +118,13 @@ static int post_recvs(struct ibv_context *c, struct recv_ring *q, struct ibv_rec
 	}
 	if (pi != q->pi) {
 		q->pi = pi;
-		ring(c, q->word, pi);
+		rnic_ring(c, q->word, pi);
 	}
 	pthread_spin_unlock(&q->lock);
 	if (r && bad)
 		*bad = wr;
 	return r;
 }
-static uint32_t rd32(const uint8_t *b) { return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24; }
-static uint64_t rd64(const uint8_t *b) { return rd32(b) | (uint64_t)rd32(b + 4) << 32; }
 
 /* --- PD and MR --- */
 
@@ -342,120 +267,7 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 	return 0;
 }
 
-/* --- CQ --- */
-
-static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
-{
-	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
-	int k = 0;
-	pthread_spin_lock(&cq->lock);
-	while (k < n) {
-		uint8_t *s = cq->ring + (size_t)(cq->ci % cq->depth) * CQE_LEN;
-		uint32_t lap = cq->ci / cq->depth + 1;
-		if (atomic_load_explicit((_Atomic uint32_t *)(s + 60), memory_order_acquire) != lap)
-			break;
-		struct ibv_wc *w = &wc[k++];
-		memset(w, 0, sizeof *w);
-		w->wr_id = rd64(s);
-		w->status = rd32(s + 8);
-		w->opcode = rd32(s + 12);
-		w->wc_flags = rd32(s + 16);
-		w->byte_len = rd32(s + 20);
-		w->imm_data = htonl(rd32(s + 24)); /* the CQE holds it in host order, ibv_wc in network order */
-		w->qp_num = rd32(s + 28);
-		w->src_qp = rd32(s + 32);
-		w->vendor_err = rd32(s + 36);
-		w->pkey_index = s[40] | s[41] << 8;
-		w->sl = s[42];
-		cq->ci++;
-	}
-	if (k)
-		atomic_store(word(ibcq->context, cq->ci_word), cq->ci);
-	pthread_spin_unlock(&cq->lock);
-	return k;
-}
-
-/* Arming: the NIC sends the CQ's next event on its channel (solicited
- * only is kept as any completion: rnic wakes at each). */
-static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
-{
-	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
-	if (!ibcq->channel)
-		return EINVAL;
-	atomic_store(word(ibcq->context, cq->arm_word), solicited_only ? 2u : 1u);
-	return 0;
-}
-
-struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)
-{
-	(void)comp_vector;
-	if (cqe < 1) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct rnic_cq *cq = calloc(1, sizeof *cq);
-	if (!cq) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	struct hostif_msg m;
-	int fd = -1, nfds = 1;
-	hostif_begin(&m, HOSTIF_CREATE_CQ, 0);
-	hostif_u32(&m, (uint32_t)cqe);
-	hostif_u32(&m, channel ? ((struct rnic_channel *)channel)->handle : 0);
-	hostif_u64(&m, (uintptr_t)&cq->ibcq);
-	int r = rnic_call(c, &m, HOSTIF_CREATE_CQ, &fd, &nfds);
-	if (r || nfds != 1) {
-		if (nfds == 1)
-			close(fd);
-		free(cq);
-		errno = r ? r : EPROTO;
-		return NULL;
-	}
-	uint32_t handle = hostif_get_u32(&m);
-	cq->depth = hostif_get_u32(&m);
-	cq->ci_word = hostif_get_u32(&m);
-	cq->arm_word = hostif_get_u32(&m);
-	cq->ring = mmap(NULL, (size_t)cq->depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m.err || cq->ring == MAP_FAILED) {
-		free(cq);
-		errno = m.err ? EPROTO : ENOMEM;
-		return NULL;
-	}
-	cq->ibcq.channel = channel;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	cq->ibcq.context = c;
-	cq->ibcq.cq_context = cq_context;
-	cq->ibcq.handle = handle;
-	cq->ibcq.cqe = (int)cq->depth;
-	pthread_mutex_init(&cq->ibcq.mutex, NULL);
-	pthread_cond_init(&cq->ibcq.cond, NULL);
-	c->ops.poll_cq = rnic_poll_cq;
-	c->ops.req_notify_cq = rnic_req_notify_cq;
-	return &cq->ibcq;
-}
-
-int ibv_destroy_cq(struct ibv_cq *ibcq)
-{
-	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
-	struct hostif_msg m;
-	hostif_begin(&m, HOSTIF_DESTROY_CQ, 0);
-	hostif_u32(&m, ibcq->handle);
-	int r = rnic_call(ibcq->context, &m, HOSTIF_DESTROY_CQ, NULL, NULL);
-	if (r)
-		return r;
-	munmap(cq->ring, (size_t)cq->depth * CQE_LEN);
-	free(cq);
-	return 0;
-}
-
 /* --- SRQ --- */
-
-struct rnic_srq {
-	struct ibv_srq ibsrq;
-	struct recv_ring rq;
-};
 
 static int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
@@ -468,6 +280,11 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 		errno = EINVAL;
 		return NULL;
 	}
+	struct rnic_srq *srq = calloc(1, sizeof *srq);
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	struct hostif_msg m;
 	int fd = -1, nfds = 1;
 	hostif_begin(&m, HOSTIF_CREATE_SRQ, 0);
@@ -475,21 +292,19 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 	hostif_u32(&m, a->attr.max_wr);
 	hostif_u32(&m, a->attr.max_sge);
 	hostif_u32(&m, a->attr.srq_limit);
+	hostif_u64(&m, (uintptr_t)&srq->ibsrq);
 	int r = rnic_call(pd->context, &m, HOSTIF_CREATE_SRQ, &fd, &nfds);
 	if (r || nfds != 1) {
 		if (nfds == 1)
 			close(fd);
+		free(srq);
 		errno = r ? r : EPROTO;
-		return NULL;
-	}
-	struct rnic_srq *srq = calloc(1, sizeof *srq);
-	if (!srq) {
-		close(fd);
-		errno = ENOMEM;
 		return NULL;
 	}
 	srq->ibsrq.handle = hostif_get_u32(&m);
 	int mapped = recv_ring_map(&srq->rq, &m, a->attr.max_sge ? a->attr.max_sge : 1, fd) == 0;
+	srq->rq.limit_word = hostif_get_u32(&m);
+	srq->rq.max_wr = srq->rq.depth;
 	close(fd);
 	if (m.err || !mapped) {
 		if (mapped)
@@ -503,6 +318,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 	srq->ibsrq.pd = pd;
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	rnic_ev_add(pd->context, &srq->ev, srq->ibsrq.handle, &srq->ibsrq);
 	pd->context->ops.post_srq_recv = rnic_post_srq_recv;
 	return &srq->ibsrq;
 }
@@ -516,27 +332,90 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	int r = rnic_call(ibsrq->context, &m, HOSTIF_DESTROY_SRQ, NULL, NULL);
 	if (r)
 		return r;
+	rnic_ev_del(ibsrq->context, &srq->ev, &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed);
 	recv_ring_unmap(&srq->rq);
 	free(srq);
 	return 0;
 }
 
+/* ibv_modify_srq: the limit (arming IBV_EVENT_SRQ_LIMIT_REACHED). An SRQ
+ * is not resized (the device does not advertise IBV_DEVICE_SRQ_RESIZE). */
+int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *a, int mask)
+{
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	if (mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP;
+	if (!(mask & IBV_SRQ_LIMIT))
+		return 0;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_ARM_SRQ, 0);
+	hostif_u32(&m, ibsrq->handle);
+	hostif_u32(&m, a->srq_limit);
+	return rnic_call(ibsrq->context, &m, HOSTIF_ARM_SRQ, NULL, NULL);
+}
+
+int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *a)
+{
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_QUERY_SRQ, 0);
+	hostif_u32(&m, ibsrq->handle);
+	int r = rnic_call(ibsrq->context, &m, HOSTIF_QUERY_SRQ, NULL, NULL);
+	if (r)
+		return r;
+	a->max_wr = hostif_get_u32(&m);
+	a->max_sge = hostif_get_u32(&m);
+	a->srq_limit = hostif_get_u32(&m);
+	return m.err ? EPROTO : 0;
+}
+
 /* --- QP --- */
 
-static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* The states a QP takes work requests in (IBTA 10.8.1: posting to a QP in
+ * RESET, or a send to one not yet ready to send, is an immediate error;
+ * in ERR they are flushed). */
+static int can_post_send(enum ibv_qp_state s) { return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR; }
+static int can_post_recv(enum ibv_qp_state s) { return s != IBV_QPS_RESET; }
+
+/* sq_full says whether the send ring has no free slot at index pi: the
+ * NIC's consumer index says which slots it has taken. */
+static int sq_full(struct rnic_qp *qp, uint32_t pi)
+{
+	return pi - atomic_load(word(qp->ex.qp_base.context, qp->sq_ci_word)) >= qp->sq_depth;
+}
+
+/* put_bind writes a BIND_MW WQE's fields (hostif's ring.go). */
+static void put_bind(uint8_t *s, uint32_t mw_rkey, uint32_t new_rkey, const struct ibv_mw_bind_info *b)
+{
+	le32(s + 12, mw_rkey);
+	le64(s + 16, b->addr);
+	le32(s + 24, new_rkey);
+	le64(s + 32, b->length);
+	le32(s + 40, b->mw_access_flags);
+	le32(s + 48, b->mr ? b->mr->lkey : 0);
+}
+
+int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct rnic_qp *qp = (struct rnic_qp *)ibqp;
 	int r = 0;
 	pthread_spin_lock(&qp->sq_lock);
 	uint32_t pi = qp->sq_pi;
-	for (; wr; wr = wr->next) {
+	if (!can_post_send(ibqp->state))
+		r = EINVAL;
+	for (; wr && !r; wr = wr->next) {
 		int inl = wr->send_flags & IBV_SEND_INLINE;
 		size_t total = 0;
 		for (int i = 0; inl && i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
 		if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->cap.max_send_sge) ||
-		    (inl && (total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER))) {
+		    (inl && (total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER)) ||
+		    (ibqp->qp_type == IBV_QPT_UD && !wr->wr.ud.ah)) {
 			r = EINVAL;
+			break;
+		}
+		if (sq_full(qp, pi)) {
+			r = ENOMEM;
 			break;
 		}
 		uint8_t *s = qp->sq + (size_t)(pi % qp->sq_depth) * qp->sq_slot;
@@ -557,20 +436,28 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			le64(s + 32, wr->wr.atomic.compare_add);
 			le64(s + 40, wr->wr.atomic.swap);
 			break;
+		case IBV_WR_BIND_MW:
+			if (!wr->bind_mw.mw) {
+				r = EINVAL;
+				break;
+			}
+			put_bind(s, wr->bind_mw.mw->rkey, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+			s[10] = 0;
+			break;
 		default:
 			le64(s + 16, wr->wr.rdma.remote_addr);
 			le32(s + 24, wr->wr.rdma.rkey);
 		}
+		if (r)
+			break;
 		if (ibqp->qp_type == IBV_QPT_UD) {
-			if (!wr->wr.ud.ah) {
-				r = EINVAL;
-				break;
-			}
 			le32(s + 48, wr->wr.ud.remote_qpn);
 			le32(s + 52, wr->wr.ud.remote_qkey);
 			le32(s + 56, wr->wr.ud.ah->handle);
 		}
-		if (inl) {
+		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+			/* no data */
+		} else if (inl) {
 			/* The payload goes into the slot now: the buffer is free on return. */
 			uint8_t *p = s + WQE_HEADER;
 			for (int i = 0; i < wr->num_sge; i++) {
@@ -586,7 +473,7 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	}
 	if (pi != qp->sq_pi) {
 		qp->sq_pi = pi;
-		ring(ibqp->context, qp->sq_word, pi);
+		rnic_ring(ibqp->context, qp->sq_word, pi);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
 	if (r && bad)
@@ -596,13 +483,27 @@ static int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 
 static int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+	if (!can_post_recv(ibqp->state) || ibqp->srq) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
 	return post_recvs(ibqp->context, &((struct rnic_qp *)ibqp)->rq, wr, bad);
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
-	if (a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP; /* no raw packet, XRC or driver QPs */
+		return NULL;
+	}
+	if (!a->send_cq || !a->recv_cq || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
 		errno = EINVAL;
+		return NULL;
+	}
+	struct rnic_qp *qp = calloc(1, sizeof *qp);
+	if (!qp) {
+		errno = ENOMEM;
 		return NULL;
 	}
 	struct ibv_context *c = pd->context;
@@ -620,18 +521,13 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	hostif_u32(&m, a->cap.max_inline_data);
 	hostif_u8(&m, a->sq_sig_all ? 1 : 0);
 	hostif_u32(&m, a->srq ? a->srq->handle : 0);
+	hostif_u64(&m, (uintptr_t)&qp->ex.qp_base);
 	int r = rnic_call(c, &m, HOSTIF_CREATE_QP, fds, &nfds);
 	if (r || nfds != 2) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
+		free(qp);
 		errno = r ? r : EPROTO;
-		return NULL;
-	}
-	struct rnic_qp *qp = calloc(1, sizeof *qp);
-	if (!qp) {
-		close(fds[0]);
-		close(fds[1]);
-		errno = ENOMEM;
 		return NULL;
 	}
 	qp->ex.qp_base.handle = hostif_get_u32(&m);
@@ -640,7 +536,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	qp->sq_slot = hostif_get_u32(&m);
 	qp->sq_word = hostif_get_u32(&m);
 	int rq_mapped = recv_ring_map(&qp->rq, &m, a->cap.max_recv_sge, fds[1]) == 0;
-	qp->sq = mmap(NULL, (size_t)qp->sq_depth * qp->sq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	qp->sq_ci_word = hostif_get_u32(&m);
+	qp->rq.limit_word = hostif_get_u32(&m);
+	qp->rq.max_wr = a->srq ? 0 : a->cap.max_recv_wr;
+	qp->sq = m.err ? MAP_FAILED : mmap(NULL, (size_t)qp->sq_depth * qp->sq_slot, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	close(fds[0]);
 	close(fds[1]);
 	if (m.err || qp->sq == MAP_FAILED || !rq_mapped) {
@@ -653,7 +552,19 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		errno = m.err ? EPROTO : ENOMEM;
 		return NULL;
 	}
+	qp->scratch = malloc(qp->sq_slot);
+	if (!qp->scratch) {
+		munmap(qp->sq, (size_t)qp->sq_depth * qp->sq_slot);
+		recv_ring_unmap(&qp->rq);
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->sig_all = a->sq_sig_all;
 	qp->cap = a->cap;
+	if (a->srq)
+		qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
+	a->cap = qp->cap;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	struct ibv_qp *q = &qp->ex.qp_base;
 	q->context = c;
@@ -666,6 +577,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	q->qp_type = a->qp_type;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
+	rnic_ev_add(c, &qp->ev, q->handle, q);
 	c->ops.post_send = rnic_post_send;
 	c->ops.post_recv = rnic_post_recv;
 	return q;
@@ -702,30 +614,86 @@ int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 	hostif_u8(&m, a->ah_attr.grh.hop_limit);
 	hostif_u8(&m, a->ah_attr.grh.traffic_class);
 	hostif_u8(&m, a->ah_attr.sl);
+	struct rnic_qp *qp = (struct rnic_qp *)q;
+	int reset = (mask & IBV_QP_STATE) && a->qp_state == IBV_QPS_RESET;
+	if (reset) {
+		/* RESET empties the rings: no post may race the NIC's reading
+		 * of where they end. */
+		pthread_spin_lock(&qp->sq_lock);
+		pthread_spin_lock(&qp->rq.lock);
+	}
 	int r = rnic_call(q->context, &m, HOSTIF_MODIFY_QP, NULL, NULL);
-	if (r)
-		return r;
-	if (mask & IBV_QP_STATE)
+	if (!r && (mask & IBV_QP_STATE))
 		q->state = a->qp_state;
-	return 0;
+	if (reset) {
+		pthread_spin_unlock(&qp->rq.lock);
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	return r;
 }
 
-/* ibv_query_qp: what this library knows of the QP (its capabilities and
- * state); the NIC's other attributes are not asked for yet. */
+/* ibv_query_qp: the NIC's attributes of the QP (all of them, whatever the
+ * mask asks), and the creation attributes this library kept. */
 int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init)
 {
 	(void)mask;
 	struct rnic_qp *qp = (struct rnic_qp *)q;
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_QUERY_QP, 0);
+	hostif_u32(&m, q->handle);
+	int r = rnic_call(q->context, &m, HOSTIF_QUERY_QP, NULL, NULL);
+	if (r)
+		return r;
 	memset(a, 0, sizeof *a);
-	a->qp_state = a->cur_qp_state = q->state;
+	a->qp_state = hostif_get_u8(&m);
+	a->cur_qp_state = hostif_get_u8(&m);
+	a->path_mtu = hostif_get_u8(&m);
+	a->port_num = hostif_get_u8(&m);
+	a->qkey = hostif_get_u32(&m);
+	a->rq_psn = hostif_get_u32(&m);
+	a->sq_psn = hostif_get_u32(&m);
+	a->dest_qp_num = hostif_get_u32(&m);
+	a->qp_access_flags = hostif_get_u32(&m);
+	a->pkey_index = hostif_get_u16(&m);
+	a->en_sqd_async_notify = hostif_get_u8(&m);
+	a->max_rd_atomic = hostif_get_u8(&m);
+	a->max_dest_rd_atomic = hostif_get_u8(&m);
+	a->min_rnr_timer = hostif_get_u8(&m);
+	a->timeout = hostif_get_u8(&m);
+	a->retry_cnt = hostif_get_u8(&m);
+	a->rnr_retry = hostif_get_u8(&m);
+	const uint8_t *dgid = hostif_get(&m, 16);
+	a->ah_attr.grh.sgid_index = hostif_get_u8(&m);
+	a->ah_attr.grh.flow_label = hostif_get_u32(&m);
+	a->ah_attr.grh.hop_limit = hostif_get_u8(&m);
+	a->ah_attr.grh.traffic_class = hostif_get_u8(&m);
+	a->ah_attr.sl = hostif_get_u8(&m);
+	a->sq_draining = hostif_get_u8(&m);
+	hostif_get_u32(&m); /* the NIC's QP capabilities: the library's own, below, are what the program asked for */
+	hostif_get_u32(&m);
+	hostif_get_u32(&m);
+	hostif_get_u32(&m);
+	hostif_get_u32(&m);
+	if (m.err)
+		return EPROTO;
+	if (q->qp_type != IBV_QPT_UD) {
+		memcpy(a->ah_attr.grh.dgid.raw, dgid, 16);
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = a->port_num;
+	} else {
+		memset(&a->ah_attr, 0, sizeof a->ah_attr);
+	}
 	a->cap = qp->cap;
+	q->state = a->qp_state; /* the NIC may have moved it to an error state */
 	if (init) {
 		memset(init, 0, sizeof *init);
 		init->qp_context = q->qp_context;
 		init->send_cq = q->send_cq;
 		init->recv_cq = q->recv_cq;
+		init->srq = q->srq;
 		init->cap = qp->cap;
 		init->qp_type = q->qp_type;
+		init->sq_sig_all = qp->sig_all;
 	}
 	return 0;
 }
@@ -739,8 +707,10 @@ int ibv_destroy_qp(struct ibv_qp *q)
 	int r = rnic_call(q->context, &m, HOSTIF_DESTROY_QP, NULL, NULL);
 	if (r)
 		return r;
+	rnic_ev_del(q->context, &qp->ev, &q->mutex, &q->cond, &q->events_completed);
 	munmap(qp->sq, (size_t)qp->sq_depth * qp->sq_slot);
 	recv_ring_unmap(&qp->rq);
+	free(qp->scratch);
 	free(qp);
 	return 0;
 }
@@ -752,7 +722,18 @@ int ibv_destroy_qp(struct ibv_qp *q)
 static uint8_t *wqe(struct ibv_qp_ex *ex, uint8_t op)
 {
 	struct rnic_qp *qp = (struct rnic_qp *)ex;
-	uint8_t *s = qp->sq + (size_t)(qp->wr_pi % qp->sq_depth) * qp->sq_slot;
+	uint8_t *s;
+	if (qp->wr_err || sq_full(qp, qp->wr_pi)) {
+		/* Built where the NIC never looks: the batch fails at
+		 * wr_complete and no slot the NIC has yet to read changes. */
+		if (!qp->wr_err)
+			qp->wr_err = ENOMEM;
+		s = qp->scratch;
+		memset(s, 0, WQE_HEADER);
+		qp->wr_cur = s;
+		return s;
+	}
+	s = qp->sq + (size_t)(qp->wr_pi % qp->sq_depth) * qp->sq_slot;
 	memset(s, 0, WQE_HEADER);
 	le64(s, ex->wr_id);
 	s[8] = op;
@@ -798,6 +779,11 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr
 static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, uint64_t add)
 {
 	atomic(ex, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	put_bind(wqe(ex, IBV_WR_BIND_MW), mw->rkey, rkey, info);
 }
 
 static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge *sg)
@@ -863,18 +849,16 @@ static void wr_start(struct ibv_qp_ex *ex)
 	pthread_spin_lock(&qp->sq_lock);
 	qp->wr_pi = qp->sq_pi;
 	qp->wr_cur = NULL;
-	qp->wr_err = 0;
+	qp->wr_err = can_post_send(ex->qp_base.state) ? 0 : EINVAL;
 }
 
 static int wr_complete(struct ibv_qp_ex *ex)
 {
 	struct rnic_qp *qp = (struct rnic_qp *)ex;
 	int err = qp->wr_err;
-	if (!err && qp->wr_pi - qp->sq_pi > qp->sq_depth)
-		err = ENOMEM;
 	if (!err && qp->wr_pi != qp->sq_pi) {
 		qp->sq_pi = qp->wr_pi;
-		ring(ex->qp_base.context, qp->sq_word, qp->sq_pi);
+		rnic_ring(ex->qp_base.context, qp->sq_word, qp->sq_pi);
 	}
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq_lock);
@@ -898,6 +882,7 @@ static void init_qp_ex(struct rnic_qp *qp)
 	ex->wr_send_imm = wr_send_imm;
 	ex->wr_send_inv = wr_send_inv;
 	ex->wr_local_inv = wr_local_inv;
+	ex->wr_bind_mw = wr_bind_mw;
 	ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
 	ex->wr_set_sge = wr_set_sge;
@@ -914,13 +899,19 @@ static void init_qp_ex(struct rnic_qp *qp)
 #define RNIC_SEND_OPS                                                                                                 \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |                       \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |                \
+	 IBV_QP_EX_WITH_BIND_MW)
 
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
 	(void)c;
-	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	/* Creation flags and a TSO header are accepted when they ask for
+	 * nothing: rnic has none of either. */
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			 IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known) ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && a->max_tso_header) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~(uint64_t)RNIC_SEND_OPS))) {
 		errno = EOPNOTSUPP;
 		return NULL;

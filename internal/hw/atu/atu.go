@@ -435,6 +435,10 @@ func (u *ATU) BindMW(b Bind) Fault {
 	if w.PD != b.PD {
 		return FaultPD
 	}
+	// Local write grants nothing through a window; Linux's drivers (rxe,
+	// mlx5) take it in mw_access_flags and ignore it, and programs
+	// written for them (rdma-core's tests) pass it: so does the ATU.
+	b.Access &^= LocalWrite
 	if b.Access&^validMW != 0 {
 		return FaultAccess
 	}

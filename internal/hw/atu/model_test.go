@@ -312,7 +312,9 @@ func (m *model) bindFault(b Bind) Fault {
 	if w.pd != b.PD {
 		return FaultPD
 	}
-	if b.Access&^(RemoteWrite|RemoteRead|RemoteAtomic|ZeroBased) != 0 {
+	// Local write grants nothing through a window and is ignored, as
+	// Linux's drivers ignore it.
+	if b.Access&^(LocalWrite|RemoteWrite|RemoteRead|RemoteAtomic|ZeroBased) != 0 {
 		return FaultAccess
 	}
 	mr := m.live(b.MR)
@@ -343,7 +345,7 @@ func (m *model) bind(b Bind) {
 	}
 	w.key = b.NewKey
 	m.lastKey[b.MW>>8] = b.NewKey
-	w.bound, w.parent, w.va, w.length, w.access, w.qpn = true, b.MR>>8, b.VA, b.Length, b.Access, b.QPN
+	w.bound, w.parent, w.va, w.length, w.access, w.qpn = true, b.MR>>8, b.VA, b.Length, b.Access&^LocalWrite, b.QPN
 }
 
 // invalidateFault is the fault Invalidate must return.

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rdma-core's own test suite (pyverbs), as Debian's python3-pyverbs
+// installs it, run unmodified against rnic: TestRdmaCoreSuite checks it
+// against the same suite on Linux Soft-RoCE (testdata/rdma-core, the
+// table the rxe-peer harness wrote on the Debian 12 kernel).
+
+const rdmaCoreTests = "/usr/share/doc/rdma-core/tests"
+
+// rdmaCoreResult is one test's outcome.
+type rdmaCoreResult struct {
+	Status string // PASS, SKIP, FAIL, ERROR, HANG (no result in the time), CRASH (no result, the process died)
+	Name   string // module.Class.test
+	Reason string // SKIP: the reason; FAIL, ERROR: the exception's first line
+}
+
+// notYet are the tests that pass on rxe and do not yet pass on rnic, each
+// with the reason: rnic's closing note on issue 11 lists them.
+var notYet = map[string]string{
+	// rxe 6.1 errors on it (its kernel lacks ATOMIC WRITE); rxe 6.12
+	// passes it. rnic refuses IBV_QP_EX_WITH_ATOMIC_WRITE until the
+	// responder has the operation.
+	"test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write": "ATOMIC WRITE is not implemented",
+}
+
+// copyRdmaCoreTests copies the suite into dir, unpacking what Debian
+// ships gzipped.
+func copyRdmaCoreTests(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(rdmaCoreTests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "tests")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		in, err := os.Open(filepath.Join(rdmaCoreTests, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r io.Reader = in
+		name := e.Name()
+		if strings.HasSuffix(name, ".gz") {
+			gz, err := gzip.NewReader(in)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			r, name = gz, strings.TrimSuffix(name, ".gz")
+		}
+		out, err := os.Create(filepath.Join(dst, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out.Close()
+		in.Close()
+	}
+}
+
+var unittestResult = regexp.MustCompile(`(?m)\.\.\. (ok|FAIL|ERROR|skipped (?:'(.*)'|"(.*)"))$`)
+var exceptionLine = regexp.MustCompile(`(?m)^[A-Za-z_.]*(?:Error|Exception)\b.*$`)
+
+// runRdmaCoreTest runs one test in a process of its own: a test that
+// hangs or crashes takes nobody else's result with it.
+func runRdmaCoreTest(ctx context.Context, dir, lib, dev, name string, timeout time.Duration) rdmaCoreResult {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "tests/run_tests.py", "--dev", dev, "--gid", "1", "-v", name)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	out, _ := cmd.CombinedOutput()
+	res := rdmaCoreResult{Name: strings.TrimPrefix(name, "tests.")}
+	m := unittestResult.FindSubmatch(out)
+	switch {
+	case ctx.Err() != nil:
+		res.Status = "HANG"
+	case m == nil:
+		res.Status = "CRASH"
+		res.Reason = lastLine(string(out))
+	case string(m[1]) == "ok":
+		res.Status = "PASS"
+	case strings.HasPrefix(string(m[1]), "skipped"):
+		res.Status, res.Reason = "SKIP", string(m[2])+string(m[3])
+	default:
+		res.Status = string(m[1])
+		if e := exceptionLine.FindAll(out, -1); len(e) > 0 {
+			res.Reason = string(e[len(e)-1])
+		}
+	}
+	return res
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// readRdmaCoreTable reads a table in the rxe-peer harness's format.
+func readRdmaCoreTable(t *testing.T, path string) map[string]rdmaCoreResult {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tbl := map[string]rdmaCoreResult{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		tbl[fields[1]] = rdmaCoreResult{Status: fields[0], Name: fields[1], Reason: strings.Join(fields[2:], " ")}
+	}
+	return tbl
+}
+
+// TestRdmaCoreSuite runs rdma-core's test suite (run_tests.py), each test
+// on its own, against an rnic NIC, and checks it against rxe's table:
+// every test that passes on rxe passes on rnic (the rdma_cm tests belong
+// to the RDMA CM issue; notYet lists the rest), nothing that rxe runs is
+// skipped, no test hangs or crashes. RNIC_RDMA_CORE_TABLE=FILE writes
+// rnic's table (docs/verbs.md shows it).
+func TestRdmaCoreSuite(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(rdmaCoreTests, "run_tests.py")); err != nil {
+		t.Skip("skipped: rdma-core's test suite is not installed; Debian: apt-get install python3-pyverbs")
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import pyverbs.device").Run(); err != nil {
+		t.Skipf("skipped: /usr/bin/python3 cannot import pyverbs (%v); Debian: apt-get install python3-pyverbs", err)
+	}
+	lib := buildProvider(t)
+	dir := t.TempDir()
+	copyRdmaCoreTests(t, dir)
+	run := t.TempDir()
+	t.Setenv("RNIC_RUN_DIR", run)
+	t.Setenv("RNIC_TEST_MAIN", "1")
+	t.Cleanup(func() { nicCmd(t, "down", "--all") })
+	if out, err := nicCmd(t, "up", "--addr", "127.0.0.36"); err != nil {
+		t.Fatalf("nic up: %v\n%s", err, out)
+	}
+
+	list := exec.Command("/usr/bin/python3", "tests/run_tests.py", "--dev", "rnic0", "--list-tests")
+	list.Dir = dir
+	list.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	out, err := list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run_tests.py --list-tests (a module failing at import fails here): %v\n%s", err, out)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "tests.test_") {
+			names = append(names, strings.TrimSpace(l))
+		}
+	}
+	rxe := readRdmaCoreTable(t, "../../testdata/rdma-core/rdma-core-tests-rxe.txt")
+	if len(names) != len(rxe) {
+		t.Errorf("the suite lists %d tests, rxe's table %d", len(names), len(rxe))
+	}
+
+	// Two at a time (a test runs two QPs' worth of traffic in one
+	// process; CI has two cores).
+	results := make([]rdmaCoreResult, len(names))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(2, runtime.NumCPU()/2))
+	for i, n := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = runRdmaCoreTest(t.Context(), dir, lib, "rnic0", n, 60*time.Second)
+		})
+	}
+	wg.Wait()
+
+	counts := map[string]int{}
+	var table strings.Builder
+	for _, r := range results {
+		counts[r.Status]++
+		fmt.Fprintf(&table, "%-5s %-80s %s\n", r.Status, r.Name, r.Reason)
+		a, inRxe := rxe[r.Name]
+		switch {
+		case r.Status == "HANG" || r.Status == "CRASH":
+			t.Errorf("%s %s %s", r.Status, r.Name, r.Reason)
+		case !inRxe:
+			t.Errorf("%s is not in rxe's table", r.Name)
+		case strings.HasPrefix(r.Name, "test_rdmacm.") || strings.HasPrefix(r.Name, "test_mlx5_rdmacm."):
+			// RDMA CM: the next issue.
+		case notYet[r.Name] != "":
+			t.Logf("not yet: %s %s (%s)", r.Status, r.Name, notYet[r.Name])
+		case a.Status == "PASS" && r.Status != "PASS":
+			t.Errorf("%s %s on rnic (%s), PASS on rxe", r.Status, r.Name, r.Reason)
+		case a.Status != "SKIP" && r.Status == "SKIP":
+			t.Errorf("SKIP %s on rnic (%s), %s on rxe: rxe runs it", r.Name, r.Reason, a.Status)
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var summary []string
+	for _, k := range keys {
+		summary = append(summary, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	t.Logf("rdma-core's suite on rnic, %d tests: %s", len(results), strings.Join(summary, ", "))
+	if f := os.Getenv("RNIC_RDMA_CORE_TABLE"); f != "" {
+		if err := os.WriteFile(f, []byte(table.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
