@@ -82,7 +82,12 @@ func copyRdmaCoreTests(t *testing.T, dir string) {
 	}
 }
 
-var unittestResult = regexp.MustCompile(`(?m)\.\.\. (ok|FAIL|ERROR|skipped (?:'(.*)'|"(.*)"))$`)
+// A test's verdict ends the line its name began ("... ok"), or, when the
+// test printed something first (with -v some do), a line of its own.
+var (
+	unittestResult = regexp.MustCompile(`(?m)\.\.\. (ok|FAIL|ERROR|skipped (?:'(.*)'|"(.*)"))$`)
+	unittestAlone  = regexp.MustCompile(`(?m)^(ok|FAIL|ERROR|skipped (?:'(.*)'|"(.*)"))$`)
+)
 var exceptionLine = regexp.MustCompile(`(?m)^[A-Za-z_.]*(?:Error|Exception)\b.*$`)
 
 // runRdmaCoreTest runs one test in a process of its own: a test that
@@ -96,6 +101,9 @@ func runRdmaCoreTest(ctx context.Context, dir, lib, dev, name string, timeout ti
 	out, _ := cmd.CombinedOutput()
 	res := rdmaCoreResult{Name: strings.TrimPrefix(name, "tests.")}
 	m := unittestResult.FindSubmatch(out)
+	if m == nil {
+		m = unittestAlone.FindSubmatch(out)
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Status = "HANG"
@@ -132,7 +140,7 @@ func readRdmaCoreTable(t *testing.T, path string) map[string]rdmaCoreResult {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") || fields[0] == "TOTAL" {
 			continue
 		}
 		tbl[fields[1]] = rdmaCoreResult{Status: fields[0], Name: fields[1], Reason: strings.Join(fields[2:], " ")}
