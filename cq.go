@@ -167,6 +167,10 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
+// purge removes the completions of QP qpn it holds (a QP gone to RESET,
+// for the host interface).
+func (cq *CQ) purge(qpn uint32) { cq.c.Purge(qpn) }
+
 // Destroy frees the CQ (ibv_destroy_cq). It fails with ErrBusy while QPs
 // use it. A Wait blocked on it returns an error wrapping ErrClosed, as does
 // every later call, a second Destroy included.

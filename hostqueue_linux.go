@@ -733,7 +733,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			return unix.EINVAL, nil
 		}
 		attr := QPAttr{State: QPState(a.State), CurState: QPState(a.CurState), PathMTU: MTU(a.PathMTU), QKey: a.QKey,
-			RQPSN: PSN(a.RQPSN), SQPSN: PSN(a.SQPSN), DestQPN: a.DestQPN, AccessFlags: Access(a.Access), PKeyIndex: a.PKeyIndex,
+			RQPSN: PSN(a.RQPSN), SQPSN: PSN(a.SQPSN), DestQPN: a.DestQPN, AccessFlags: Access(a.Access) & qpAccessFlags, PKeyIndex: a.PKeyIndex,
 			EnSQDAsyncNotify: a.EnSQDAsyncNotify != 0, MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic,
 			MinRNRTimer: a.MinRNRTimer, Port: a.Port, Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RNRRetry,
 			AH: AHAttr{DGID: GID(a.DGID), SGIDIndex: a.SGIDIndex, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit,
@@ -748,6 +748,10 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			return unix.EINVAL, nil
 		}
 		if mask&QPAttrState != 0 && attr.State == QPSReset {
+			// The QP's completions the NIC holds go; the program's
+			// library cleans those already in its CQ rings.
+			h.qp.init.SendCQ.purge(h.qp.QPN())
+			h.qp.init.RecvCQ.purge(h.qp.QPN())
 			db := hc.data.db.mem
 			h.sqCI = hostif.Word(db, h.sqWord).Load()
 			h.rqDone, h.bad = h.rq.reset(db), false
@@ -899,9 +903,19 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if inRing > c.depth {
 			return unix.EINVAL, nil // a consumer index the ring never had
 		}
+		// The completions the CQ holds, and those still to come from
+		// the send queues completing to it (posted, not retired, in the
+		// NIC or still in the rings): a CQ too small for them would
+		// overrun.
+		held := uint64(inRing) + uint64(c.cq.c.Unpolled())
+		for _, h := range hc.qps {
+			if h.qp.init.SendCQ == c.cq {
+				held += uint64(h.qp.q.SendOutstanding()) + uint64(hostif.Word(hc.data.db.mem, h.sqWord).Load()-h.sqCI)
+			}
+		}
 		depth := pow2u(cqe)
-		if uint64(inRing)+uint64(c.cq.c.Unpolled()) > uint64(depth) {
-			return unix.EINVAL, nil // more completions than the new size: as the kernel refuses it
+		if held > uint64(depth) {
+			return unix.EINVAL, nil // more completions than the new size: the kernel refuses it too
 		}
 		ring, err := newShm("rnic-cq", int(depth)*hostif.CQELen)
 		if err != nil {
@@ -928,6 +942,11 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 	}
 	return unix.EOPNOTSUPP, nil
 }
+
+// qpAccessFlags are the qp_access_flags a QP takes; Linux's drivers
+// ignore the other IBV_ACCESS_* bits there (programs pass a region's
+// flags, IBV_ACCESS_ON_DEMAND among them), and so does the host interface.
+const qpAccessFlags = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind
 
 func pow2u(n uint32) uint32 {
 	d := uint32(1)

@@ -140,6 +140,21 @@ func (hc *hostClient) sendEvent(o *hostObj, t EventType) {
 	unix.Write(hc.asyncFD, b[:])
 }
 
+// accessOnDemand is IBV_ACCESS_ON_DEMAND. The NIC reaches a program's
+// memory through the kernel, which faults pages in as it goes, and pins
+// none: every region of another process is on demand, so the flag asks
+// for nothing more.
+const accessOnDemand = 1 << 6
+
+// hostMR is a program's region and what it was registered with (REREG_MR
+// changes some of it).
+type hostMR struct {
+	mr                 *MR
+	pd                 uint32
+	addr, length, iova uint64
+	access             uint32
+}
+
 // hostClient is one connected program.
 type hostClient struct {
 	d        *Device
@@ -147,7 +162,7 @@ type hostClient struct {
 	pid      int
 	proc     *bus.Process
 	pds      map[uint32]*PD
-	mrs      map[uint32]*MR
+	mrs      map[uint32]*hostMR
 	cqs      map[uint32]*hostCQ
 	qps      map[uint32]*hostQP
 	channels map[uint32]*hostChannel
@@ -225,7 +240,7 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 }
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
-	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*MR{},
+	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*hostMR{},
 		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, srqs: map[uint32]*hostSRQ{},
 		mws: map[uint32]*MW{}, ahs: map[uint32]*AH{}, asyncFD: -1}
 }
@@ -254,7 +269,8 @@ func (hc *hostClient) teardown() {
 	for _, mw := range hc.mws {
 		mw.Dealloc()
 	}
-	for _, mr := range hc.mrs {
+	for _, m := range hc.mrs {
+		mr := m.mr
 		mr.Dereg()
 	}
 	for _, pd := range hc.pds {
@@ -354,20 +370,49 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		if r.End() != nil || pd == nil {
 			return fail(unix.EINVAL)
 		}
+		acc &^= accessOnDemand // every region of a program is on demand
 		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc))
 		if err != nil {
 			return fail(errnoOf(err))
 		}
 		hc.next++
-		hc.mrs[hc.next] = mr
+		hc.mrs[hc.next] = &hostMR{mr: mr, pd: pdh, addr: addr, length: length, iova: iova, access: acc}
 		rep.U32(hc.next).U32(mr.LKey()).U32(mr.RKey())
-	case hostif.OpDeregMR:
-		h := r.U32()
-		mr := hc.mrs[h]
-		if r.End() != nil || mr == nil {
+	case hostif.OpReregMR:
+		// ibv_rereg_mr: the region changes in place, keeping its keys
+		// (as mlx5's do; programs written for it keep using them); if it
+		// fails the region is as it was.
+		h, flags, pdh, addr, length, iova, acc := r.U32(), r.U32(), r.U32(), r.U64(), r.U64(), r.U64(), r.U32()
+		m := hc.mrs[h]
+		if r.End() != nil || m == nil || flags == 0 || flags&^uint32(hostif.ReregMRFlags) != 0 {
 			return fail(unix.EINVAL)
 		}
-		if err := mr.Dereg(); err != nil {
+		n := *m
+		if flags&hostif.ReregChangePD != 0 {
+			n.pd = pdh
+		}
+		if flags&hostif.ReregChangeTranslation != 0 {
+			n.addr, n.length, n.iova = addr, length, iova
+		}
+		if flags&hostif.ReregChangeAccess != 0 {
+			n.access = acc &^ accessOnDemand
+		}
+		pd := hc.pds[n.pd]
+		if pd == nil {
+			return fail(unix.EINVAL)
+		}
+		if err := m.mr.reregProcess(pd, hc.proc, n.addr, n.length, n.iova, Access(n.access)); err != nil {
+			return fail(errnoOf(err)) // windows bound to it: EBUSY
+		}
+		*m = n
+		rep.U32(m.mr.LKey()).U32(m.mr.RKey())
+	case hostif.OpDeregMR:
+		h := r.U32()
+		m := hc.mrs[h]
+		if r.End() != nil || m == nil {
+			return fail(unix.EINVAL)
+		}
+		if err := m.mr.Dereg(); err != nil {
 			return fail(errnoOf(err))
 		}
 		delete(hc.mrs, h)

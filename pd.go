@@ -217,6 +217,60 @@ func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Ac
 	return mr, nil
 }
 
+// reregProcess changes a region of another process in place
+// (ibv_rereg_mr, for the host interface): its key stays; its PD, range
+// and rights become these. On error the region is as it was.
+func (mr *MR) reregProcess(pd *PD, proc *bus.Process, addr, length, iova uint64, access Access) error {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	if err := mr.usable(); err != nil {
+		return fmt.Errorf("rnic: Rereg: %w", err)
+	}
+	host, ok := pd.dev.atu.Host().(*bus.Local)
+	if !ok || mr.unmap == nil || pd.dev != mr.pd.dev {
+		return errors.New("rnic: Rereg: not a region of another process on this device")
+	}
+	if length == 0 || length > uint64(pd.dev.attr.MaxMRSize) {
+		return fmt.Errorf("rnic: Rereg of %d bytes", length)
+	}
+	if pd != mr.pd {
+		if err := pd.get(); err != nil {
+			return fmt.Errorf("rnic: Rereg: %w", err)
+		}
+	}
+	sp, err := host.MapProcess(proc, addr, length)
+	if err == nil {
+		pd.dev.d.Engine(func(_ *engine) {
+			// Under the engine lock no DMA into the region is in flight.
+			if err = pd.dev.atu.ReregMR(mr.key, atu.MRSpec{PD: pd.pdn, Space: sp, Length: length, IOVA: iova, Access: atuAccess(access)}); err == nil {
+				mr.unmap()
+			}
+		})
+		if err != nil {
+			host.Unmap(sp)
+		}
+	}
+	if err != nil {
+		if pd != mr.pd {
+			pd.put()
+		}
+		if errors.Is(err, atu.ErrBusy) {
+			return fmt.Errorf("%w: Rereg: %v", ErrBusy, err)
+		}
+		return fmt.Errorf("rnic: Rereg: %w", err)
+	}
+	mr.unmap = func() { host.Unmap(sp) }
+	if pd != mr.pd {
+		mr.pd.put()
+		mr.pd = pd
+	}
+	mr.size, mr.addr, mr.acc = int(length), iova, access
+	if access.Has(AccessZeroBased) {
+		mr.addr = 0
+	}
+	return nil
+}
+
 func (pd *PD) register(spec atu.MRSpec, buf []byte, size int, access Access) (*MR, error) {
 	if err := pd.get(); err != nil {
 		return nil, err

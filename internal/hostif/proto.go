@@ -84,6 +84,17 @@ const (
 	// A memory window: a BIND_MW send WQE names it by its rkey.
 	OpAllocMW   Op = 24 // u32 pd, u8 type (1, 2) → u32 handle, u32 rkey
 	OpDeallocMW Op = 25 // u32 handle
+	// REREG_MR changes a region in place with what the flags
+	// (IBV_REREG_MR_CHANGE_*) change; its keys stay.
+	OpReregMR Op = 26 // u32 handle, u32 flags, u32 pd, u64 addr, u64 length, u64 iova, u32 access → u32 lkey, u32 rkey
+)
+
+// REREG_MR's flags (enum ibv_rereg_mr_flags).
+const (
+	ReregChangeTranslation = 1 << 0
+	ReregChangePD          = 1 << 1
+	ReregChangeAccess      = 1 << 2
+	ReregMRFlags           = ReregChangeTranslation | ReregChangePD | ReregChangeAccess
 )
 
 // The HELLO reply carries three descriptors: the doorbell page (4096
@@ -159,6 +170,8 @@ func (o Op) String() string {
 		return "ALLOC_MW"
 	case OpDeallocMW:
 		return "DEALLOC_MW"
+	case OpReregMR:
+		return "REREG_MR"
 	}
 	return fmt.Sprintf("op(%d)", uint16(o))
 }

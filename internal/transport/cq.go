@@ -123,6 +123,32 @@ func (c *CQ) Resize(depth int) error {
 	return nil
 }
 
+// Purge removes the completions of QP qpn not yet polled, keeping the
+// others in order, and returns how many it removed: what a QP leaving
+// for RESET does to its CQs on Linux's drivers (mlx5's cq_clean), so
+// that the QP starts again with no stale completion.
+func (c *CQ) Purge(qpn uint32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := uint32(len(c.ring))
+	kept := uint32(0)
+	visible := c.visible
+	for i := uint32(0); i < c.n; i++ {
+		wc := c.ring[(c.head+i)%d]
+		if wc.QPNum == qpn {
+			if c.held && i < c.visible {
+				visible--
+			}
+			continue
+		}
+		c.ring[(c.head+kept)%d] = wc
+		kept++
+	}
+	removed := c.n - kept
+	c.n, c.visible = kept, visible
+	return int(removed)
+}
+
 // Unpolled returns the number of completions in the CQ.
 func (c *CQ) Unpolled() int {
 	c.mu.Lock()

@@ -103,6 +103,10 @@ func (qp *QP) recvCQN() uint32 { return qp.rcq.CQN }
 // State returns the QP's state as the posting path sees it.
 func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
 
+// SendOutstanding returns the send WQEs posted and not yet retired: at
+// most this many completions are still to come from the send queue.
+func (qp *QP) SendOutstanding() int { return int(qp.sq.pi.Load() - qp.sq.ci.Load()) }
+
 // Errors returned by posting. They wrap into messages naming the problem.
 var (
 	ErrQPState   = errors.New("QP state does not accept this work request")

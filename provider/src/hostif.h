@@ -43,6 +43,7 @@ enum hostif_op {
 	HOSTIF_RESIZE_CQ = 23,
 	HOSTIF_ALLOC_MW = 24,
 	HOSTIF_DEALLOC_MW = 25,
+	HOSTIF_REREG_MR = 26,
 };
 
 /* A message being built or read. */

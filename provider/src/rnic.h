@@ -122,10 +122,12 @@ void rnic_ev_add(struct ibv_context *c, struct rnic_evobj *e, uint32_t handle, v
 void rnic_ev_del(struct ibv_context *c, struct rnic_evobj *e, pthread_mutex_t *mu, pthread_cond_t *cond, const uint32_t *completed);
 
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+void rnic_cq_clean(struct ibv_cq *cq, uint32_t qpn);
 struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
 struct ibv_mw *rnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int rnic_dealloc_mw(struct ibv_mw *mw);
 int rnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+int rnic_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg, uint32_t n);
 int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *input, struct ibv_device_attr_ex *attr,
 			 size_t size);

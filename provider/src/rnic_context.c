@@ -99,6 +99,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.create_qp_ex = rnic_create_qp_ex;
 	ctx->vctx.create_cq_ex = rnic_create_cq_ex;
 	ctx->vctx.query_device_ex = rnic_query_device_ex;
+	ctx->vctx.advise_mr = rnic_advise_mr;
 	return c;
 }
 
@@ -186,6 +187,17 @@ int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	a.max_dm_size = 0;
+	/* On-demand paging: the NIC pins nothing and reaches a region's pages
+	 * through the kernel (process_vm_readv/writev), which faults them in
+	 * as it goes, so every region is on demand and IBV_ACCESS_ON_DEMAND
+	 * changes nothing. Not implicit ODP: a region has MTT entries for its
+	 * pages, so the whole address space cannot be one. */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT;
+	a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+						    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
 	memcpy(attr, &a, size < sizeof a ? size : sizeof a);
 	return 0;
 }

@@ -89,15 +89,10 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+static uint8_t *slot(struct rnic_cq *cq, uint32_t i);
+
 /* cqe_at returns the CQE at the consumer index if the NIC has written it. */
-static uint8_t *cqe_at(struct rnic_cq *cq)
-{
-	uint8_t *s = cq->ring + (size_t)(cq->ci % cq->depth) * CQE_LEN;
-	uint32_t lap = cq->ci / cq->depth + 1;
-	if (atomic_load_explicit((_Atomic uint32_t *)(s + 60), memory_order_acquire) != lap)
-		return NULL;
-	return s;
-}
+static uint8_t *cqe_at(struct rnic_cq *cq) { return slot(cq, cq->ci); }
 
 static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
@@ -136,6 +131,48 @@ static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		return EINVAL;
 	atomic_store(word(ibcq->context, cq->arm_word), solicited_only ? 2u : 1u);
 	return 0;
+}
+
+/* slot returns the CQE slot of index i if the NIC has written it there. */
+static uint8_t *slot(struct rnic_cq *cq, uint32_t i)
+{
+	uint8_t *s = cq->ring + (size_t)(i % cq->depth) * CQE_LEN;
+	if (atomic_load_explicit((_Atomic uint32_t *)(s + 60), memory_order_acquire) != i / cq->depth + 1)
+		return NULL;
+	return s;
+}
+
+/* rnic_cq_clean removes QP qpn's CQEs the program has not polled (the QP
+ * went to RESET; the NIC purged those it held), as mlx5's cq_clean does:
+ * from the newest CQE back, the others move towards the newest end, and
+ * the consumer index skips the slots freed at the oldest end. The NIC
+ * writes only beyond the newest CQE, which this does not move. */
+void rnic_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
+	pthread_spin_lock(&cq->lock);
+	uint32_t end = cq->ci;
+	while (end - cq->ci < cq->depth && slot(cq, end))
+		end++;
+	uint32_t removed = 0;
+	for (uint32_t i = end; i-- != cq->ci;) {
+		uint8_t *s = slot(cq, i);
+		if (rd32(s + 28) == qpn) {
+			removed++;
+			continue;
+		}
+		if (removed) {
+			uint32_t j = i + removed;
+			uint8_t *d = cq->ring + (size_t)(j % cq->depth) * CQE_LEN;
+			memcpy(d, s, 60);
+			atomic_store_explicit((_Atomic uint32_t *)(d + 60), j / cq->depth + 1, memory_order_release);
+		}
+	}
+	if (removed) {
+		cq->ci += removed;
+		atomic_store(word(ibcq->context, cq->ci_word), cq->ci);
+	}
+	pthread_spin_unlock(&cq->lock);
 }
 
 /* --- Extended polling (struct ibv_cq_ex) --- */

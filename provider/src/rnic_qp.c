@@ -194,6 +194,79 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
 
+/* ibv_advise_mr: prefetching a range of an on-demand region. The NIC
+ * keeps no page mappings of its own to fill; what a prefetch can do is
+ * fault the program's pages in now rather than during the transfer
+ * (MADV_POPULATE_READ/WRITE, Linux 5.14; on older kernels it does
+ * nothing). PREFETCH_NO_FAULT maps only what is present: nothing to do. */
+int rnic_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg, uint32_t n)
+{
+	(void)pd;
+	if ((advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) ||
+	    (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !n || !sg)
+		return EINVAL;
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return 0;
+#ifdef MADV_POPULATE_READ
+	long page = sysconf(_SC_PAGESIZE);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!sg[i].length)
+			continue;
+		uintptr_t start = sg[i].addr & ~(uintptr_t)(page - 1);
+		uintptr_t end = sg[i].addr + sg[i].length;
+		madvise((void *)start, end - start,
+			advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	}
+#endif
+	return 0;
+}
+
+/* ibv_rereg_mr: the NIC registers the region anew with what the flags
+ * change, then lets the old registration go; the keys may change. On
+ * failure the region is as it was. */
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+	if (flags <= 0 || (flags & ~known) || ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	struct ibv_pd *npd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;
+	if (npd->context != mr->context) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	struct hostif_msg m;
+	hostif_begin(&m, HOSTIF_REREG_MR, 0);
+	hostif_u32(&m, mr->handle);
+	hostif_u32(&m, (uint32_t)flags);
+	hostif_u32(&m, npd->handle);
+	hostif_u64(&m, (uintptr_t)addr);
+	hostif_u64(&m, length);
+	hostif_u64(&m, (uintptr_t)addr);
+	hostif_u32(&m, (uint32_t)access & ~IBV_ACCESS_OPTIONAL_RANGE);
+	int r = rnic_call(mr->context, &m, HOSTIF_REREG_MR, NULL, NULL);
+	if (r) {
+		errno = r;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	uint32_t lkey = hostif_get_u32(&m), rkey = hostif_get_u32(&m);
+	if (m.err) {
+		errno = EPROTO;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	mr->lkey = lkey;
+	mr->rkey = rkey;
+	mr->pd = npd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	return 0;
+}
+
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct hostif_msg m;
@@ -625,6 +698,13 @@ int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 	int r = rnic_call(q->context, &m, HOSTIF_MODIFY_QP, NULL, NULL);
 	if (!r && (mask & IBV_QP_STATE))
 		q->state = a->qp_state;
+	if (!r && reset) {
+		/* The QP's completions go from its CQs (the NIC purged those
+		 * it held, and emptied the rings: nothing posted is held). */
+		rnic_cq_clean(q->send_cq, q->qp_num);
+		if (q->recv_cq != q->send_cq)
+			rnic_cq_clean(q->recv_cq, q->qp_num);
+	}
 	if (reset) {
 		pthread_spin_unlock(&qp->rq.lock);
 		pthread_spin_unlock(&qp->sq_lock);

@@ -150,18 +150,3 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_
 	(void)flags;
 	return 0;
 }
-
-/* ibv_rereg_mr: not yet (rdma-core's error code for a refused command,
- * with errno EOPNOTSUPP, as rxe answers). A program deregisters and
- * registers again. */
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-	(void)mr;
-	(void)flags;
-	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_CMD;
-}

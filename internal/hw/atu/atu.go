@@ -325,6 +325,77 @@ func (u *ATU) DeregMR(key uint32) error {
 	return nil
 }
 
+// ReregMR changes a registered region in place (ibv_rereg_mr, as mlx5
+// modifies an mkey): the key stays, and the region's PD, rights, range
+// and memory become s's (s.Space and s.Addr: memory the bus names; the
+// caller unmaps the old space once this returns nil). It fails, leaving
+// the region as it was, if windows are bound to it or s is invalid.
+func (u *ATU) ReregMR(key uint32, s MRSpec) error {
+	if s.Buf != nil {
+		return fmt.Errorf("%w: ReregMR takes memory the bus names, not a buffer", ErrInvalid)
+	}
+	if s.Access&^validMR != 0 {
+		return fmt.Errorf("%w: unknown access bits %#x", ErrInvalid, uint32(s.Access&^validMR))
+	}
+	if s.Access&needsLocal != 0 && !s.Access.Has(LocalWrite) {
+		return fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
+	}
+	n := s.Length
+	if n == 0 || n > u.cfg.MaxMRLength {
+		return fmt.Errorf("%w: region of %d bytes (maximum %d)", ErrInvalid, n, u.cfg.MaxMRLength)
+	}
+	if s.Access.Has(ZeroBased) {
+		s.IOVA = 0
+	}
+	if s.IOVA+n < s.IOVA {
+		return fmt.Errorf("%w: IOVA %#x + %d wraps", ErrInvalid, s.IOVA, n)
+	}
+	shift := s.PageShift
+	if shift == 0 {
+		shift = u.cfg.PageShift
+	}
+	if shift < 12 || shift > 30 {
+		return fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
+	}
+	pages := buildPages(s.Addr, n, s.IOVA, shift)
+
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx := key >> 8
+	e, ok := u.entry(idx)
+	if !ok || e.Kind != KindMR || e.Key != key {
+		return fmt.Errorf("%w: %#x is not a registered region", ErrNoKey, key)
+	}
+	if e.mapped {
+		return fmt.Errorf("%w: region %#x is a buffer of this program", ErrInvalid, key)
+	}
+	if u.refs[idx] > 0 {
+		return fmt.Errorf("%w: region %#x has %d memory windows bound", ErrBusy, key, u.refs[idx])
+	}
+	// The new translation first, so that a full MTT leaves the old one.
+	base, ok := u.mttAlloc.alloc(uint32(len(pages)))
+	if !ok {
+		return fmt.Errorf("%w: MTT full", ErrNoResources)
+	}
+	if end := int(base) + len(pages); end > len(u.mtt) {
+		u.mtt = append(u.mtt, make([]MTTEntry, end-len(u.mtt))...)
+	}
+	copy(u.mtt[base:], pages)
+	old := pageCount(e)
+	for i := uint32(0); i < old; i++ {
+		u.mttCache.Invalidate(e.MTTBase + i)
+		u.mtt[e.MTTBase+i] = MTTEntry{}
+	}
+	u.mttAlloc.release(e.MTTBase, old)
+	u.mtt = u.mtt[:u.mttAlloc.top]
+	*e = MPTEntry{
+		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
+		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base, Space: s.Space,
+	}
+	u.mptCache.Invalidate(idx)
+	return nil
+}
+
 func pageCount(e *MPTEntry) uint32 {
 	first := e.VA >> e.PageShift
 	last := (e.VA + e.Length - 1) >> e.PageShift
