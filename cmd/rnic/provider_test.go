@@ -5,9 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/rnic/rnic/internal/hostif"
 )
 
 // buildProvider builds rnic's libibverbs.so.1 into a temporary directory
@@ -189,6 +194,128 @@ func TestProvider(t *testing.T) {
 		if err != nil || strings.TrimSpace(string(out)) != "ok" {
 			t.Fatalf("wr_api: %v\n%s", err, out)
 		}
+	})
+	// A misbehaving program (provider/tests/bad_ring.c) writes garbage
+	// into its rings and doorbell page, a producer index beyond its ring,
+	// and posts an lkey of another process (this test's), on both NICs,
+	// while a checked ibv_rc_pingpong runs between them: the pingpong
+	// completes with its data intact, and both NICs still answer.
+	t.Run("bad_program", func(t *testing.T) {
+		pp, err := exec.LookPath("ibv_rc_pingpong")
+		if err != nil {
+			t.Skip("skipped: no ibv_rc_pingpong; Debian: apt-get install ibverbs-utils")
+		}
+		bin := filepath.Join(t.TempDir(), "bad_ring")
+		if out, err := exec.Command("cc", "-O2", "-Wall", "-std=gnu11", "-I../../provider/src", "-o", bin, "../../provider/tests/bad_ring.c",
+			"-L"+lib, "-l:libibverbs.so.1", "-lpthread").CombinedOutput(); err != nil {
+			t.Fatalf("cc: %v\n%s", err, out)
+		}
+		// An lkey of another process: a region of this test process,
+		// registered through the host interface of each NIC.
+		foreign := map[string]uint32{}
+		for _, d := range []string{"rnic0", "rnic1"} {
+			x, err := hostif.Open(filepath.Join(run, d+".sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			r, err := x.Call(hostif.OpAllocPD, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pd := r.U32()
+			buf := make([]byte, 4096)
+			r, err = x.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+				m.U32(pd).U64(uint64(uintptr(unsafe.Pointer(&buf[0])))).U64(4096).U64(uint64(uintptr(unsafe.Pointer(&buf[0])))).U32(1)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.U32()
+			foreign[d] = r.U32()
+			defer runtime.KeepAlive(buf)
+		}
+		done := make(chan struct{})
+		var cli string
+		go func() {
+			defer close(done)
+			cli, _ = runPair(t, pp, lib, []string{"-g", "1", "-n", "2000", "-s", "4096", "-c", "-p", "18690"})
+		}()
+		for i := 0; i < 6; i++ {
+			d := []string{"rnic0", "rnic1"}[i%2]
+			cmd := exec.Command(bin, d, fmt.Sprint(foreign[d]))
+			cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("bad_ring %s: %v\n%s", d, err, out)
+			} else if i == 0 {
+				t.Logf("bad_ring: %s", strings.TrimSpace(string(out)))
+			}
+		}
+		<-done
+		expect(t, cli, "16384000 bytes in", "2000 iters in")
+		for _, d := range []string{"rnic0", "rnic1"} {
+			expect(t, prog(t, "ibv_devinfo", "-d", d), "PORT_ACTIVE")
+		}
+	})
+	// kill -9 of a program in the middle of a transfer: ib_write_bw's
+	// client dies while it writes; its server does not hang (it sees the
+	// peer gone), the NICs tear the dead program's objects down, and a
+	// pingpong between the same NICs runs afterwards.
+	t.Run("kill_9", func(t *testing.T) {
+		bw, err := exec.LookPath("ib_write_bw")
+		if err != nil {
+			t.Skip("skipped: no ib_write_bw; Debian: apt-get install perftest")
+		}
+		args := []string{"-x", "1", "-D", "30", "-p", "18691"}
+		srv := exec.Command(bw, append([]string{"-d", "rnic0"}, args...)...)
+		srv.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+		var srvOut strings.Builder
+		srv.Stdout, srv.Stderr = &srvOut, &srvOut
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Process.Kill()
+		srvDone := make(chan error, 1)
+		go func() { srvDone <- srv.Wait() }()
+		var cli *exec.Cmd
+		var cliOut strings.Builder
+		for try := 0; ; try++ {
+			// A client that cannot connect yet exits at once; one still
+			// running after 1.5 s has connected and is writing (perftest's
+			// output is buffered until it exits).
+			cliOut.Reset()
+			cli = exec.Command(bw, append([]string{"-d", "rnic1"}, append(args, "127.0.0.1")...)...)
+			cli.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+			cli.Stdout, cli.Stderr = &cliOut, &cliOut
+			if err := cli.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { cli.Wait(); close(exited) }()
+			select {
+			case <-exited:
+				if try == 30 || !strings.Contains(cliOut.String(), "Couldn't connect") {
+					t.Fatalf("the client exited before it was killed:\n%s", cliOut.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
+			case <-time.After(1500 * time.Millisecond):
+			}
+			cli.Process.Signal(syscall.SIGKILL)
+			<-exited
+			break
+		}
+		select {
+		case <-srvDone:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("ib_write_bw's server hangs after its client was killed:\n%s", srvOut.String())
+		}
+		pp, err := exec.LookPath("ibv_rc_pingpong")
+		if err != nil {
+			t.Skip("skipped (after the kill): no ibv_rc_pingpong; Debian: apt-get install ibverbs-utils")
+		}
+		out, _ := runPair(t, pp, lib, []string{"-g", "1", "-n", "100", "-c", "-p", "18692"})
+		expect(t, out, "100 iters in")
 	})
 	// ibv_devinfo -v shows the device's attributes as the NIC states them
 	// and the GID table laid out as rxe's.
