@@ -88,6 +88,7 @@ func (qp *QP) sendWR(wr *SendWR, t *transport.SendWR) error {
 			MW: wr.Bind.MW, NewKey: wr.Bind.NewKey, MR: wr.Bind.MR,
 			Addr: wr.Bind.Addr, Length: wr.Bind.Length, Access: atuAccess(wr.Bind.Access),
 		},
+		Flush: transport.FlushInfo(wr.Flush),
 	}
 	if ah := wr.AH; ah != nil {
 		if ah.pd != qp.pd {

@@ -417,6 +417,11 @@ func (h *hostQP) post() error {
 			return errors.New("UD send with an unknown address handle")
 		}
 	}
+	if wr.Opcode == WRFlush {
+		// hostif's FLUSH WQE: 32 length, 40 placement type, 41 level.
+		wr.Flush = FlushInfo{Length: uint32(min(w.CompareAdd, 1<<32-1)), Placement: uint8(w.Swap), Level: uint8(w.Swap >> 8)}
+		wr.CompareAdd, wr.Swap = 0, 0
+	}
 	if wr.Opcode == WRBindMW {
 		// The bind's fields (hostif's BIND_MW WQE); the window and the
 		// region are found by key, and the ATU checks they are in the
@@ -946,7 +951,8 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 // qpAccessFlags are the qp_access_flags a QP takes; Linux's drivers
 // ignore the other IBV_ACCESS_* bits there (programs pass a region's
 // flags, IBV_ACCESS_ON_DEMAND among them), and so does the host interface.
-const qpAccessFlags = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind
+const qpAccessFlags = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind |
+	AccessFlushGlobal | AccessFlushPersistent
 
 func pow2u(n uint32) uint32 {
 	d := uint32(1)

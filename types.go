@@ -43,6 +43,8 @@ type SGE struct {
 //	WRAtomicFetchAndAdd                 one 8-byte SGE, RemoteAddr, RKey, CompareAdd (the addend)
 //	WRLocalInv                          InvalidateRKey
 //	WRBindMW                            Bind
+//	WRAtomicWrite                       RemoteAddr (8-byte aligned), RKey, CompareAdd (the 8 bytes)
+//	WRFlush                             RemoteAddr, RKey, Flush
 type SendWR struct {
 	// WRID is returned in the work request's completion (wr_id).
 	WRID uint64
@@ -69,7 +71,9 @@ type SendWR struct {
 	// RKey is the peer's remote key for RemoteAddr.
 	RKey uint32
 	// CompareAdd is the compare value of WRAtomicCmpAndSwp and the
-	// addend of WRAtomicFetchAndAdd (wr.atomic.compare_add). An atomic
+	// addend of WRAtomicFetchAndAdd (wr.atomic.compare_add), and the 8
+	// bytes WRAtomicWrite stores (ibv_wr_atomic_write's atomic_wr: the
+	// word's bytes in host order, binary.NativeEndian of them). An atomic
 	// treats the 8 bytes at RemoteAddr as a uint64 in the responder's
 	// host byte order and writes their original value into the SGE in
 	// the requester's host byte order (binary.NativeEndian), as Linux
@@ -93,7 +97,34 @@ type SendWR struct {
 
 	// Bind describes a WRBindMW request (bind_mw).
 	Bind MWBindInfo
+
+	// Flush describes a WRFlush request (ibv_wr_flush's len, type and
+	// level).
+	Flush FlushInfo
 }
+
+// FlushInfo describes an RDMA FLUSH (IBTA 1.5): what the responder makes
+// durable. rnic as the responder honours FlushGlobal (its placements are
+// globally visible once made) and refuses FlushPersistent (it cannot make
+// a program's memory persistent) with a remote access error.
+type FlushInfo struct {
+	// Length is the range from RemoteAddr (FlushRange).
+	Length uint32
+	// Placement is FlushGlobal, FlushPersistent or both (type).
+	Placement uint8
+	// Level is FlushRange (RemoteAddr, Length) or FlushMR (the whole
+	// region RKey names).
+	Level uint8
+}
+
+// FLUSH placement types and selectivity levels (rdma-core 45's
+// IBV_FLUSH_*).
+const (
+	FlushGlobal     = wire.FlushGlobal
+	FlushPersistent = wire.FlushPersistent
+	FlushRange      = wire.FlushRange
+	FlushMR         = wire.FlushMR
+)
 
 // RecvWR is a receive work request (struct ibv_recv_wr), posted with
 // QP.PostRecv or SRQ.PostRecv.
@@ -204,17 +235,22 @@ const (
 	WRLocalInv          WROpcode = 7 // IBV_WR_LOCAL_INV
 	WRBindMW            WROpcode = 8 // IBV_WR_BIND_MW
 	WRSendWithInv       WROpcode = 9 // IBV_WR_SEND_WITH_INV
+	// IBTA 1.5 (RC): answered by the responder with a zero-length READ
+	// response, counted against max_rd_atomic like a READ.
+	WRFlush       WROpcode = 14 // IBV_WR_FLUSH (rdma-core 45)
+	WRAtomicWrite WROpcode = 15 // IBV_WR_ATOMIC_WRITE: an 8-byte store, single-copy atomic at the responder
 )
 
 var wrOpcodeNames = [...]string{
 	"rdma-write", "rdma-write-with-imm", "send", "send-with-imm", "rdma-read",
 	"atomic-cmp-and-swp", "atomic-fetch-and-add", "local-inv", "bind-mw", "send-with-inv",
+	14: "flush", 15: "atomic-write",
 }
 
 // String returns the text of ibv_wr_opcode_str ("rdma-write", …), or
 // "unknown".
 func (o WROpcode) String() string {
-	if int(o) < len(wrOpcodeNames) {
+	if int(o) < len(wrOpcodeNames) && wrOpcodeNames[o] != "" {
 		return wrOpcodeNames[o]
 	}
 	return "unknown"
@@ -307,6 +343,8 @@ const (
 	WCFetchAdd        WCOpcode = 4        // IBV_WC_FETCH_ADD
 	WCBindMW          WCOpcode = 5        // IBV_WC_BIND_MW
 	WCLocalInv        WCOpcode = 6        // IBV_WC_LOCAL_INV
+	WCFlush           WCOpcode = 8        // IBV_WC_FLUSH
+	WCAtomicWrite     WCOpcode = 9        // IBV_WC_ATOMIC_WRITE
 	WCRecv            WCOpcode = 1 << 7   // IBV_WC_RECV: a SEND arrived
 	WCRecvRDMAWithImm WCOpcode = 1<<7 + 1 // IBV_WC_RECV_RDMA_WITH_IMM: an RDMA WRITE with immediate arrived
 )
@@ -330,6 +368,10 @@ func (o WCOpcode) String() string {
 		return "bind-mw"
 	case WCLocalInv:
 		return "local-inv"
+	case WCFlush:
+		return "flush"
+	case WCAtomicWrite:
+		return "atomic-write"
 	case WCRecv:
 		return "recv"
 	case WCRecvRDMAWithImm:
@@ -461,6 +503,10 @@ const (
 	AccessRemoteAtomic Access = 1 << 3 // IBV_ACCESS_REMOTE_ATOMIC (needs AccessLocalWrite on a region)
 	AccessMWBind       Access = 1 << 4 // IBV_ACCESS_MW_BIND: memory windows may be bound to the region
 	AccessZeroBased    Access = 1 << 5 // IBV_ACCESS_ZERO_BASED: the region's addresses start at 0
+	// FLUSH rights (rdma-core 45's IBV_ACCESS_FLUSH_*): of a region, and
+	// of a QP (qp_access_flags) that takes FLUSH requests.
+	AccessFlushGlobal     Access = 1 << 8 // IBV_ACCESS_FLUSH_GLOBAL
+	AccessFlushPersistent Access = 1 << 9 // IBV_ACCESS_FLUSH_PERSISTENT
 )
 
 // Has reports whether every right in want is in a.
@@ -469,7 +515,7 @@ func (a Access) Has(want Access) bool { return a&want == want }
 // String returns the rights' names joined by "|"
 // ("local_write|remote_write"), or "none".
 func (a Access) String() string {
-	return flagString(uint64(a), []string{"local_write", "remote_write", "remote_read", "remote_atomic", "mw_bind", "zero_based"})
+	return flagString(uint64(a), []string{"local_write", "remote_write", "remote_read", "remote_atomic", "mw_bind", "zero_based", "", "", "flush_global", "flush_persistent"})
 }
 
 // GID is a port's 128-bit global identifier (union ibv_gid). In RoCEv2 a

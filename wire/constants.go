@@ -25,6 +25,10 @@ const (
 	ImmDtSize = 4
 	// IETHSize is the size of the Invalidate Extended Transport Header.
 	IETHSize = 4
+	// FETHSize is the size of the FLUSH Extended Transport Header.
+	FETHSize = 4
+	// AtomicWriteSize is the payload of an ATOMIC WRITE: one 8-byte word.
+	AtomicWriteSize = 8
 	// DETHSize is the size of the Datagram Extended Transport Header that
 	// every UD packet carries.
 	DETHSize = 8

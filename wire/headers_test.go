@@ -252,3 +252,42 @@ func TestExtensionHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestNonPostedLayout: FLUSH and ATOMIC WRITE as Linux 6.2+ rxe lays them
+// out (rxe_opcode.c, rxe_hdr.h): FLUSH is BTH, FETH (placement type in
+// bits 3..0, selectivity level in bits 5..4), RETH; ATOMIC WRITE is BTH,
+// RETH (length 8) and the 8 bytes.
+func TestNonPostedLayout(t *testing.T) {
+	s := opSpec(false, wire.OpRCFlush, 0)
+	s.plt, s.sel, s.dmaLen = wire.FlushGlobal, wire.FlushRange, 4096
+	frame := build(s)
+	tr := frame[s.route.HeaderLen():]
+	if got, want := tr[12:16], []byte{0, 0, 0, 0x01}; string(got) != string(want) {
+		t.Errorf("FETH of a global range FLUSH: % x, want % x", got, want)
+	}
+	if got := len(tr); got != 12+4+16+4 {
+		t.Errorf("FLUSH is %d bytes from the BTH, want 36", got)
+	}
+	var p wire.Packet
+	if err := p.Parse(frame); err != nil {
+		t.Fatal(err)
+	}
+	if p.FETH.Placement() != wire.FlushGlobal || p.FETH.Level() != wire.FlushRange || p.RETH.DMALen() != 4096 || p.FETH.Reserved() != 0 {
+		t.Errorf("parsed FETH %x RETH length %d", []byte(p.FETH), p.RETH.DMALen())
+	}
+	f := wire.FETH(make([]byte, 4))
+	f.Encode(wire.FlushPersistent|wire.FlushGlobal, wire.FlushMR)
+	if string(f) != string([]byte{0, 0, 0, 0x13}) || f.Placement() != 3 || f.Level() != 1 {
+		t.Errorf("FETH persistent|global, MR level: % x", []byte(f))
+	}
+
+	s = opSpec(false, wire.OpRCAtomicWrite, 8)
+	s.dmaLen = 8
+	frame = build(s)
+	if err := p.Parse(frame); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Payload) != 8 || p.RETH.DMALen() != 8 || p.Info.HdrLen != 28 {
+		t.Errorf("ATOMIC WRITE: %d payload bytes, RETH length %d, headers %d", len(p.Payload), p.RETH.DMALen(), p.Info.HdrLen)
+	}
+}

@@ -26,6 +26,7 @@ type spec struct {
 	orig         uint64
 	imm, invRKey uint32
 	qkey, srcQP  uint32
+	plt, sel     uint8 // FETH
 }
 
 // build encodes s into a new frame through the public API only: FrameLen,
@@ -38,6 +39,9 @@ func build(s *spec) []byte {
 	wire.BTH(t).Encode(&s.bth)
 	if off := info.Offset(wire.HdrDETH); off >= 0 {
 		wire.DETH(t[off:]).Encode(s.qkey, s.srcQP)
+	}
+	if off := info.Offset(wire.HdrFETH); off >= 0 {
+		wire.FETH(t[off:]).Encode(s.plt, s.sel)
 	}
 	if off := info.Offset(wire.HdrRETH); off >= 0 {
 		wire.RETH(t[off:]).Encode(s.va, s.rkey, s.dmaLen)
@@ -83,6 +87,9 @@ func specOf(p *wire.Packet) *spec {
 	}
 	if p.DETH != nil {
 		s.qkey, s.srcQP = p.DETH.QKey(), p.DETH.SrcQP()
+	}
+	if p.FETH != nil {
+		s.plt, s.sel = p.FETH.Placement(), p.FETH.Level()
 	}
 	if p.RETH != nil {
 		s.va, s.rkey, s.dmaLen = p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen()
@@ -204,5 +211,6 @@ func opSpec(v6 bool, op wire.Opcode, n int) *spec {
 		syndrome: wire.SyndromeACK(wire.CreditsInvalid), msn: 7,
 		swapAdd: 0x0102030405060708, cmp: 0x1112131415161718, orig: 0x2122232425262728,
 		imm: 0xCAFEF00D, invRKey: 0x1234, qkey: 0x11111111, srcQP: 0x1D,
+		plt: wire.FlushGlobal | wire.FlushPersistent, sel: wire.FlushMR,
 	}
 }

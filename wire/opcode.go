@@ -30,6 +30,8 @@ const (
 	OpRCFetchAdd       Opcode = 0x14
 	OpRCSendLastInv    Opcode = 0x16
 	OpRCSendOnlyInv    Opcode = 0x17
+	OpRCFlush          Opcode = 0x1C // IBTA 1.5: answered with a zero-length READ RESPONSE ONLY
+	OpRCAtomicWrite    Opcode = 0x1D // IBTA 1.5: answered with a zero-length READ RESPONSE ONLY
 )
 
 // Unreliable Connection opcodes: sends and RDMA WRITEs only.
@@ -101,6 +103,7 @@ const (
 	FlagAtomicAckETH
 	FlagImmDt
 	FlagIETH
+	FlagFETH
 	// FlagPayload: the packet may carry payload (it may also be empty, as
 	// a zero-length SEND is).
 	FlagPayload
@@ -123,6 +126,11 @@ const (
 	FlagAtomic
 	// FlagAck: an ACK or atomic ACK, whose AETH carries an ACK or NAK.
 	FlagAck
+	// FlagFlush: an RDMA FLUSH request.
+	FlagFlush
+	// FlagAtomicWrite: an ATOMIC WRITE request (RETH and an 8-byte
+	// payload).
+	FlagAtomicWrite
 
 	// FlagFirst: the first packet of a message. Single-packet messages
 	// (ONLY, READ request, atomics, ACKs, CNP) are both First and Last;
@@ -154,8 +162,8 @@ const (
 func (fl OpFlags) Has(f OpFlags) bool { return fl&f == f }
 
 var flagNames = [numFlags]string{
-	"DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt", "IETH", "Payload",
-	"Request", "Response", "Send", "Write", "ReadReq", "ReadResp", "Atomic", "Ack",
+	"DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt", "IETH", "FETH", "Payload",
+	"Request", "Response", "Send", "Write", "ReadReq", "ReadResp", "Atomic", "Ack", "Flush", "AtomicWrite",
 	"First", "Last", "ConsumesRecvWQE", "Completes", "Imm", "Inv",
 }
 
@@ -183,13 +191,15 @@ func (fl OpFlags) String() string {
 }
 
 // Header names an extension transport header. The values follow the order
-// in which the headers appear after the BTH (IBTA §9.2): DETH, RETH,
-// AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.
+// in which the headers appear after the BTH (IBTA §9.2): DETH, FETH (IBTA
+// 1.5: before the RETH of a FLUSH), RETH, AtomicETH, AETH, AtomicAckETH,
+// ImmDt, IETH.
 type Header uint8
 
 // Extension transport headers, in wire order.
 const (
 	HdrDETH Header = iota
+	HdrFETH
 	HdrRETH
 	HdrAtomicETH
 	HdrAETH
@@ -206,6 +216,7 @@ var headerInfo = [numHeaders]struct {
 	flag OpFlags
 }{
 	HdrDETH:         {"DETH", DETHSize, FlagDETH},
+	HdrFETH:         {"FETH", FETHSize, FlagFETH},
 	HdrRETH:         {"RETH", RETHSize, FlagRETH},
 	HdrAtomicETH:    {"AtomicETH", AtomicETHSize, FlagAtomicETH},
 	HdrAETH:         {"AETH", AETHSize, FlagAETH},

@@ -35,6 +35,10 @@ var operations = [32]struct {
 	// 0x15 is RESYNC, defined for RD only.
 	0x16: {"SEND_LAST_INV", FlagRequest | FlagSend | FlagPayload | FlagLast | FlagConsumesRecvWQE | FlagCompletes | FlagIETH | FlagInv},
 	0x17: {"SEND_ONLY_INV", FlagRequest | FlagSend | FlagPayload | FlagFirst | FlagLast | FlagConsumesRecvWQE | FlagCompletes | FlagIETH | FlagInv},
+	// IBTA 1.5 (RC only): both are answered with a zero-length RDMA READ
+	// RESPONSE ONLY, and replayed like a READ when duplicated.
+	0x1C: {"FLUSH", FlagRequest | FlagFlush | FlagFirst | FlagLast | FlagFETH | FlagRETH},
+	0x1D: {"ATOMIC_WRITE", FlagRequest | FlagAtomicWrite | FlagPayload | FlagFirst | FlagLast | FlagRETH},
 }
 
 // transports lists, per transport, the operations it defines (a bit per
@@ -44,16 +48,16 @@ var transports = [...]struct {
 	ops   uint32
 	extra OpFlags
 }{
-	{TransportRC, (1<<0x18 - 1) &^ (1 << 0x15), 0}, // 0x00–0x14, 0x16, 0x17
-	{TransportUC, 1<<0x0C - 1, 0},                  // sends and writes
-	{TransportUD, 1<<0x04 | 1<<0x05, FlagDETH},     // SEND_ONLY, SEND_ONLY_IMM
+	{TransportRC, (1<<0x18-1)&^(1<<0x15) | 1<<0x1C | 1<<0x1D, 0}, // 0x00–0x14, 0x16, 0x17, FLUSH, ATOMIC_WRITE
+	{TransportUC, 1<<0x0C - 1, 0},                                // sends and writes
+	{TransportUD, 1<<0x04 | 1<<0x05, FlagDETH},                   // SEND_ONLY, SEND_ONLY_IMM
 }
 
 var opcodeTable = buildOpcodeTable()
 
 func buildOpcodeTable() (tab [256]OpcodeInfo) {
 	for i := range tab {
-		tab[i].off = [numHeaders]int8{-1, -1, -1, -1, -1, -1, -1}
+		tab[i].off = [numHeaders]int8{-1, -1, -1, -1, -1, -1, -1, -1}
 	}
 	for _, tr := range transports {
 		for code, op := range operations {

@@ -9,7 +9,7 @@ import (
 )
 
 var allHeaders = []wire.Header{
-	wire.HdrDETH, wire.HdrRETH, wire.HdrAtomicETH, wire.HdrAETH,
+	wire.HdrDETH, wire.HdrFETH, wire.HdrRETH, wire.HdrAtomicETH, wire.HdrAETH,
 	wire.HdrAtomicAckETH, wire.HdrImmDt, wire.HdrIETH,
 }
 
@@ -99,6 +99,7 @@ func TestOpcodeTableWalk(t *testing.T) {
 		kinds := map[wire.OpFlags]string{
 			wire.FlagSend: "_SEND_", wire.FlagWrite: "_RDMA_WRITE_", wire.FlagReadReq: "_RDMA_READ_REQUEST",
 			wire.FlagReadResp: "_RDMA_READ_RESP_", wire.FlagAtomic: "", wire.FlagAck: "ACK",
+			wire.FlagFlush: "_FLUSH", wire.FlagAtomicWrite: "_ATOMIC_WRITE",
 		}
 		nkinds := 0
 		for f, sub := range kinds {
@@ -118,10 +119,11 @@ func TestOpcodeTableWalk(t *testing.T) {
 		if fl.Has(wire.FlagRequest) == fl.Has(wire.FlagResponse) && op != wire.OpCNP {
 			t.Errorf("%v: must be exactly one of request and response: %v", op, fl)
 		}
-		if fl.Has(wire.FlagRequest) != (fl.Has(wire.FlagSend) || fl.Has(wire.FlagWrite) || fl.Has(wire.FlagReadReq) || fl.Has(wire.FlagAtomic)) {
+		if fl.Has(wire.FlagRequest) != (fl.Has(wire.FlagSend) || fl.Has(wire.FlagWrite) || fl.Has(wire.FlagReadReq) || fl.Has(wire.FlagAtomic) ||
+			fl.Has(wire.FlagFlush) || fl.Has(wire.FlagAtomicWrite)) {
 			t.Errorf("%v: FlagRequest disagrees with the operation: %v", op, fl)
 		}
-		if fl.Has(wire.FlagPayload) != (fl.Has(wire.FlagSend) || fl.Has(wire.FlagWrite) || fl.Has(wire.FlagReadResp)) {
+		if fl.Has(wire.FlagPayload) != (fl.Has(wire.FlagSend) || fl.Has(wire.FlagWrite) || fl.Has(wire.FlagReadResp) || fl.Has(wire.FlagAtomicWrite)) {
 			t.Errorf("%v: FlagPayload disagrees with the operation: %v", op, fl)
 		}
 		if fl.Has(wire.FlagImm) != fl.Has(wire.FlagImmDt) || fl.Has(wire.FlagImm) != strings.HasSuffix(name, "_IMM") {
@@ -133,8 +135,11 @@ func TestOpcodeTableWalk(t *testing.T) {
 		if fl.Has(wire.FlagDETH) != (info.Transport == wire.TransportUD) {
 			t.Errorf("%v: DETH must be on exactly the UD opcodes", op)
 		}
-		if fl.Has(wire.FlagRETH) != (fl.Has(wire.FlagReadReq) || fl.Has(wire.FlagWrite) && first) {
-			t.Errorf("%v: RETH must be on READ requests and the first WRITE packet", op)
+		if fl.Has(wire.FlagRETH) != (fl.Has(wire.FlagReadReq) || fl.Has(wire.FlagWrite) && first || fl.Has(wire.FlagFlush) || fl.Has(wire.FlagAtomicWrite)) {
+			t.Errorf("%v: RETH must be on READ requests, the first WRITE packet, FLUSH and ATOMIC WRITE", op)
+		}
+		if fl.Has(wire.FlagFETH) != fl.Has(wire.FlagFlush) {
+			t.Errorf("%v: FETH must be on exactly FLUSH", op)
 		}
 		if fl.Has(wire.FlagAETH) != (fl.Has(wire.FlagAck) || fl.Has(wire.FlagReadResp) && (first || last)) {
 			t.Errorf("%v: AETH must be on ACKs and non-middle READ responses", op)
@@ -148,8 +153,8 @@ func TestOpcodeTableWalk(t *testing.T) {
 			t.Errorf("%v: FlagConsumesRecvWQE = %v, want %v", op, fl.Has(wire.FlagConsumesRecvWQE), consumes)
 		}
 	}
-	if want := 23 + 12 + 2 + 1; valid != want {
-		t.Errorf("%d valid opcodes, want %d (RC 23, UC 12, UD 2, CNP 1)", valid, want)
+	if want := 25 + 12 + 2 + 1; valid != want {
+		t.Errorf("%d valid opcodes, want %d (RC 25, UC 12, UD 2, CNP 1)", valid, want)
 	}
 }
 
@@ -180,6 +185,10 @@ func TestOpcodeTableRows(t *testing.T) {
 		{wire.OpRCFetchAdd, 0x14, "RC_FETCH_ADD", 40, map[wire.Header]int{wire.HdrAtomicETH: 12}},
 		{wire.OpRCSendLastInv, 0x16, "RC_SEND_LAST_INV", 16, map[wire.Header]int{wire.HdrIETH: 12}},
 		{wire.OpRCSendOnlyInv, 0x17, "RC_SEND_ONLY_INV", 16, map[wire.Header]int{wire.HdrIETH: 12}},
+		// rxe_opcode.c (Linux 6.2+): FLUSH is BTH, FETH, RETH; ATOMIC
+		// WRITE is BTH, RETH and an 8-byte payload.
+		{wire.OpRCFlush, 0x1C, "RC_FLUSH", 32, map[wire.Header]int{wire.HdrFETH: 12, wire.HdrRETH: 16}},
+		{wire.OpRCAtomicWrite, 0x1D, "RC_ATOMIC_WRITE", 28, map[wire.Header]int{wire.HdrRETH: 12}},
 		{wire.OpUCSendFirst, 0x20, "UC_SEND_FIRST", 12, nil},
 		{wire.OpUCSendOnlyImm, 0x25, "UC_SEND_ONLY_IMM", 16, map[wire.Header]int{wire.HdrImmDt: 12}},
 		{wire.OpUCWriteFirst, 0x26, "UC_RDMA_WRITE_FIRST", 28, map[wire.Header]int{wire.HdrRETH: 12}},

@@ -35,6 +35,7 @@ type Packet struct {
 	ImmDt        ImmDt
 	IETH         IETH
 	DETH         DETH
+	FETH         FETH
 
 	// Payload is the payload without pad; Pad is the pad count.
 	Payload []byte
@@ -201,6 +202,7 @@ func (p *Packet) parseTransport(b []byte) error {
 	p.AtomicAckETH = AtomicAckETH(view(b, info, HdrAtomicAckETH))
 	p.ImmDt = ImmDt(view(b, info, HdrImmDt))
 	p.IETH = IETH(view(b, info, HdrIETH))
+	p.FETH = FETH(view(b, info, HdrFETH))
 	end := info.HdrLen + room - pad
 	p.Payload = b[info.HdrLen:end:end]
 	p.Pad = pad

@@ -86,6 +86,9 @@ func expectedSpec(s *spec) *spec {
 	if fl.Has(wire.FlagIETH) {
 		w.invRKey = s.invRKey
 	}
+	if fl.Has(wire.FlagFETH) {
+		w.plt, w.sel = s.plt, s.sel
+	}
 	return w
 }
 
@@ -96,7 +99,7 @@ func checkViews(t *testing.T, p *wire.Packet) {
 	t.Helper()
 	views := map[wire.Header][]byte{
 		wire.HdrDETH: p.DETH, wire.HdrRETH: p.RETH, wire.HdrAtomicETH: p.AtomicETH, wire.HdrAETH: p.AETH,
-		wire.HdrAtomicAckETH: p.AtomicAckETH, wire.HdrImmDt: p.ImmDt, wire.HdrIETH: p.IETH,
+		wire.HdrAtomicAckETH: p.AtomicAckETH, wire.HdrImmDt: p.ImmDt, wire.HdrIETH: p.IETH, wire.HdrFETH: p.FETH,
 	}
 	r := p.Route()
 	bth := p.Frame[r.HeaderLen():]

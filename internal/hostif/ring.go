@@ -29,7 +29,9 @@ import (
 //
 // A BIND_MW WQE (opcode 8) puts the bind in the same fields: 12 the
 // window's rkey, 16 addr, 24 the new rkey, 32 length u64, 40 mw_access
-// u32, 48 the region's lkey.
+// u32, 48 the region's lkey. An ATOMIC WRITE (15) carries its 8 bytes at
+// 32 (the little-endian word of the program's bytes); a FLUSH (14) its
+// length at 32 (u64), placement type at 40 and selectivity level at 41.
 //
 // Receive WQE: 0 wr_id u64, 8 num_sge u8, 16 the SGEs.
 //

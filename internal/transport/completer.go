@@ -63,7 +63,11 @@ func (cpl *completer) completerRecv(qp *QP, p *wire.Packet) {
 			w = nil
 			break
 		}
-		ra := wrInfos[w.op].readAtom
+		// A FLUSH or ATOMIC WRITE is answered by a zero-length READ
+		// response, but an ACK of its PSN or a later one completes it
+		// too (as rxe's completer takes it): it is acknowledged like a
+		// WRITE.
+		ra := wrInfos[w.op].readAtom && !wrInfos[w.op].nonPosted
 		if ra && !ackThrough.Before(w.firstPSN) && !(flags.Has(wire.FlagReadResp) || flags.Has(wire.FlagAtomicAckETH)) {
 			// An ACK or NAK covering an outstanding READ/atomic whose
 			// response never came: the response was lost (implied NAK).
@@ -178,6 +182,18 @@ func (cpl *completer) resetRetries(qp *QP) {
 func (cpl *completer) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, psn wire.PSN) bool {
 	e := cpl.e
 	req := &qp.req
+	if wrInfos[w.op].nonPosted {
+		// FLUSH, ATOMIC WRITE: a zero-length READ RESPONSE ONLY of the
+		// request's PSN.
+		if psn != w.firstPSN || len(p.Payload) != 0 || p.Op != wire.OpRCReadRespOnly {
+			e.count(qp, RxGhostResponse)
+			return false
+		}
+		req.una = psn.Next()
+		e.wqeDone(qp, w, WCSuccess)
+		req.compIdx++
+		return true
+	}
 	if w.op != WRRDMARead || psn.Before(w.firstPSN) || psn.After(w.lastPSN) {
 		e.count(qp, RxGhostResponse)
 		return false

@@ -230,7 +230,7 @@ func (e *Engine) checkValues(qp *QP, a *QPAttr, mask AttrMask) error {
 		return fmt.Errorf("%w: pkey_index %d (the P_Key table has one entry, 0xffff)", ErrAttr, a.PKeyIndex)
 	case mask&AttrPort != 0 && a.Port != 1:
 		return fmt.Errorf("%w: port %d (the device has port 1)", ErrAttr, a.Port)
-	case mask&AttrAccessFlags != 0 && a.AccessFlags&^(atu.LocalWrite|atu.RemoteWrite|atu.RemoteRead|atu.RemoteAtomic|atu.MWBind) != 0:
+	case mask&AttrAccessFlags != 0 && a.AccessFlags&^(atu.LocalWrite|atu.RemoteWrite|atu.RemoteRead|atu.RemoteAtomic|atu.MWBind|atu.FlushGlobal|atu.FlushPersistent) != 0:
 		return fmt.Errorf("%w: qp_access_flags %v", ErrAttr, a.AccessFlags)
 	case mask&AttrPathMTU != 0 && (a.PathMTU < wire.MTU256 || a.PathMTU > wire.MTU4096):
 		return fmt.Errorf("%w: path_mtu %d", ErrAttr, a.PathMTU)

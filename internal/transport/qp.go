@@ -165,7 +165,7 @@ func (qp *QP) EndPostSend(n int) {
 // index. The caller holds sq.post.
 func (qp *QP) writeSendWQE(wr *SendWR) error {
 	sq := qp.sq
-	if wr.Opcode >= numWROpcodes {
+	if wr.Opcode >= numWROpcodes || wrInfos[wr.Opcode].qpTypes == 0 {
 		return fmt.Errorf("%w: unknown opcode %d", ErrInvalidWR, wr.Opcode)
 	}
 	info := &wrInfos[wr.Opcode]
@@ -200,6 +200,21 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 	if info.atomic && (length != 8 || len(wr.SGL) != 1) {
 		return fmt.Errorf("%w: an atomic needs exactly one 8-byte SGE (got %d SGEs, %d bytes)", ErrInvalidWR, len(wr.SGL), length)
 	}
+	if info.nonPosted {
+		if len(wr.SGL) != 0 || wr.Inline != nil || inline {
+			return fmt.Errorf("%w: %v carries no SGL", ErrInvalidWR, wr.Opcode)
+		}
+		switch wr.Opcode {
+		case WRAtomicWrite:
+			length = wire.AtomicWriteSize
+		case WRFlush:
+			f := wr.Flush
+			if f.Placement == 0 || f.Placement&^(wire.FlushGlobal|wire.FlushPersistent) != 0 || f.Level > wire.FlushMR {
+				return fmt.Errorf("%w: FLUSH of placement type %#x, selectivity level %d", ErrInvalidWR, f.Placement, f.Level)
+			}
+			length = uint64(f.Length)
+		}
+	}
 	if qp.Type == UD {
 		if wr.AH == nil {
 			return fmt.Errorf("%w: UD send without an address handle", ErrInvalidWR)
@@ -225,6 +240,9 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 	if wr.Opcode == WRBindMW {
 		b := &wr.Bind
 		w.raddr, w.cmpAdd, w.rkey, w.invKey, w.imm, w.rqkey = b.Addr, b.Length, b.MR, b.MW, b.NewKey, uint32(b.Access)
+	}
+	if wr.Opcode == WRFlush {
+		w.rqkey = uint32(wr.Flush.Placement) | uint32(wr.Flush.Level)<<8
 	}
 	if inline {
 		// Inline data is copied into the WQE now by the posting CPU (that

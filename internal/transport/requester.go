@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/sched"
 	"github.com/rnic/rnic/wire"
@@ -68,6 +69,8 @@ var requestOpcodes = func() (t [numWROpcodes][2][2]wire.Opcode) {
 	set(WRRDMARead, wire.OpRCReadRequest, wire.OpRCReadRequest, wire.OpRCReadRequest, wire.OpRCReadRequest)
 	set(WRAtomicCmpAndSwp, wire.OpRCCompareSwap, wire.OpRCCompareSwap, wire.OpRCCompareSwap, wire.OpRCCompareSwap)
 	set(WRAtomicFetchAndAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd, wire.OpRCFetchAdd)
+	set(WRFlush, wire.OpRCFlush, wire.OpRCFlush, wire.OpRCFlush, wire.OpRCFlush)
+	set(WRAtomicWrite, wire.OpRCAtomicWrite, wire.OpRCAtomicWrite, wire.OpRCAtomicWrite, wire.OpRCAtomicWrite)
 	return t
 }()
 
@@ -389,8 +392,8 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				e.bill.WQEBytes += sendWQEBytes(qp.Type, w)
 				w.firstPSN = req.psn
 				w.lastPSN = req.psn.Add(packets(w.length, qp.mtu) - 1)
-				if info.atomic {
-					w.lastPSN = req.psn
+				if info.atomic || info.nonPosted {
+					w.lastPSN = req.psn // one request, one response PSN
 				}
 			}
 			if rqr.windowFull(qp, w) {
@@ -442,6 +445,9 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 	switch {
 	case info.readAtom:
 		first, last = true, true
+		if w.op == WRAtomicWrite {
+			n = wire.AtomicWriteSize
+		}
 	default:
 		n = min(w.length-off, mtu)
 		first, last = off == 0, off+n >= w.length
@@ -472,6 +478,9 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		}
 		wire.RETH(f[h+o:]).Encode(va, w.rkey, length)
 	}
+	if o := oi.Offset(wire.HdrFETH); o >= 0 {
+		wire.FETH(f[h+o:]).Encode(uint8(w.rqkey), uint8(w.rqkey>>8))
+	}
 	if o := oi.Offset(wire.HdrAtomicETH); o >= 0 {
 		swapAdd, compare := w.swap, w.cmpAdd
 		if w.op == WRAtomicFetchAndAdd {
@@ -494,7 +503,10 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 	}
 	if n > 0 {
 		payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
-		if w.inline {
+		if w.op == WRAtomicWrite {
+			// The 8 bytes are in the WQE, as the program's memory held them.
+			binary.LittleEndian.PutUint64(payload, w.cmpAdd)
+		} else if w.inline {
 			e.copyInline(qp, payload, qp.sq.inlineData(req.next)[off:off+n])
 		} else if fault := e.gather(qp, qp.sq.sges(req.next), off, payload); fault != atu.OK {
 			b.Release()
@@ -660,8 +672,8 @@ func (e *Engine) retire(qp *QP) {
 			switch {
 			case status != WCSuccess:
 				e.count(qp, ReqCQEError)
-			case w.op == WRRDMARead:
-				wc.ByteLen = w.length
+			case w.op == WRRDMARead, wrInfos[w.op].nonPosted:
+				wc.ByteLen = w.length // a FLUSH's length, an ATOMIC WRITE's 8 (rxe's)
 			case wrInfos[w.op].atomic:
 				wc.ByteLen = 8
 			}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/hw/sched"
@@ -59,17 +60,18 @@ const (
 )
 
 type respRes struct {
-	atomic bool
-	first  wire.PSN
-	last   wire.PSN
-	cur    wire.PSN // next response to send
-	start  wire.PSN // where the current response stream began (FIRST/ONLY)
-	va     uint64
-	rkey   uint32
-	length uint32
-	orig   uint64
-	valid  bool
-	replay bool // queued again for a duplicate request
+	atomic    bool
+	nonPosted bool // FLUSH or ATOMIC WRITE: a zero-length READ response, never executed again
+	first     wire.PSN
+	last      wire.PSN
+	cur       wire.PSN // next response to send
+	start     wire.PSN // where the current response stream began (FIRST/ONLY)
+	va        uint64
+	rkey      uint32
+	length    uint32
+	orig      uint64
+	valid     bool
+	replay    bool // queued again for a duplicate request
 }
 
 func (r *respState) queueLen() int { return int(r.queue.n) }
@@ -185,7 +187,9 @@ func (rsp *responder) responderRecv(qp *QP, p *wire.Packet) {
 	switch {
 	case info.Flags.Has(wire.FlagWrite) && !qp.attr.AccessFlags.Has(atu.RemoteWrite),
 		info.Flags.Has(wire.FlagReadReq) && !qp.attr.AccessFlags.Has(atu.RemoteRead),
-		info.Flags.Has(wire.FlagAtomic) && !qp.attr.AccessFlags.Has(atu.RemoteAtomic):
+		info.Flags.Has(wire.FlagAtomic) && !qp.attr.AccessFlags.Has(atu.RemoteAtomic),
+		info.Flags.Has(wire.FlagAtomicWrite) && !qp.attr.AccessFlags.Has(atu.RemoteWrite), // rxe: remote write, not atomic
+		info.Flags.Has(wire.FlagFlush) && !qp.attr.AccessFlags.Has(flushAccess(p.FETH.Placement())):
 		e.count(qp, RespRemoteAccessErrors)
 		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return
@@ -213,6 +217,12 @@ func (rsp *responder) responderRecv(qp *QP, p *wire.Packet) {
 		return
 	case info.Flags.Has(wire.FlagAtomic):
 		rsp.recvAtomic(qp, p, psn)
+		return
+	case info.Flags.Has(wire.FlagAtomicWrite):
+		rsp.recvAtomicWrite(qp, p, psn)
+		return
+	case info.Flags.Has(wire.FlagFlush):
+		rsp.recvFlush(qp, p, psn)
 		return
 	}
 	resp.epsn = psn.Next()
@@ -499,6 +509,121 @@ func (rsp *responder) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 	e.arb.Ring(qp.index)
 }
 
+// flushAccess is the right a FLUSH of placement type plt needs: of the
+// QP, and of the region.
+func flushAccess(plt uint8) atu.Access {
+	var a atu.Access
+	if plt&wire.FlushGlobal != 0 {
+		a |= atu.FlushGlobal
+	}
+	if plt&wire.FlushPersistent != 0 {
+		a |= atu.FlushPersistent
+	}
+	return a
+}
+
+// recvAtomicWrite executes an ATOMIC WRITE (IBTA 1.5): an 8-byte store at
+// an aligned address of a region with remote write, single-copy atomic
+// (the DMA cluster's atomic unit), answered by a zero-length READ
+// response from a responder resource, as rxe answers it; a duplicate is
+// answered again without storing again.
+func (rsp *responder) recvAtomicWrite(qp *QP, p *wire.Packet, psn wire.PSN) {
+	e := rsp.e
+	e.count(qp, RxAtomicRequests)
+	va, rkey := p.RETH.VA(), p.RETH.RKey()
+	if p.RETH.DMALen() != wire.AtomicWriteSize || len(p.Payload) != wire.AtomicWriteSize || p.Pad != 0 || va&7 != 0 {
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	segs, f := e.translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: wire.AtomicWriteSize,
+		Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+	if f != atu.OK || len(segs) != 1 {
+		e.releaseSegs(segs)
+		e.count(qp, RespRemoteAccessErrors)
+		rsp.accessError(qp, psn)
+		return
+	}
+	r, i, ok := rsp.allocRes(qp)
+	if !ok {
+		e.releaseSegs(segs)
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	_, err := e.cfg.DMA.Atomic(qp.index, segs[0], dma.Store, 0, binary.NativeEndian.Uint64(p.Payload))
+	e.releaseSegs(segs)
+	if err != nil {
+		e.hostFault(qp, err)
+		e.count(qp, RespRemoteAccessErrors)
+		rsp.accessError(qp, psn)
+		return
+	}
+	e.bill.Atomics++
+	rsp.answerNonPosted(qp, r, i, psn)
+}
+
+// recvFlush executes a FLUSH (IBTA 1.5). Global visibility: every
+// placement this responder made is already in host memory when the DMA
+// returns (a copy into the program's memory, or process_vm_writev), so
+// there is nothing to wait for. Persistence: rnic cannot make a program's
+// memory persistent (it would need file- or DAX-backed memory and a
+// write-back it does not do), so a persistent FLUSH is refused with a
+// remote access error, as rxe refuses one on memory that is not pmem.
+func (rsp *responder) recvFlush(qp *QP, p *wire.Packet, psn wire.PSN) {
+	e := rsp.e
+	plt, sel := p.FETH.Placement(), p.FETH.Level()
+	if plt == 0 || plt&^(wire.FlushGlobal|wire.FlushPersistent) != 0 || sel > wire.FlushMR || p.FETH.Reserved() != 0 {
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	va, rkey, length := p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen()
+	if length > MaxMsgSize {
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	need := flushAccess(plt)
+	switch {
+	case sel == wire.FlushMR:
+		m, ok := e.cfg.ATU.Lookup(rkey)
+		if !ok || !m.Valid || m.PD != qp.PD || !m.Access.Has(need) {
+			e.count(qp, RespRemoteAccessErrors)
+			rsp.accessError(qp, psn)
+			return
+		}
+	case length > 0:
+		segs, f := e.translate(&atu.Request{Key: rkey, PD: qp.PD, QPN: qp.QPN, VA: va, Len: uint64(length),
+			Access: need, Remote: true, CheckOnly: true}, e.segs[:0])
+		e.releaseSegs(segs)
+		if f != atu.OK {
+			e.count(qp, RespRemoteAccessErrors)
+			rsp.accessError(qp, psn)
+			return
+		}
+	}
+	if plt&wire.FlushPersistent != 0 {
+		e.count(qp, RespRemoteAccessErrors)
+		rsp.accessError(qp, psn)
+		return
+	}
+	r, i, ok := rsp.allocRes(qp)
+	if !ok {
+		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
+		return
+	}
+	rsp.answerNonPosted(qp, r, i, psn)
+}
+
+// answerNonPosted queues the zero-length READ RESPONSE ONLY that answers
+// a FLUSH or ATOMIC WRITE at psn, from resource r (index i).
+func (rsp *responder) answerNonPosted(qp *QP, r *respRes, i uint8, psn wire.PSN) {
+	resp := &qp.resp
+	*r = respRes{nonPosted: true, first: psn, last: psn, cur: psn, start: psn, valid: true}
+	resp.queue.push(i)
+	resp.epsn = psn.Next()
+	resp.nakSent = false
+	resp.msn = (resp.msn + 1) & wire.PSNMask
+	rsp.e.arb.Ring(qp.index)
+}
+
 // chooseAtomicArg returns the compare value (CmpSwap) or the addend
 // (FetchAdd, carried in the Swap/Add field).
 func chooseAtomicArg(op dma.AtomicOp, a wire.AtomicETH) uint64 {
@@ -516,13 +641,14 @@ func (rsp *responder) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 	resp := &qp.resp
 	info := p.Info
 	switch {
-	case info.Flags.Has(wire.FlagReadReq) || info.Flags.Has(wire.FlagAtomic):
+	case info.Flags.Has(wire.FlagReadReq) || info.Flags.Has(wire.FlagAtomic) || info.Flags.Has(wire.FlagFlush) || info.Flags.Has(wire.FlagAtomicWrite):
+		nonPosted := info.Flags.Has(wire.FlagFlush) || info.Flags.Has(wire.FlagAtomicWrite)
 		for i := range resp.res {
 			r := &resp.res[i]
-			if !r.valid || r.atomic != info.Flags.Has(wire.FlagAtomic) || psn.Before(r.first) || psn.After(r.last) {
+			if !r.valid || r.atomic != info.Flags.Has(wire.FlagAtomic) || r.nonPosted != nonPosted || psn.Before(r.first) || psn.After(r.last) {
 				continue
 			}
-			if r.atomic && psn != r.first {
+			if (r.atomic || r.nonPosted) && psn != r.first {
 				continue
 			}
 			// The requester went back to psn and will send everything

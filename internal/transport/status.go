@@ -59,6 +59,8 @@ const (
 	WCFetchAdd        WCOpcode = 4
 	WCBindMW          WCOpcode = 5
 	WCLocalInv        WCOpcode = 6
+	WCFlush           WCOpcode = 8 // IBV_WC_FLUSH
+	WCAtomicWrite     WCOpcode = 9 // IBV_WC_ATOMIC_WRITE
 	WCRecv            WCOpcode = 1 << 7
 	WCRecvRDMAWithImm WCOpcode = 1<<7 + 1
 )
@@ -79,6 +81,10 @@ func (o WCOpcode) String() string {
 		return "BIND_MW"
 	case WCLocalInv:
 		return "LOCAL_INV"
+	case WCFlush:
+		return "FLUSH"
+	case WCAtomicWrite:
+		return "ATOMIC_WRITE"
 	case WCRecv:
 		return "RECV"
 	case WCRecvRDMAWithImm:

@@ -21,16 +21,20 @@ const (
 	WRLocalInv          WROpcode = 7
 	WRBindMW            WROpcode = 8
 	WRSendWithInv       WROpcode = 9
-	numWROpcodes                 = 10
+	// 10-13 (TSO, driver opcodes) are not implemented.
+	WRFlush       WROpcode = 14 // IBV_WR_FLUSH (rdma-core 45)
+	WRAtomicWrite WROpcode = 15 // IBV_WR_ATOMIC_WRITE
+	numWROpcodes           = 16
 )
 
 var wrOpcodeNames = [numWROpcodes]string{
 	"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
 	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV",
+	14: "FLUSH", 15: "ATOMIC_WRITE",
 }
 
 func (o WROpcode) String() string {
-	if int(o) < len(wrOpcodeNames) {
+	if int(o) < len(wrOpcodeNames) && wrOpcodeNames[o] != "" {
 		return wrOpcodeNames[o]
 	}
 	return "WR_OPCODE?"
@@ -48,6 +52,10 @@ type wrInfo struct {
 	imm       bool
 	inv       bool
 	needsRKey bool
+	// nonPosted: FLUSH and ATOMIC WRITE (IBTA 1.5), one PSN each, no
+	// SGL, answered by a zero-length READ response (or covered by a later
+	// ACK, as rxe accepts) and counted against max_rd_atomic.
+	nonPosted bool
 }
 
 const (
@@ -67,6 +75,8 @@ var wrInfos = [numWROpcodes]wrInfo{
 	WRLocalInv:          {qpTypes: rcBit | ucBit, wc: WCLocalInv, local: true},
 	WRBindMW:            {qpTypes: rcBit | ucBit, wc: WCBindMW, local: true},
 	WRSendWithInv:       {qpTypes: rcBit | ucBit, wc: WCSend, payload: true, inv: true},
+	WRFlush:             {qpTypes: rcBit, wc: WCFlush, readAtom: true, nonPosted: true, needsRKey: true},
+	WRAtomicWrite:       {qpTypes: rcBit, wc: WCAtomicWrite, readAtom: true, nonPosted: true, needsRKey: true},
 }
 
 // SendFlags are a send work request's flags; values of enum ibv_send_flags.
@@ -122,6 +132,13 @@ type MWBindInfo struct {
 	Access atu.Access
 }
 
+// FlushInfo describes a FLUSH work request (ibv_wr_flush).
+type FlushInfo struct {
+	Length    uint32 // bytes from RemoteAddr (level FlushRange)
+	Placement uint8  // wire.FlushGlobal and/or wire.FlushPersistent
+	Level     uint8  // wire.FlushRange or wire.FlushMR
+}
+
 // SendWR is a send work request (struct ibv_send_wr, without the list link:
 // post a slice instead).
 type SendWR struct {
@@ -143,6 +160,11 @@ type SendWR struct {
 	RemoteQKey uint32
 
 	Bind MWBindInfo // BIND_MW
+
+	// FLUSH: what to make durable, RemoteAddr/RKey naming the range.
+	Flush FlushInfo
+	// ATOMIC WRITE: the 8 bytes to store at RemoteAddr, the word's
+	// little-endian bytes (its memory on this host), in CompareAdd.
 
 	// Inline, with SendInline and no SGL, is the payload itself: the
 	// host interface's WQEs carry it in the ring, where the program wrote
@@ -177,6 +199,8 @@ type sendWQE struct {
 	// A BIND_MW request keeps its MWBindInfo in the fields above (see
 	// writeSendWQE): raddr/cmpAdd = Addr/Length, rkey = MR, invKey = MW,
 	// imm = NewKey, rqkey = Access. Binds are rare; the ring stays small.
+	// A FLUSH keeps its length in length and placement | level<<8 in
+	// rqkey; an ATOMIC WRITE its 8 bytes in cmpAdd, length 8.
 
 	// Requester progress (engine-owned).
 	state    wqeState

@@ -185,7 +185,10 @@ int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex
 	if (r)
 		return r;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
-	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	/* The kernel's IB_UVERBS_DEVICE_FLUSH_GLOBAL and _ATOMIC_WRITE bits
+	 * (rdma-core names none): rnic takes FLUSH to global visibility, not
+	 * to persistence, and ATOMIC WRITE. */
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags | 1ULL << 38 | 1ULL << 40;
 	a.max_dm_size = 0;
 	/* On-demand paging: the NIC pins nothing and reaches a region's pages
 	 * through the kernel (process_vm_readv/writev), which faults them in

@@ -477,6 +477,10 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	if (!can_post_send(ibqp->state))
 		r = EINVAL;
 	for (; wr && !r; wr = wr->next) {
+		if (wr->opcode == IBV_WR_ATOMIC_WRITE) {
+			r = EINVAL; /* its 8 bytes have no place in ibv_send_wr: ibv_wr_atomic_write */
+			break;
+		}
 		int inl = wr->send_flags & IBV_SEND_INLINE;
 		size_t total = 0;
 		for (int i = 0; inl && i < wr->num_sge; i++)
@@ -861,6 +865,19 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t ad
 	atomic(ex, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
+/* ATOMIC WRITE: the 8 bytes at atomic_wr, as the program's memory holds
+ * them, stored single-copy atomically at the responder (the ring holds
+ * them at 32 as the little-endian word they are on this host). */
+static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, const void *atomic_wr)
+{
+	uint8_t *s = wqe(ex, IBV_WR_ATOMIC_WRITE);
+	uint64_t v;
+	memcpy(&v, atomic_wr, 8);
+	le64(s + 16, addr);
+	le32(s + 24, rkey);
+	le64(s + 32, v);
+}
+
 static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
 	put_bind(wqe(ex, IBV_WR_BIND_MW), mw->rkey, rkey, info);
@@ -963,6 +980,7 @@ static void init_qp_ex(struct rnic_qp *qp)
 	ex->wr_send_inv = wr_send_inv;
 	ex->wr_local_inv = wr_local_inv;
 	ex->wr_bind_mw = wr_bind_mw;
+	ex->wr_atomic_write = wr_atomic_write;
 	ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
 	ex->wr_set_sge = wr_set_sge;
@@ -980,7 +998,7 @@ static void init_qp_ex(struct rnic_qp *qp)
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |                       \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |                \
-	 IBV_QP_EX_WITH_BIND_MW)
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {

@@ -14,13 +14,18 @@ const (
 	RemoteAtomic Access = 1 << 3 // IBV_ACCESS_REMOTE_ATOMIC
 	MWBind       Access = 1 << 4 // IBV_ACCESS_MW_BIND
 	ZeroBased    Access = 1 << 5 // IBV_ACCESS_ZERO_BASED
+	// FLUSH (IBTA 1.5) to global visibility, and to persistence; the bits
+	// of rdma-core 45's IBV_ACCESS_FLUSH_GLOBAL and _PERSISTENT (and the
+	// kernel's IB_ACCESS_FLUSH_*).
+	FlushGlobal     Access = 1 << 8
+	FlushPersistent Access = 1 << 9
 
 	// LocalRead is the right to read local memory: every valid lkey has it,
 	// so it is the zero value.
 	LocalRead Access = 0
 
 	remoteAny  = RemoteWrite | RemoteRead | RemoteAtomic
-	validMR    = LocalWrite | RemoteWrite | RemoteRead | RemoteAtomic | MWBind | ZeroBased
+	validMR    = LocalWrite | RemoteWrite | RemoteRead | RemoteAtomic | MWBind | ZeroBased | FlushGlobal | FlushPersistent
 	validMW    = RemoteWrite | RemoteRead | RemoteAtomic | ZeroBased
 	needsLocal = RemoteWrite | RemoteAtomic // IBTA o10-36: remote write/atomic need local write
 )
@@ -32,14 +37,15 @@ func (a Access) String() string {
 	if a == 0 {
 		return "none"
 	}
-	names := [...]string{"local_write", "remote_write", "remote_read", "remote_atomic", "mw_bind", "zero_based"}
+	names := [...]string{"local_write", "remote_write", "remote_read", "remote_atomic", "mw_bind", "zero_based", "", "", "flush_global", "flush_persistent"}
 	var parts []string
 	for i, n := range names {
-		if a&(1<<i) != 0 {
+		if a&(1<<i) != 0 && n != "" {
 			parts = append(parts, n)
 		}
 	}
-	if rest := a &^ (1<<len(names) - 1); rest != 0 {
+	named := Access(1<<len(names)-1) &^ (1<<6 | 1<<7)
+	if rest := a &^ named; rest != 0 {
 		parts = append(parts, "0x"+hex32(uint32(rest)))
 	}
 	return strings.Join(parts, "|")

@@ -193,7 +193,7 @@ func (m *model) regErr(s MRSpec) error {
 		iova = 0
 	}
 	switch {
-	case s.Access&^(LocalWrite|RemoteWrite|RemoteRead|RemoteAtomic|MWBind|ZeroBased) != 0,
+	case s.Access&^(LocalWrite|RemoteWrite|RemoteRead|RemoteAtomic|MWBind|ZeroBased|FlushGlobal|FlushPersistent) != 0,
 		// IBTA Vol 1 §10.6 (o10-36, as access.go cites it): remote
 		// write and remote atomic rights require local write.
 		s.Access&(RemoteWrite|RemoteAtomic) != 0 && !s.Access.Has(LocalWrite),

@@ -276,6 +276,7 @@ func TestAccessString(t *testing.T) {
 		{LocalWrite | RemoteRead | MWBind, "local_write|remote_read|mw_bind"},
 		{RemoteWrite | RemoteAtomic | ZeroBased, "remote_write|remote_atomic|zero_based"},
 		{1 << 6, "0x40"},
+		{RemoteWrite | FlushGlobal | FlushPersistent, "remote_write|flush_global|flush_persistent"},
 		{RemoteRead | 0xf000_0000, "remote_read|0xf0000000"},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Space names an address space of host memory.
@@ -50,6 +51,10 @@ type AtomicOp uint8
 const (
 	CompareSwap AtomicOp = iota
 	FetchAdd
+	// Store writes swap (ATOMIC WRITE, IBTA 1.5): an 8-byte store,
+	// single-copy atomic with respect to the NIC, returning the value it
+	// replaced (0 on another process's memory, which it does not read).
+	Store
 )
 
 // ErrUnmapped is the error of an access to memory that is not (or no
@@ -288,6 +293,20 @@ func (l *Local) Atomic(x Extent, op AtomicOp, compareOrAdd, swap uint64) (uint64
 		return 0, err
 	}
 	var word [8]byte
+	if op == Store {
+		if m.rem != nil {
+			// One aligned 8-byte write of the other process's memory.
+			binary.NativeEndian.PutUint64(word[:], swap)
+			_, _, err := l.remoteRun(true, word[:], []Extent{x})
+			return 0, err
+		}
+		if uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+			return atomic.SwapUint64((*uint64)(unsafe.Pointer(&b[0])), swap), nil
+		}
+		orig := binary.NativeEndian.Uint64(b)
+		binary.NativeEndian.PutUint64(b, swap)
+		return orig, nil
+	}
 	if m.rem != nil {
 		if _, _, err := l.remoteRun(false, word[:], []Extent{x}); err != nil {
 			return 0, err

@@ -121,6 +121,7 @@ type AtomicOp = bus.AtomicOp
 const (
 	CompareSwap = bus.CompareSwap
 	FetchAdd    = bus.FetchAdd
+	Store       = bus.Store
 )
 
 // Atomic executes an 8-byte atomic on host memory (seg, 8 bytes and
