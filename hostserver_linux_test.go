@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -149,4 +150,64 @@ func TestServeHost(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestHostOtherUIDPeer is the program of TestHostOtherUID, run as another
+// user: it dials the NIC's socket and says hello, printing what happened.
+func TestHostOtherUIDPeer(t *testing.T) {
+	if os.Getenv("RNIC_OTHER_UID_SOCK") == "" {
+		t.Skip("the program process of TestHostOtherUID")
+	}
+	c, err := hostif.Dial(os.Getenv("RNIC_OTHER_UID_SOCK"))
+	if err != nil {
+		fmt.Printf("dial: %v\n", err)
+		os.Exit(0)
+	}
+	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }); err != nil {
+		fmt.Printf("hello: %v\n", err)
+		os.Exit(0)
+	}
+	fmt.Println("served")
+	os.Exit(0)
+}
+
+// TestHostOtherUID: a program of another user reaches the NIC's socket
+// (its permissions let it) and is refused: the connection closes before
+// any reply, so it holds no object and reaches no memory.
+func TestHostOtherUID(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("skipped: running a process as another user needs root")
+	}
+	dir, err := os.MkdirTemp("", "rnic-uid-")
+	must0(t, err)
+	defer os.RemoveAll(dir)
+	must0(t, os.Chmod(dir, 0o755))
+	// A copy of the test binary that user nobody may run.
+	self, err := os.ReadFile(os.Args[0])
+	must0(t, err)
+	bin := filepath.Join(dir, "peer.test")
+	must0(t, os.WriteFile(bin, self, 0o755))
+	sw := mem.NewSwitch()
+	port := must(sw.Port(netip.MustParseAddr("10.9.0.1"), mem.Faults{}))
+	dev := must(rnic.Open(rnic.Options{Link: port}))
+	defer dev.Close()
+	sock := filepath.Join(dir, "rnic0.sock")
+	ln, err := net.Listen("unixpacket", sock)
+	must0(t, err)
+	must0(t, os.Chmod(sock, 0o777))
+	served := make(chan error, 1)
+	go func() { served <- dev.ServeHost(ln) }()
+	defer func() { ln.Close(); <-served }()
+
+	cmd := exec.Command(bin, "-test.run=^TestHostOtherUIDPeer$")
+	cmd.Env = append(os.Environ(), "RNIC_OTHER_UID_SOCK="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the other user's program: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("hello: ")) || bytes.Contains(out, []byte("served")) {
+		t.Fatalf("a program of uid 65534 was not refused at hello:\n%s", out)
+	}
+	t.Logf("uid 65534: %s", bytes.TrimSpace(out))
 }
