@@ -213,6 +213,12 @@ func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
 		return err
 	}
 	defer dev.Close()
+	// Published, "rnic stat" shows its counters; a device of the same
+	// name published by another program keeps them from being shown,
+	// and nothing else.
+	if err := dev.Publish(); err != nil {
+		fmt.Fprintf(errw, "rnic nic: %s's counters are not shown by rnic stat: %v\n", name, err)
+	}
 	sock := filepath.Join(dir, name+".sock")
 	os.Remove(sock)
 	ln, err := net.Listen("unixpacket", sock)

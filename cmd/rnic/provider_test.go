@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/statsrv"
 )
 
 // buildProvider builds rnic's libibverbs.so.1 into a temporary directory
@@ -73,6 +74,7 @@ func TestProvider(t *testing.T) {
 	run := t.TempDir()
 	t.Setenv("RNIC_RUN_DIR", run)
 	t.Setenv("RNIC_TEST_MAIN", "1")
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // the NICs' counters (rnic stat), this test's own
 	t.Cleanup(func() { nicCmd(t, "down", "--all") })
 	for _, a := range []string{"127.0.0.31", "127.0.0.32"} {
 		if out, err := nicCmd(t, "up", "--addr", a); err != nil {
@@ -255,6 +257,39 @@ func TestProvider(t *testing.T) {
 		expect(t, cli, "16384000 bytes in", "2000 iters in")
 		for _, d := range []string{"rnic0", "rnic1"} {
 			expect(t, prog(t, "ibv_devinfo", "-d", d), "PORT_ACTIVE")
+		}
+	})
+	// Each payload byte is copied once per side: over an ib_write_bw run
+	// of 300 64 KiB WRITEs, each NIC's DMA engines move exactly the
+	// payload (the requester's reads of the program's memory, the
+	// responder's writes into the peer's), no byte twice.
+	t.Run("copies_once", func(t *testing.T) {
+		bw, err := exec.LookPath("ib_write_bw")
+		if err != nil {
+			t.Skip("skipped: no ib_write_bw; Debian: apt-get install perftest")
+		}
+		dma := func() map[string]uint64 {
+			got := map[string]uint64{}
+			for _, d := range []string{"rnic0", "rnic1"} {
+				r, err := statsrv.Ask(statsrv.Path(d), statsrv.ReqCounters)
+				if err != nil {
+					t.Fatalf("%s's counters: %v", d, err)
+				}
+				for _, c := range r.Counters {
+					if c.Name == "dma_bytes" {
+						got[d] = c.Value
+					}
+				}
+			}
+			return got
+		}
+		before := dma()
+		runPair(t, bw, lib, []string{"-x", "1", "-n", "300", "-s", "65536", "-p", "18693"})
+		after := dma()
+		for _, d := range []string{"rnic0", "rnic1"} {
+			if n := after[d] - before[d]; n != 300*65536 {
+				t.Errorf("%s's DMA engines moved %d bytes for 300 × 64 KiB of payload (%d)", d, n, 300*65536)
+			}
 		}
 	})
 	// kill -9 of a program in the middle of a transfer: ib_write_bw's

@@ -225,7 +225,9 @@ func List() ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		if e.Type()&os.ModeSocket != 0 {
+		// NAME.sock is a NIC's host interface ("rnic nic"), in the same
+		// directory by default: not a control socket.
+		if e.Type()&os.ModeSocket != 0 && !strings.HasSuffix(e.Name(), ".sock") {
 			paths = append(paths, filepath.Join(Dir(), e.Name()))
 		}
 	}
