@@ -18,9 +18,15 @@
 # A run passes when both programs exit 0 and print their result line:
 # perftest exits non-zero on any error completion, so does rnic perf.
 #
-# Usage: sudo scripts/interop.sh [--quick] [--keep]
-#   --quick  fewer sizes (64 B, 64 KiB) and one QP count (1)
-#   --keep   leave the VM running at the end
+# Usage: sudo scripts/interop.sh [--quick] [--keep] [--provider]
+#   --quick     fewer sizes (64 B, 64 KiB) and one QP count (1)
+#   --keep      leave the VM running at the end
+#   --provider  instead: Debian's unmodified programs through rnic's
+#               libibverbs.so.1 (a NIC of "rnic nic up" on the host side)
+#               against the same programs on rxe0, both directions: the
+#               seven perftest tests (default size, 200 iterations) and
+#               ibv_{rc,uc,ud,srq}_pingpong with -c (each side checks the
+#               data). Needs gcc and libibverbs-dev on the host.
 # Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
 # LOSSES to narrow the matrix; OUT (results file, default
 # /tmp/rnic-interop.txt).
@@ -31,11 +37,13 @@ peer=${RXE_PEER:-$here/../shared/tools/rxe-peer}
 out=${OUT:-/tmp/rnic-interop.txt}
 quick=0
 keep=0
+provider=0
 for a in "$@"; do
 	case $a in
 	--quick) quick=1 ;;
 	--keep) keep=1 ;;
-	*) echo "usage: $0 [--quick] [--keep]" >&2; exit 2 ;;
+	--provider) provider=1 ;;
+	*) echo "usage: $0 [--quick] [--keep] [--provider]" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "interop.sh: must run as root (network namespace, VM)" >&2; exit 2; }
@@ -170,10 +178,71 @@ start_vm() {
 	fi
 }
 
+# run_prog runs an unmodified program through rnic's library on the host
+# side against the same program on rxe0 in VM a: direction rnic-cli (the
+# host side is the client) or ib-cli.
+run_prog() {
+	local dir=$1 prog=$2 args=$3 hout vout hrc vrc
+	local host_cmd="ip netns exec rxepeer env RNIC_RUN_DIR=$run LD_LIBRARY_PATH=$lib timeout 180 $prog -d rnic0 $args"
+	if [ "$dir" = rnic-cli ]; then
+		local job
+		job=$("$peer/peer.sh" server a -- "$prog -d rxe0 $args" 2>/dev/null) || {
+			record "$dir" "$prog" - 1 1024 0 FAIL "the VM's server did not start"; fail=$((fail + 1)); return; }
+		sleep 1
+		hout=$($host_cmd $vm 2>&1); hrc=$?
+		vout=$("$peer/peer.sh" wait a "$job" --timeout 120 2>&1); vrc=$?
+	else
+		$host_cmd >/tmp/rnic-interop-srv.$$ 2>&1 &
+		local spid=$!
+		sleep 1
+		vout=$("$peer/peer.sh" exec a --timeout 180 -- "$prog -d rxe0 $args $host" 2>&1); vrc=$?
+		wait $spid; hrc=$?
+		hout=$(cat /tmp/rnic-interop-srv.$$); rm -f /tmp/rnic-interop-srv.$$
+	fi
+	local res
+	res=$(result "$hout")
+	[ -z "$res" ] && res=$(result "$vout") # a latency test's server prints no result
+	[ -z "$res" ] && res=$(grep -m1 'bytes in' <<<"$hout")
+	if [ $hrc = 0 ] && [ $vrc = 0 ] && [ -n "$res" ]; then
+		pass=$((pass + 1))
+		record "$dir" "$prog" - 1 1024 0 PASS "$res"
+		return
+	fi
+	{ echo "--- $dir $prog $args"; echo "$hout" | tail -20; echo "--- rxe side"; echo "$vout" | tail -20; } >>"$out.log"
+	fail=$((fail + 1))
+	record "$dir" "$prog" - 1 1024 0 FAIL "rnic side rc=$hrc rxe side rc=$vrc"
+}
+
 start=$(date +%s)
 : >"$out.log"
 rerun=""
 restarts=0
+if [ $provider = 1 ]; then
+	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
+	run=$(mktemp -d /tmp/rnic-interop-run.XXXXXX)
+	"$here/scripts/build-provider.sh" "$lib" >/dev/null || exit 1
+	start_vm 1024 0
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic up --addr $host >&2 || exit 1
+	for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat; do
+		for dir in rnic-cli ib-cli; do
+			run_prog $dir ib_$t "-x 1 -n 200"
+		done
+	done
+	for pp in rc uc ud srq; do
+		size=4096
+		[ $pp = ud ] && size=1024
+		for dir in rnic-cli ib-cli; do
+			run_prog $dir ibv_${pp}_pingpong "-g 1 -n 100 -s $size -c"
+		done
+	done
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic down --all >&2
+	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
+	rm -rf "$lib" "$run"
+	echo
+	echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
+	[ $fail = 0 ]
+	exit
+fi
 for mtu in $MTUS; do
 	start_vm "$mtu" 0
 	for loss in $LOSSES; do

@@ -207,7 +207,11 @@ func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
 		}
 		return err
 	}
-	dev, err := rnic.Open(rnic.Options{Link: l, Name: name})
+	// READs and atomics outstanding per QP as rxe allows them (128, not
+	// the modelled hardware's 16): perftest sets max_rd_atomic to the
+	// peer's limit, and a smaller one here would refuse a QP that
+	// connects to rxe.
+	dev, err := rnic.Open(rnic.Options{Link: l, Name: name, Hardware: rnic.Hardware{MaxQPRdAtom: 128}})
 	if err != nil {
 		l.Close()
 		return err
