@@ -153,12 +153,13 @@ func (q *hostRecvRing) move(db []byte) bool {
 	return q.take(db)
 }
 
-// refill is move for the responder, which runs under the engine's lock:
-// if the poller is moving WQEs at this moment it does not wait.
+// refill is move for the responder, which runs under the engine's lock.
+// If the poller is moving WQEs at this moment, refill waits for it: they
+// may be the very ones the message needs. (No deadlock: the poller holds
+// mu only to post to the QP or SRQ, which takes their posting locks and
+// never the engine's.)
 func (q *hostRecvRing) refill(db []byte) bool {
-	if !q.mu.TryLock() {
-		return false
-	}
+	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.take(db)
 }
@@ -482,6 +483,15 @@ func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
 		return false
 	}
 	for _, wc := range c.wcs[:n] {
+		if wc.Opcode&WCRecv != 0 {
+			// A receive WQE retired: its slot of max_recv_wr is free.
+			// Published before the CQE, so that a program that polls
+			// the CQE and posts again at once finds the room.
+			if h := q.rqQPN[wc.QPNum]; h != nil {
+				h.rqDone++
+				hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
+			}
+		}
 		off := int(c.pi%c.depth) * hostif.CQELen
 		imm := wc.ImmData
 		if wc.Flags&WCWithInv != 0 {
@@ -491,13 +501,6 @@ func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
 			Flags: uint32(wc.Flags), ByteLen: wc.ByteLen, Imm: imm, QPNum: wc.QPNum, SrcQP: wc.SrcQP, VendorErr: wc.VendorErr,
 			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, hostif.Lap(c.pi, c.depth))
 		c.pi++
-		if wc.Opcode&WCRecv != 0 {
-			// A receive WQE retired: its slot of max_recv_wr is free.
-			if h := q.rqQPN[wc.QPNum]; h != nil {
-				h.rqDone++
-				hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
-			}
-		}
 	}
 	c.notify(db)
 	return true

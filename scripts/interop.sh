@@ -27,6 +27,13 @@
 #               seven perftest tests (default size, 200 iterations) and
 #               ibv_{rc,uc,ud,srq}_pingpong with -c (each side checks the
 #               data). Needs gcc and libibverbs-dev on the host.
+#   --nonposted instead: ATOMIC WRITE and FLUSH (IBTA 1.5) against rxe on
+#               Linux 6.12 (the harness's RXE_PEER_BACKPORTS=1 image; 6.1
+#               lacks both): rnic (Go) as the requester of both against
+#               provider/tests/nonposted.c on rxe0; that program on rxe0 as
+#               the ATOMIC WRITE requester against itself through rnic's
+#               library on the host side; and the reverse. rdma-core 44
+#               cannot post a FLUSH, so FLUSH is rnic to rxe only.
 # Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
 # LOSSES to narrow the matrix; OUT (results file, default
 # /tmp/rnic-interop.txt).
@@ -38,12 +45,14 @@ out=${OUT:-/tmp/rnic-interop.txt}
 quick=0
 keep=0
 provider=0
+nonposted=0
 for a in "$@"; do
 	case $a in
 	--quick) quick=1 ;;
 	--keep) keep=1 ;;
 	--provider) provider=1 ;;
-	*) echo "usage: $0 [--quick] [--keep] [--provider]" >&2; exit 2 ;;
+	--nonposted) nonposted=1 ;;
+	*) echo "usage: $0 [--quick] [--keep] [--provider | --nonposted]" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "interop.sh: must run as root (network namespace, VM)" >&2; exit 2; }
@@ -66,6 +75,9 @@ bin=$here/bin/rnic
 mkdir -p "$here/bin"
 echo "building rnic" >&2
 (cd "$here" && go build -o "$bin" ./cmd/rnic) || exit 1
+if [ $nonposted = 1 ]; then
+	export RXE_PEER_BACKPORTS=1
+fi
 "$peer/build.sh" >/dev/null || exit 1
 
 # iters picks few iterations: the emulated VM moves about 0.1 Gb/s. A
@@ -217,6 +229,56 @@ start=$(date +%s)
 : >"$out.log"
 rerun=""
 restarts=0
+if [ $nonposted = 1 ]; then
+	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
+	run=$(mktemp -d /tmp/rnic-interop-run.XXXXXX)
+	"$here/scripts/build-provider.sh" "$lib" >/dev/null || exit 1
+	(cd "$here" && go test -c -o "$lib/rnic.test" .) || exit 1
+	cc -O2 -Wall -o "$lib/nonposted" "$here/provider/tests/nonposted.c" -libverbs || exit 1
+	"$peer/peer.sh" start --vms 1 --backports >&2 || { echo "interop.sh: VM did not start" >&2; exit 1; }
+	cp "$lib/nonposted" "${RXE_PEER_STATE:-/tmp/rxe-peer}/vm-a/share/nonposted"
+	np() { # name, command status, expected output, output
+		if [ "$2" = 0 ] && grep -q "$3" <<<"$4"; then
+			pass=$((pass + 1)); record "$1" atomic/flush - 1 1024 0 PASS "$3"
+		else
+			fail=$((fail + 1)); record "$1" atomic/flush - 1 1024 0 FAIL "rc=$2"
+			{ echo "--- $1"; echo "$4" | tail -20; } >>"$out.log"
+		fi
+	}
+	# rnic (Go API) requests ATOMIC WRITE and FLUSH of rxe 6.12.
+	job=$("$peer/peer.sh" server a --port 18950 -- "/share/nonposted server rxe0 18950" 2>/dev/null)
+	sleep 1
+	o=$(ip netns exec rxepeer env RNIC_NONPOSTED_PEER=$vm:18950 RNIC_NONPOSTED_ADDR=$host \
+		"$lib/rnic.test" -test.run '^TestInteropNonPosted$' -test.v 2>&1); rc=$?
+	np rnic-go-cli "$rc" "ATOMIC WRITE and FLUSH" "$o"
+	o=$("$peer/peer.sh" wait a "$job" --timeout 60 2>&1); rc=$?
+	np rxe-server "$rc" "word 1122334455667788" "$o"
+	# The host side's address now for a NIC of rnic nic up.
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic up --addr $host >&2 || exit 1
+	# rxe 6.12's ATOMIC WRITE to rnic's library on the host side.
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run LD_LIBRARY_PATH=$lib "$lib/nonposted" server rnic0 18951 >/tmp/rnic-np-srv.$$ 2>&1 &
+	spid=$!
+	sleep 1
+	o=$("$peer/peer.sh" exec a --timeout 60 -- "/share/nonposted client rxe0 $host 18951" 2>&1); rc=$?
+	np ib-cli "$rc" "atomic_write ok" "$o"
+	wait $spid; rc=$?
+	np rnic-server "$rc" "word 1122334455667788" "$(cat /tmp/rnic-np-srv.$$)"
+	# rnic's library's ATOMIC WRITE (ibv_wr_atomic_write) to rxe 6.12.
+	job=$("$peer/peer.sh" server a --port 18952 -- "/share/nonposted server rxe0 18952" 2>/dev/null)
+	sleep 1
+	o=$(ip netns exec rxepeer env RNIC_RUN_DIR=$run LD_LIBRARY_PATH=$lib "$lib/nonposted" client rnic0 $vm 18952 2>&1); rc=$?
+	np rnic-cli "$rc" "atomic_write ok" "$o"
+	o=$("$peer/peer.sh" wait a "$job" --timeout 60 2>&1); rc=$?
+	np rxe-server "$rc" "word 1122334455667788" "$o"
+	rm -f /tmp/rnic-np-srv.$$
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic down --all >&2
+	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
+	rm -rf "$lib" "$run"
+	echo
+	echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
+	[ $fail = 0 ]
+	exit
+fi
 if [ $provider = 1 ]; then
 	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
 	run=$(mktemp -d /tmp/rnic-interop-run.XXXXXX)

@@ -69,8 +69,9 @@ type QP struct {
 	// Refill, if set, is called (under the engine's lock) when a message
 	// needs a receive WQE and the RQ is empty: it moves receive WQEs the
 	// host has posted but the NIC has not fetched yet (a host interface's
-	// ring) into the RQ, and reports whether it moved any. It must not
-	// block on anything the engine's lock orders after.
+	// ring) into the RQ, waiting for a move in progress; the responder
+	// looks at the RQ again after it. It must not wait for anything that
+	// waits for the engine's lock.
 	Refill func() bool
 
 	scq    *CQ

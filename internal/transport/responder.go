@@ -241,7 +241,10 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 	}
 	if qp.srq != nil {
 		ok, limit := qp.srq.take(&resp.recv)
-		if !ok && qp.srq.Refill != nil && qp.srq.Refill() {
+		if !ok && qp.srq.Refill != nil {
+			// Whatever it reports, look again: a host that was posting
+			// when the message came has posted now.
+			qp.srq.Refill()
 			ok, limit = qp.srq.take(&resp.recv)
 		}
 		if limit {
@@ -250,8 +253,14 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 		if !ok {
 			return false
 		}
-	} else if !qp.rq.takeRecv(&resp.recv, false) && (qp.Refill == nil || !qp.Refill() || !qp.rq.takeRecv(&resp.recv, false)) {
-		return false
+	} else if !qp.rq.takeRecv(&resp.recv, false) {
+		if qp.Refill == nil {
+			return false
+		}
+		qp.Refill() // as for the SRQ: look again whatever it reports
+		if !qp.rq.takeRecv(&resp.recv, false) {
+			return false
+		}
 	}
 	resp.haveRecv = true
 	resp.recvOff = 0
