@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -260,37 +262,48 @@ func TestProvider(t *testing.T) {
 		}
 	})
 	// Each payload byte is copied once per side: over an ib_write_bw run
-	// of 300 64 KiB WRITEs, each NIC's DMA engines move exactly the
-	// payload (the requester's reads of the program's memory, the
-	// responder's writes into the peer's), no byte twice.
+	// of 300 64 KiB WRITEs, the responder's DMA engines write exactly the
+	// payload into the server's memory, and the requester's read exactly
+	// the payload from the client's, plus one MTU for each packet it had
+	// to send again (a retransmission reads its payload again, as on
+	// hardware): no byte copied twice otherwise.
 	t.Run("copies_once", func(t *testing.T) {
 		bw, err := exec.LookPath("ib_write_bw")
 		if err != nil {
 			t.Skip("skipped: no ib_write_bw; Debian: apt-get install perftest")
 		}
-		dma := func() map[string]uint64 {
-			got := map[string]uint64{}
+		counters := func() map[string]map[string]uint64 {
+			got := map[string]map[string]uint64{}
 			for _, d := range []string{"rnic0", "rnic1"} {
 				r, err := statsrv.Ask(statsrv.Path(d), statsrv.ReqCounters)
 				if err != nil {
 					t.Fatalf("%s's counters: %v", d, err)
 				}
+				got[d] = map[string]uint64{}
 				for _, c := range r.Counters {
-					if c.Name == "dma_bytes" {
-						got[d] = c.Value
-					}
+					got[d][c.Name] = c.Value
 				}
 			}
 			return got
 		}
-		before := dma()
-		runPair(t, bw, lib, []string{"-x", "1", "-n", "300", "-s", "65536", "-p", "18693"})
-		after := dma()
-		for _, d := range []string{"rnic0", "rnic1"} {
-			if n := after[d] - before[d]; n != 300*65536 {
-				t.Errorf("%s's DMA engines moved %d bytes for 300 × 64 KiB of payload (%d)", d, n, 300*65536)
-			}
+		before := counters()
+		cli, _ := runPair(t, bw, lib, []string{"-x", "1", "-n", "300", "-s", "65536", "-p", "18693"})
+		after := counters()
+		m := regexp.MustCompile(`Mtu\s*:\s*(\d+)`).FindStringSubmatch(cli) // "Mtu             : 4096[B]"
+		if m == nil {
+			t.Fatalf("no MTU in the client's output:\n%s", cli)
 		}
+		mtu, _ := strconv.ParseUint(m[1], 10, 64)
+		delta := func(d, c string) uint64 { return after[d][c] - before[d][c] }
+		const payload = 300 * 65536
+		if n := delta("rnic0", "dma_bytes"); n != payload {
+			t.Errorf("the responder's (rnic0) DMA engines moved %d bytes for %d of payload", n, payload)
+		}
+		resent := delta("rnic1", "roce_retrans_packets")
+		if n := delta("rnic1", "dma_bytes"); n != payload+resent*mtu {
+			t.Errorf("the requester's (rnic1) DMA engines moved %d bytes for %d of payload and %d packets of %d resent", n, payload, resent, mtu)
+		}
+		t.Logf("dma_bytes: responder %d, requester %d (%d packets resent)", delta("rnic0", "dma_bytes"), delta("rnic1", "dma_bytes"), resent)
 	})
 	// kill -9 of a program in the middle of a transfer: ib_write_bw's
 	// client dies while it writes; its server does not hang (it sees the
