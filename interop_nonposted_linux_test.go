@@ -2,6 +2,7 @@ package rnic_test
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -47,7 +48,7 @@ func TestInteropNonPosted(t *testing.T) {
 	_, err = c.Write(b[:])
 	must0(t, err)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	_, err = ioReadFull(c, b[:])
+	_, err = io.ReadFull(c, b[:])
 	must0(t, err)
 	var them rnic.Endpoint
 	them.QPN, them.PSN = binary.BigEndian.Uint32(b[0:]), rnic.PSN(binary.BigEndian.Uint32(b[4:]))
@@ -90,16 +91,4 @@ func TestInteropNonPosted(t *testing.T) {
 	_, err = c.Write([]byte{1})
 	must0(t, err)
 	t.Log("ATOMIC WRITE and FLUSH (range, region) completed against the peer")
-}
-
-func ioReadFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		k, err := c.Read(b[n:])
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

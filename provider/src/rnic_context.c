@@ -379,6 +379,30 @@ ssize_t _ibv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *entrie
 
 /* --- Async events --- */
 
+/* What an async event concerns (struct ibv_async_event's element). */
+enum event_object { EV_PORT, EV_QP, EV_CQ, EV_SRQ };
+
+static enum event_object event_object(uint32_t type)
+{
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		return EV_CQ;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return EV_SRQ;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return EV_QP;
+	}
+	return EV_PORT; /* the device's and port's events */
+}
+
 /* ibv_get_async_event reads the next event the NIC sent on the context's
  * async socket; the socket closing is the device's fatal error, reported
  * once. */
@@ -405,9 +429,7 @@ again:
 	}
 	uint32_t type = rd32(b), handle = rd32(b + 4);
 	void *obj = (void *)(uintptr_t)rd64(b + 8);
-	if (type != IBV_EVENT_DEVICE_FATAL && type != IBV_EVENT_PORT_ACTIVE && type != IBV_EVENT_PORT_ERR &&
-	    type != IBV_EVENT_LID_CHANGE && type != IBV_EVENT_PKEY_CHANGE && type != IBV_EVENT_SM_CHANGE &&
-	    type != IBV_EVENT_CLIENT_REREGISTER && type != IBV_EVENT_GID_CHANGE) {
+	if (event_object(type) != EV_PORT) {
 		/* An object's event: counted on it if it still lives. */
 		struct rnic_evobj *e;
 		pthread_mutex_lock(&ctx->ev_lock);
@@ -421,25 +443,17 @@ again:
 	}
 	memset(ev, 0, sizeof *ev);
 	ev->event_type = type;
-	switch (type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (event_object(type)) {
+	case EV_CQ:
 		ev->element.cq = obj;
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case EV_SRQ:
 		ev->element.srq = obj;
 		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case EV_QP:
 		ev->element.qp = obj;
 		break;
-	default:
+	case EV_PORT:
 		ev->element.port_num = 1;
 	}
 	return 0;
@@ -452,25 +466,17 @@ void ibv_ack_async_event(struct ibv_async_event *ev)
 	pthread_mutex_t *mu = NULL;
 	pthread_cond_t *cond = NULL;
 	uint32_t *n = NULL;
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (event_object(ev->event_type)) {
+	case EV_CQ:
 		mu = &ev->element.cq->mutex, cond = &ev->element.cq->cond, n = &ev->element.cq->async_events_completed;
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case EV_SRQ:
 		mu = &ev->element.srq->mutex, cond = &ev->element.srq->cond, n = &ev->element.srq->events_completed;
 		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case EV_QP:
 		mu = &ev->element.qp->mutex, cond = &ev->element.qp->cond, n = &ev->element.qp->events_completed;
 		break;
-	default:
+	case EV_PORT:
 		return;
 	}
 	pthread_mutex_lock(mu);

@@ -210,24 +210,9 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 	} else if s.Length != 0 && s.Length != n {
 		return 0, fmt.Errorf("%w: Length %d with a %d-byte buffer", ErrInvalid, s.Length, n)
 	}
-	if n == 0 {
-		return 0, fmt.Errorf("%w: zero-length region", ErrInvalid)
-	}
-	if n > u.cfg.MaxMRLength {
-		return 0, fmt.Errorf("%w: region of %d bytes exceeds the maximum %d", ErrInvalid, n, u.cfg.MaxMRLength)
-	}
-	if s.Access.Has(ZeroBased) {
-		s.IOVA = 0
-	}
-	if s.IOVA+n < s.IOVA {
-		return 0, fmt.Errorf("%w: IOVA %#x + %d wraps", ErrInvalid, s.IOVA, n)
-	}
-	shift := s.PageShift
-	if shift == 0 {
-		shift = u.cfg.PageShift
-	}
-	if shift < 12 || shift > 30 {
-		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
+	shift, err := u.checkRange(&s, n)
+	if err != nil {
+		return 0, err
 	}
 	sp, addr, mapped := s.Space, s.Addr, false
 	if s.Buf != nil {
@@ -235,7 +220,6 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 		if !ok {
 			return 0, fmt.Errorf("%w: the host bus takes no buffers of this program", ErrInvalid)
 		}
-		var err error
 		if sp, err = m.Map(s.Buf); err != nil {
 			return 0, fmt.Errorf("%w: %v", ErrNoResources, err)
 		}
@@ -341,21 +325,9 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 		return fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
 	}
 	n := s.Length
-	if n == 0 || n > u.cfg.MaxMRLength {
-		return fmt.Errorf("%w: region of %d bytes (maximum %d)", ErrInvalid, n, u.cfg.MaxMRLength)
-	}
-	if s.Access.Has(ZeroBased) {
-		s.IOVA = 0
-	}
-	if s.IOVA+n < s.IOVA {
-		return fmt.Errorf("%w: IOVA %#x + %d wraps", ErrInvalid, s.IOVA, n)
-	}
-	shift := s.PageShift
-	if shift == 0 {
-		shift = u.cfg.PageShift
-	}
-	if shift < 12 || shift > 30 {
-		return fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
+	shift, err := u.checkRange(&s, n)
+	if err != nil {
+		return err
 	}
 	pages := buildPages(s.Addr, n, s.IOVA, shift)
 
@@ -394,6 +366,31 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 	}
 	u.mptCache.Invalidate(idx)
 	return nil
+}
+
+// checkRange checks a region's length n, IOVA range and page size, and
+// returns the page shift; a zero-based region's IOVA becomes 0.
+func (u *ATU) checkRange(s *MRSpec, n uint64) (uint8, error) {
+	if n == 0 {
+		return 0, fmt.Errorf("%w: zero-length region", ErrInvalid)
+	}
+	if n > u.cfg.MaxMRLength {
+		return 0, fmt.Errorf("%w: region of %d bytes exceeds the maximum %d", ErrInvalid, n, u.cfg.MaxMRLength)
+	}
+	if s.Access.Has(ZeroBased) {
+		s.IOVA = 0
+	}
+	if s.IOVA+n < s.IOVA {
+		return 0, fmt.Errorf("%w: IOVA %#x + %d wraps", ErrInvalid, s.IOVA, n)
+	}
+	shift := s.PageShift
+	if shift == 0 {
+		shift = u.cfg.PageShift
+	}
+	if shift < 12 || shift > 30 {
+		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)
+	}
+	return shift, nil
 }
 
 func pageCount(e *MPTEntry) uint32 {
