@@ -164,8 +164,9 @@ func readRdmaCoreTable(t *testing.T, path string) map[string]rdmaCoreResult {
 // on its own, against an rnic NIC, and checks it against rxe's table:
 // every test that passes on rxe passes on rnic (the rdma_cm tests belong
 // to the RDMA CM issue; notYet lists the rest), and so do the ones rxe
-// skips that rnic does (beyondRxe); nothing that rxe runs is skipped; no
-// test hangs or crashes. RNIC_RDMA_CORE_TABLE=FILE writes
+// skips that rnic does (beyondRxe), and so does every test rxe on Linux
+// 6.12 passes (rdma-core-tests-rxe-6.12.txt); nothing that rxe runs is
+// skipped; no test hangs or crashes. RNIC_RDMA_CORE_TABLE=FILE writes
 // rnic's table (docs/verbs.md shows it).
 func TestRdmaCoreSuite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rdmaCoreTests, "run_tests.py")); err != nil {
@@ -199,6 +200,7 @@ func TestRdmaCoreSuite(t *testing.T) {
 		}
 	}
 	rxe := readRdmaCoreTable(t, "../../testdata/rdma-core/rdma-core-tests-rxe.txt")
+	rxe612 := readRdmaCoreTable(t, "../../testdata/rdma-core/rdma-core-tests-rxe-6.12.txt")
 	if len(names) != len(rxe) {
 		t.Errorf("the suite lists %d tests, rxe's table %d", len(names), len(rxe))
 	}
@@ -236,6 +238,8 @@ func TestRdmaCoreSuite(t *testing.T) {
 			t.Errorf("%s %s on rnic (%s): it passed before (rxe skips it)", r.Status, r.Name, r.Reason)
 		case a.Status == "PASS" && r.Status != "PASS":
 			t.Errorf("%s %s on rnic (%s), PASS on rxe", r.Status, r.Name, r.Reason)
+		case rxe612[r.Name].Status == "PASS" && r.Status != "PASS":
+			t.Errorf("%s %s on rnic (%s), PASS on rxe 6.12", r.Status, r.Name, r.Reason)
 		case a.Status != "SKIP" && r.Status == "SKIP":
 			t.Errorf("SKIP %s on rnic (%s), %s on rxe: rxe runs it", r.Name, r.Reason, a.Status)
 		}
