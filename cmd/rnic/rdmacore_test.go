@@ -33,10 +33,6 @@ type rdmaCoreResult struct {
 	Reason string // SKIP: the reason; FAIL, ERROR: the exception's first line
 }
 
-// notYet are the tests that pass on rxe and do not yet pass on rnic, each
-// with the reason: rnic's closing note on issue 11 lists them. None now.
-var notYet = map[string]string{}
-
 // beyondRxe are the tests rxe (Linux 6.1, the table's) skips or fails
 // that rnic passes: ODP (the NIC pins nothing: every region is on demand;
 // not implicit ODP), ibv_rereg_mr (in place, keeping the keys) and ATOMIC
@@ -163,7 +159,7 @@ func readRdmaCoreTable(t *testing.T, path string) map[string]rdmaCoreResult {
 // TestRdmaCoreSuite runs rdma-core's test suite (run_tests.py), each test
 // on its own, against an rnic NIC, and checks it against rxe's table:
 // every test that passes on rxe passes on rnic (the rdma_cm tests belong
-// to the RDMA CM issue; notYet lists the rest), and so do the ones rxe
+// to the RDMA CM issue), and so do the ones rxe
 // skips that rnic does (beyondRxe), and so does every test rxe on Linux
 // 6.12 passes (rdma-core-tests-rxe-6.12.txt); nothing that rxe runs is
 // skipped; no test hangs or crashes. RNIC_RDMA_CORE_TABLE=FILE writes
@@ -232,8 +228,6 @@ func TestRdmaCoreSuite(t *testing.T) {
 			t.Errorf("%s is not in rxe's table", r.Name)
 		case strings.HasPrefix(r.Name, "test_rdmacm.") || strings.HasPrefix(r.Name, "test_mlx5_rdmacm."):
 			// RDMA CM: the next issue.
-		case notYet[r.Name] != "":
-			t.Logf("not yet: %s %s (%s)", r.Status, r.Name, notYet[r.Name])
 		case slices.Contains(beyondRxe, r.Name) && r.Status != "PASS":
 			t.Errorf("%s %s on rnic (%s): it passed before (rxe skips it)", r.Status, r.Name, r.Reason)
 		case a.Status == "PASS" && r.Status != "PASS":

@@ -55,7 +55,6 @@ struct rnic_cq {
 	uint32_t depth, ci, ci_word, arm_word;
 	pthread_spinlock_t lock;
 	uint8_t *cur; /* ibv_start_poll…ibv_end_poll: the CQE being read */
-	uint64_t wc_flags;
 	struct rnic_evobj ev;
 };
 

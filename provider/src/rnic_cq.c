@@ -329,7 +329,6 @@ struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_at
 	if (!cq)
 		return NULL;
 	struct ibv_cq_ex *ex = &cq->ex;
-	cq->wc_flags = a->wc_flags;
 	ex->start_poll = cqx_start_poll;
 	ex->next_poll = cqx_next_poll;
 	ex->end_poll = cqx_end_poll;

@@ -198,11 +198,8 @@ type MRSpec struct {
 // RegMR registers Buf and returns its key (lkey == rkey, as on mlx5; the
 // remote rights decide what a peer may do with it).
 func (u *ATU) RegMR(s MRSpec) (uint32, error) {
-	if s.Access&^validMR != 0 {
-		return 0, fmt.Errorf("%w: unknown access bits %#x", ErrInvalid, uint32(s.Access&^validMR))
-	}
-	if s.Access&needsLocal != 0 && !s.Access.Has(LocalWrite) {
-		return 0, fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
+	if err := checkMRAccess(s.Access); err != nil {
+		return 0, err
 	}
 	n := uint64(len(s.Buf))
 	if s.Buf == nil {
@@ -291,13 +288,7 @@ func (u *ATU) DeregMR(key uint32) error {
 	if u.refs[idx] > 0 {
 		return fmt.Errorf("%w: region %#x has %d memory windows bound", ErrBusy, key, u.refs[idx])
 	}
-	pages := pageCount(e)
-	for i := uint32(0); i < pages; i++ {
-		u.mttCache.Invalidate(e.MTTBase + i)
-		u.mtt[e.MTTBase+i] = MTTEntry{}
-	}
-	u.mttAlloc.release(e.MTTBase, pages)
-	u.mtt = u.mtt[:u.mttAlloc.top]
+	u.releaseMTT(e)
 	u.mptCache.Invalidate(idx)
 	if e.mapped {
 		// The engine lock is held (control path): no DMA into the region
@@ -318,11 +309,8 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 	if s.Buf != nil {
 		return fmt.Errorf("%w: ReregMR takes memory the bus names, not a buffer", ErrInvalid)
 	}
-	if s.Access&^validMR != 0 {
-		return fmt.Errorf("%w: unknown access bits %#x", ErrInvalid, uint32(s.Access&^validMR))
-	}
-	if s.Access&needsLocal != 0 && !s.Access.Has(LocalWrite) {
-		return fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, s.Access)
+	if err := checkMRAccess(s.Access); err != nil {
+		return err
 	}
 	n := s.Length
 	shift, err := u.checkRange(&s, n)
@@ -353,19 +341,36 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 		u.mtt = append(u.mtt, make([]MTTEntry, end-len(u.mtt))...)
 	}
 	copy(u.mtt[base:], pages)
-	old := pageCount(e)
-	for i := uint32(0); i < old; i++ {
-		u.mttCache.Invalidate(e.MTTBase + i)
-		u.mtt[e.MTTBase+i] = MTTEntry{}
-	}
-	u.mttAlloc.release(e.MTTBase, old)
-	u.mtt = u.mtt[:u.mttAlloc.top]
+	u.releaseMTT(e)
 	*e = MPTEntry{
 		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
 		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base, Space: s.Space,
 	}
 	u.mptCache.Invalidate(idx)
 	return nil
+}
+
+// checkMRAccess checks a region's rights: known bits, and local write
+// under remote write or atomic (IBTA o10-36).
+func checkMRAccess(a Access) error {
+	if a&^validMR != 0 {
+		return fmt.Errorf("%w: unknown access bits %#x", ErrInvalid, uint32(a&^validMR))
+	}
+	if a&needsLocal != 0 && !a.Has(LocalWrite) {
+		return fmt.Errorf("%w: remote write or atomic access requires local write (%v)", ErrInvalid, a)
+	}
+	return nil
+}
+
+// releaseMTT frees region e's MTT entries (and their cached copies).
+func (u *ATU) releaseMTT(e *MPTEntry) {
+	pages := pageCount(e)
+	for i := uint32(0); i < pages; i++ {
+		u.mttCache.Invalidate(e.MTTBase + i)
+		u.mtt[e.MTTBase+i] = MTTEntry{}
+	}
+	u.mttAlloc.release(e.MTTBase, pages)
+	u.mtt = u.mtt[:u.mttAlloc.top]
 }
 
 // checkRange checks a region's length n, IOVA range and page size, and
