@@ -12,6 +12,7 @@ import (
 
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/hw/bus"
+	"github.com/rnic/rnic/internal/nic"
 )
 
 // ServeHost serves other local processes' verbs on d (the host interface,
@@ -36,6 +37,9 @@ func (d *Device) ServeHost(ln net.Listener) error {
 		mu    sync.Mutex
 		conns = map[*net.UnixConn]bool{}
 	)
+	if n, ok := d.d.(*nic.Device); ok {
+		n.SetLinkSpin(hostLinkSpin)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go d.routeHostEvents(ctx)

@@ -199,6 +199,23 @@ func TestProvider(t *testing.T) {
 			t.Fatalf("wr_api: %v\n%s", err, out)
 		}
 	})
+	// fork() in a program with registered memory (provider/tests/fork.c):
+	// after the parent's stores break the copy-on-write sharing, its
+	// RDMA WRITE and READ reach the parent's pages, the child's copies
+	// keep what they held, the child can use the device itself, and its
+	// exit tears nothing of the parent's down.
+	t.Run("fork", func(t *testing.T) {
+		bin := filepath.Join(t.TempDir(), "fork")
+		if out, err := exec.Command("cc", "-O2", "-Wall", "-o", bin, "../../provider/tests/fork.c", "-L"+lib, "-l:libibverbs.so.1").CombinedOutput(); err != nil {
+			t.Fatalf("cc: %v\n%s", err, out)
+		}
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "ok" {
+			t.Fatalf("fork: %v\n%s", err, out)
+		}
+	})
 	// A misbehaving program (provider/tests/bad_ring.c) writes garbage
 	// into its rings and doorbell page, a producer index beyond its ring,
 	// and posts an lkey of another process (this test's), on both NICs,

@@ -124,6 +124,7 @@ type Device struct {
 
 	poller    link.Poller     // the link's receive path, if the caller can drive it
 	lastPoll  atomic.Int64    // when a poller last called Progress (d.now)
+	linkSpin  atomic.Int64    // how long the engine goroutine polls the link before it parks (SetLinkSpin)
 	drainer   link.Drainer    // a lossless link holding frames for a full receive queue
 	backlog   link.Backlogger // a lossless link's count of this NIC's frames waiting
 	holdReqs  bool            // the engine holds new requests (a pause)
@@ -209,6 +210,7 @@ func New(cfg Config) (*Device, error) {
 	d.ATU, d.DMA, d.QPs, d.CQs, d.eng = core.ATU, core.DMA, core.QPs, core.CQs, core.Engine
 	d.timer = time.AfterFunc(time.Hour, d.wake)
 	d.timer.Stop()
+	d.linkSpin.Store(int64(DefaultLinkSpin))
 	d.poller, _ = link.Find[link.Poller](cfg.Link)
 	d.drainer, _ = link.Find[link.Drainer](cfg.Link)
 	d.backlog, _ = link.Find[link.Backlogger](cfg.Link)
@@ -361,9 +363,16 @@ func (d *Device) routineEngine() {
 	}
 }
 
-// spinFor is how long the engine goroutine polls its link after a turn
-// that moved frames, before it parks.
-const spinFor = 50 * time.Microsecond
+// DefaultLinkSpin is how long the engine goroutine polls its link after a
+// turn that moved frames, before it parks, unless SetLinkSpin says
+// otherwise.
+const DefaultLinkSpin = 50 * time.Microsecond
+
+// SetLinkSpin sets how long the engine goroutine polls its link after a
+// turn that moved frames (0: it parks at once, and a frame wakes it
+// through Go's network poller). Spinning pays where a spare CPU does it;
+// where the NIC's programs poll on every CPU it takes their time.
+func (d *Device) SetLinkSpin(t time.Duration) { d.linkSpin.Store(int64(max(t, 0))) }
 
 // spinLink polls the link for a while before the engine goroutine sleeps,
 // as NAPI's busy polling does: the answer to what was just sent usually
@@ -371,10 +380,11 @@ const spinFor = 50 * time.Microsecond
 // network poller is woken only when a processor runs out of work. It
 // reports whether there is work (a frame, a doorbell).
 func (d *Device) spinLink() bool {
-	if d.now()-d.lastPoll.Load() < int64(spinFor) {
-		return false // a program is polling: its Progress drives the link
+	spin := time.Duration(d.linkSpin.Load())
+	if spin == 0 || d.now()-d.lastPoll.Load() < int64(spin) {
+		return false // a program is polling (its Progress drives the link), or no spinning
 	}
-	until := time.Now().Add(spinFor)
+	until := time.Now().Add(spin)
 	for {
 		if d.poller.Poll() > 0 || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 			return true

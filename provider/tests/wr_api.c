@@ -5,12 +5,10 @@
  * RDMA WRITE and an inline SEND built with ibv_wr_*, each checked on
  * arrival. Prints "ok" and exits 0, or says what failed and exits 1.
  */
-#include <infiniband/verbs.h>
+#include "pair.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
 struct side {
 	struct ibv_context *ctx;
@@ -44,44 +42,7 @@ static void open_side(struct ibv_device *dev, struct side *s)
 
 static void connect_to(struct side *s, struct side *peer)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		FAIL("INIT");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		FAIL("RTR");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					     IBV_QP_MAX_QP_RD_ATOMIC))
-		FAIL("RTS");
-}
-
-static struct ibv_wc wait_wc(struct side *s)
-{
-	struct ibv_wc wc;
-	for (long i = 0; i < 2000000000L; i++)
-		if (ibv_poll_cq(s->cq, 1, &wc) == 1) {
-			if (wc.status != IBV_WC_SUCCESS)
-				FAIL("completion %s", ibv_wc_status_str(wc.status));
-			return wc;
-		}
-	FAIL("no completion");
+	connect_qp(s->qp, peer->qp, &peer->gid, IBV_ACCESS_REMOTE_WRITE);
 }
 
 int main(void)
@@ -107,7 +68,7 @@ int main(void)
 	ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf, 4096);
 	if (ibv_wr_complete(x))
 		FAIL("wr_complete (write)");
-	struct ibv_wc wc = wait_wc(&a);
+	struct ibv_wc wc = wait_wc(a.cq);
 	if (wc.wr_id != 11 || wc.opcode != IBV_WC_RDMA_WRITE)
 		FAIL("write completion: wr_id %llu opcode %d", (unsigned long long)wc.wr_id, wc.opcode);
 	if (memcmp(b.buf + 100, a.buf, 4096))
@@ -126,10 +87,10 @@ int main(void)
 	ibv_wr_set_inline_data(x, msg, sizeof msg);
 	if (ibv_wr_complete(x))
 		FAIL("wr_complete (send)");
-	wc = wait_wc(&a);
+	wc = wait_wc(a.cq);
 	if (wc.wr_id != 12 || wc.opcode != IBV_WC_SEND)
 		FAIL("send completion: wr_id %llu opcode %d", (unsigned long long)wc.wr_id, wc.opcode);
-	wc = wait_wc(&b);
+	wc = wait_wc(b.cq);
 	if (wc.wr_id != 22 || wc.opcode != IBV_WC_RECV || wc.byte_len != sizeof msg || memcmp(b.buf + 6000, msg, sizeof msg))
 		FAIL("receive: wr_id %llu opcode %d len %u", (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len);
 	/* A batch that is aborted posts nothing. */

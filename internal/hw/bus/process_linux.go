@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,8 +23,16 @@ import (
 // target named with prctl(PR_SET_PTRACER); 2 and 3 allow no one
 // unprivileged). Those refusals come back as ErrNoAccess, naming the
 // cause. A process is held by a pidfd from OpenProcess to Close, and the
-// process's exit is checked on the pidfd before every access, so that a
-// pid the kernel reuses for another process is never read.
+// process's exit is checked on the pidfd before an access, so that a pid
+// the kernel reuses for another process is never read or written.
+//
+// The check is a system call (poll), and a busy NIC makes an access per
+// packet, so an answer "alive" stands for aliveFor: the pid can pass to
+// another process only after this one has exited, been reaped, and the
+// kernel's cyclic pid allocator has gone round every other pid
+// (pid_max, at least 301 and 32768 or more by default), which no system
+// does in a millisecond. On the 2-core development VM the poll was a
+// tenth of a receiving NIC's CPU time under ib_write_bw.
 
 // ErrNoAccess is the error of an access the kernel refused: the NIC may
 // not read or write that process's memory.
@@ -32,10 +41,17 @@ var ErrNoAccess = errors.New("bus: no access to the process's memory")
 // Process is another process, whose memory regions can be mapped on a
 // Local bus (MapProcess).
 type Process struct {
-	pid   int
-	pidfd int
-	dead  atomic.Bool
+	pid     int
+	pidfd   int
+	dead    atomic.Bool
+	checked atomic.Int64 // when the pidfd last said alive (nanoseconds since epoch, monotonic)
 }
+
+// aliveFor is how long an "alive" from the pidfd is taken as true.
+const aliveFor = time.Millisecond
+
+// epoch is the monotonic origin of Process.checked.
+var epoch = time.Now()
 
 // OpenProcess holds process pid for DMA into its memory. It fails if the
 // process does not exist or the kernel gives no pidfd (Linux < 5.3).
@@ -67,13 +83,21 @@ func (p *Process) alive() bool {
 	if p.dead.Load() {
 		return false
 	}
+	now := int64(time.Since(epoch))
+	if now-p.checked.Load() < int64(aliveFor) {
+		return true
+	}
 	fds := [1]unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(fds[:], 0)
 		if err == unix.EINTR {
 			continue // a signal (Go's preemption signal among them) is not the process's exit
 		}
-		return err == nil && n == 0
+		ok := err == nil && n == 0
+		if ok {
+			p.checked.Store(now)
+		}
+		return ok
 	}
 }
 
