@@ -25,12 +25,12 @@ func FuzzHostRequest(f *testing.F) {
 		b, _ := m.Done()
 		return b
 	}
-	f.Add(req(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }), req(hostif.OpAllocPD, nil))
+	f.Add(req(hostif.OpHello, hostif.Hello), req(hostif.OpAllocPD, nil))
 	f.Add(req(hostif.OpAllocPD, nil), req(hostif.OpRegMR, func(m *hostif.Msg) { m.U32(1).U64(0x10000).U64(4096).U64(0).U32(1) }))
 	f.Add(req(hostif.OpQueryGID, func(m *hostif.Msg) { m.U8(1).U32(0) }), req(hostif.OpDeregMR, func(m *hostif.Msg) { m.U32(1) }))
 	f.Add(req(hostif.OpDeallocPD, func(m *hostif.Msg) { m.U32(1) }), req(hostif.OpQueryPort, func(m *hostif.Msg) { m.U8(1) }))
-	f.Add(req(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }), req(hostif.OpCreateCompChannel, nil))
-	f.Add(req(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }), req(hostif.OpCreateCQ, func(m *hostif.Msg) { m.U32(8).U32(0).U64(0) }))
+	f.Add(req(hostif.OpHello, hostif.Hello), req(hostif.OpCreateCompChannel, nil))
+	f.Add(req(hostif.OpHello, hostif.Hello), req(hostif.OpCreateCQ, func(m *hostif.Msg) { m.U32(8).U32(0).U64(0) }))
 	sw := mem.NewSwitch()
 	port, err := sw.Port(netip.MustParseAddr("10.9.9.1"), mem.Faults{})
 	if err != nil {

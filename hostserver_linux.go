@@ -2,6 +2,7 @@ package rnic
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -296,12 +297,22 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 	d := hc.d
 	switch h.Op {
 	case hostif.OpHello:
-		v := r.U32()
+		if r.U32() != hostif.Version {
+			return fail(unix.EPROTO) // another version's fields are not read
+		}
+		probe := r.U64()
 		if r.End() != nil {
 			return fail(unix.EINVAL)
 		}
-		if v != hostif.Version {
-			return fail(unix.EPROTO)
+		// The kernel must let the NIC reach the program's memory
+		// (process_vm_readv): checked now, so that a program the NIC
+		// cannot serve learns it at once (EACCES), not at its first
+		// transfer as a QP in error.
+		var w [8]byte
+		if err := hc.proc.Read(probe, w[:]); errors.Is(err, bus.ErrNoAccess) {
+			return fail(unix.EACCES)
+		} else if err != nil || binary.LittleEndian.Uint64(w[:]) != hostif.ProbeWord {
+			return fail(unix.EFAULT)
 		}
 		if hc.data == nil {
 			if err := hc.startData(); err != nil {

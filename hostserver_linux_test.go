@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/hostif"
@@ -32,7 +35,7 @@ func TestHostPeer(t *testing.T) {
 	if err != nil {
 		fail("dial", err)
 	}
-	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }); err != nil {
+	if _, err := c.Call(hostif.OpHello, hostif.Hello); err != nil {
 		fail("hello", err)
 	}
 	r, err := c.Call(hostif.OpAllocPD, nil)
@@ -75,7 +78,7 @@ func TestServeHost(t *testing.T) {
 	// This process as a client: hello, queries, and a PD of its own.
 	c := must(hostif.Dial(sock))
 	defer c.Close()
-	r := must(c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }))
+	r := must(c.Call(hostif.OpHello, hostif.Hello))
 	if v, name := r.U32(), string(r.Bytes()); r.End() != nil || v != hostif.Version || name != dev.Name() {
 		t.Fatalf("hello: version %d name %q (%v)", v, name, r.Err)
 	}
@@ -163,7 +166,7 @@ func TestHostOtherUIDPeer(t *testing.T) {
 		fmt.Printf("dial: %v\n", err)
 		os.Exit(0)
 	}
-	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(hostif.Version) }); err != nil {
+	if _, err := c.Call(hostif.OpHello, hostif.Hello); err != nil {
 		fmt.Printf("hello: %v\n", err)
 		os.Exit(0)
 	}
@@ -210,4 +213,92 @@ func TestHostOtherUID(t *testing.T) {
 		t.Fatalf("a program of uid 65534 was not refused at hello:\n%s", out)
 	}
 	t.Logf("uid 65534: %s", bytes.TrimSpace(out))
+}
+
+// TestHostNoAccessPeer is both processes of TestHostNoAccess, run as
+// user nobody: with RNIC_NOACCESS_NIC it runs a NIC on that socket and
+// then the program (this test again, with RNIC_NOACCESS_SOCK), printing
+// what the program printed; the program says hello three ways.
+func TestHostNoAccessPeer(t *testing.T) {
+	if sock := os.Getenv("RNIC_NOACCESS_NIC"); sock != "" {
+		sw := mem.NewSwitch()
+		port := must(sw.Port(netip.MustParseAddr("10.9.0.1"), mem.Faults{}))
+		dev := must(rnic.Open(rnic.Options{Link: port}))
+		ln := must(net.Listen("unixpacket", sock))
+		go dev.ServeHost(ln)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHostNoAccessPeer$")
+		cmd.Env = append(os.Environ(), "RNIC_NOACCESS_NIC=", "RNIC_NOACCESS_SOCK="+sock)
+		out, err := cmd.CombinedOutput()
+		fmt.Printf("%s", out)
+		if err != nil {
+			fmt.Printf("program: %v\n", err)
+		}
+		os.Exit(0)
+	}
+	sock := os.Getenv("RNIC_NOACCESS_SOCK")
+	if sock == "" {
+		t.Skip("the processes of TestHostNoAccess")
+	}
+	hello := func(what string, fill func(*hostif.Msg)) {
+		c, err := hostif.Dial(sock)
+		if err != nil {
+			fmt.Printf("%s: dial: %v\n", what, err)
+			return
+		}
+		defer c.Close()
+		_, err = c.Call(hostif.OpHello, fill)
+		fmt.Printf("%s: %v\n", what, err)
+	}
+	// Not dumpable: the kernel refuses the NIC (another process without
+	// CAP_SYS_PTRACE) this program's memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Printf("prctl: %v\n", err)
+	}
+	hello("not dumpable", hostif.Hello)
+	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	hello("dumpable", hostif.Hello)
+	// A probe address where the program has no page, and one whose
+	// bytes are not the probe word.
+	hello("unmapped probe", func(m *hostif.Msg) { m.U32(hostif.Version).U64(8) })
+	word := new(uint64)
+	hello("wrong probe", func(m *hostif.Msg) { m.U32(hostif.Version).U64(uint64(uintptr(unsafe.Pointer(word)))) })
+	os.Exit(0)
+}
+
+// TestHostNoAccess: a program whose memory the kernel does not let the
+// NIC reach (here: not dumpable, the NIC another process of the same
+// user without CAP_SYS_PTRACE — as Yama's ptrace_scope 1 refuses a NIC
+// the program did not name) is told at hello, EACCES, before any QP
+// depends on the access; a hello whose probe address is not the probe
+// word is EFAULT; a dumpable program is served.
+func TestHostNoAccess(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("skipped: running the NIC and the program as another user (so that the NIC lacks CAP_SYS_PTRACE) needs root")
+	}
+	dir, err := os.MkdirTemp("", "rnic-noaccess-")
+	must0(t, err)
+	defer os.RemoveAll(dir)
+	must0(t, os.Chmod(dir, 0o777))
+	self, err := os.ReadFile(os.Args[0])
+	must0(t, err)
+	bin := filepath.Join(dir, "peer.test")
+	must0(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run=^TestHostNoAccessPeer$")
+	cmd.Env = append(os.Environ(), "RNIC_NOACCESS_NIC="+filepath.Join(dir, "rnic0.sock"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the NIC's process: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"not dumpable: " + syscall.EACCES.Error(),
+		"dumpable: <nil>",
+		"unmapped probe: " + syscall.EFAULT.Error(),
+		"wrong probe: " + syscall.EFAULT.Error(),
+	} {
+		if !bytes.Contains(out, []byte(want+"\n")) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	t.Logf("%s", bytes.TrimSpace(out))
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -103,15 +104,29 @@ in the run directory: $RNIC_RUN_DIR, else $XDG_RUNTIME_DIR/rnic, else
 }
 
 func newNICUpCmd() *cobra.Command {
-	var addr string
+	var addrs []string
 	c := &cobra.Command{
-		Use:   "up --addr A",
-		Short: "Start a NIC on address A in the background",
-		Args:  cobra.NoArgs,
+		Use:   "up --addr A [--addr B...]",
+		Short: "Start NICs in the background: one per address, all in one process",
+		Long: `up starts a NIC on each address, in the background: rnic0, rnic1, ... (the
+first free names). The NICs of one "up" run in one process and stop together;
+a program that uses several NICs under Yama's ptrace_scope 1 (Ubuntu's
+default) needs them so, since it can let one process reach its memory.
+
+  rnic nic up --addr 127.0.0.1
+  rnic nic up --addr 127.0.0.1 --addr 127.0.0.2`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := netip.ParseAddr(addr)
-			if err != nil {
-				return fmt.Errorf("--addr %q: %w", addr, err)
+			var as []netip.Addr
+			for _, s := range addrs {
+				a, err := netip.ParseAddr(s)
+				if err != nil {
+					return fmt.Errorf("--addr %q: %w", s, err)
+				}
+				if slices.Contains(as, a) {
+					return fmt.Errorf("--addr %s given twice", a)
+				}
+				as = append(as, a)
 			}
 			dir, err := runDir()
 			if err != nil {
@@ -121,29 +136,34 @@ func newNICUpCmd() *cobra.Command {
 			used := map[string]bool{}
 			for _, n := range nics {
 				if n.alive() {
-					if n.Addr == a.String() {
-						return fmt.Errorf("%s already serves %s (pid %d)", n.Name, a, n.PID)
+					for _, a := range as {
+						if n.Addr == a.String() {
+							return fmt.Errorf("%s already serves %s (pid %d)", n.Name, a, n.PID)
+						}
 					}
 					used[n.Name] = true
 				}
 			}
-			name := ""
-			for i := 0; name == ""; i++ {
-				if !used[fmt.Sprintf("rnic%d", i)] {
-					name = fmt.Sprintf("rnic%d", i)
+			args := []string{"nic", "serve"}
+			var names []string
+			for i, a := 0, 0; a < len(as); i++ {
+				if name := fmt.Sprintf("rnic%d", i); !used[name] {
+					names = append(names, name)
+					args = append(args, "--addr", as[a].String(), "--name", name)
+					a++
 				}
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			logPath := filepath.Join(dir, name+".log")
+			logPath := filepath.Join(dir, names[0]+".log")
 			logf, err := os.Create(logPath)
 			if err != nil {
 				return err
 			}
 			defer logf.Close()
-			p := exec.Command(exe, "nic", "serve", "--addr", a.String(), "--name", name)
+			p := exec.Command(exe, args...)
 			p.Stdout, p.Stderr = logf, logf
 			p.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not the terminal's: it outlives this command
 			if err := p.Start(); err != nil {
@@ -151,58 +171,68 @@ func newNICUpCmd() *cobra.Command {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- p.Wait() }()
-			info := nicInfo{Name: name, Addr: a.String(), PID: p.Process.Pid, Socket: filepath.Join(dir, name+".sock")}
 			deadline := time.Now().Add(10 * time.Second)
-			for !info.alive() {
-				select {
-				case err := <-exited:
-					b, _ := os.ReadFile(logPath)
-					return fmt.Errorf("%s did not start (%v): %s", name, err, strings.TrimSpace(string(b)))
-				default:
+			for i, name := range names {
+				info := nicInfo{Name: name, Addr: as[i].String(), PID: p.Process.Pid, Socket: filepath.Join(dir, name+".sock")}
+				for !info.alive() {
+					select {
+					case err := <-exited:
+						b, _ := os.ReadFile(logPath)
+						return fmt.Errorf("%s did not start (%v): %s", name, err, strings.TrimSpace(string(b)))
+					default:
+					}
+					if time.Now().After(deadline) {
+						p.Process.Kill()
+						return fmt.Errorf("%s did not answer on %s within 10 s", name, info.Socket)
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				if time.Now().After(deadline) {
-					p.Process.Kill()
-					return fmt.Errorf("%s did not answer on %s within 10 s", name, info.Socket)
-				}
-				time.Sleep(10 * time.Millisecond)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (pid %d, socket %s)\n", name, as[i], info.PID, info.Socket)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (pid %d, socket %s)\n", name, a, info.PID, info.Socket)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&addr, "addr", "", "the NIC's IP address (RoCEv2 on UDP port 4791 of it)")
+	c.Flags().StringArrayVar(&addrs, "addr", nil, "a NIC's IP address (RoCEv2 on UDP port 4791 of it); repeat for more NICs in the same process")
 	c.MarkFlagRequired("addr")
 	return c
 }
 
 func newNICServeCmd() *cobra.Command {
-	var addr, name string
+	var addrs, names []string
 	c := &cobra.Command{
-		Use:    "serve --addr A --name N",
-		Short:  "Run a NIC in the foreground (what nic up starts)",
+		Use:    "serve --addr A --name N [--addr B --name M...]",
+		Short:  "Run NICs in the foreground (what nic up starts)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := netip.ParseAddr(addr)
-			if err != nil {
-				return fmt.Errorf("--addr %q: %w", addr, err)
+			if len(addrs) == 0 || len(addrs) != len(names) {
+				return errors.New("one --name for each --addr")
+			}
+			var as []netip.Addr
+			for _, s := range addrs {
+				a, err := netip.ParseAddr(s)
+				if err != nil {
+					return fmt.Errorf("--addr %q: %w", s, err)
+				}
+				as = append(as, a)
 			}
 			dir, err := runDir()
 			if err != nil {
 				return err
 			}
-			return serveNIC(cmd.ErrOrStderr(), dir, a, name)
+			return serveNICs(cmd.ErrOrStderr(), dir, as, names)
 		},
 	}
-	c.Flags().StringVar(&addr, "addr", "", "the NIC's IP address")
-	c.Flags().StringVar(&name, "name", "rnic0", "the device's name")
+	c.Flags().StringArrayVar(&addrs, "addr", nil, "a NIC's IP address")
+	c.Flags().StringArrayVar(&names, "name", nil, "its device's name")
 	return c
 }
 
-// serveNIC runs a NIC on a until SIGTERM or SIGINT.
-func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
+// serveNICs runs a NIC on each address, in this process, until SIGTERM
+// or SIGINT, or until one of them fails.
+func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) error {
 	if os.Getenv("GOMAXPROCS") == "" {
-		// The NIC's goroutines (a poller per program, the engine, the
+		// The NICs' goroutines (a poller per program, the engine, the
 		// link) take at most half the CPUs, and leave the rest to the
 		// programs' own polling threads, as a hardware NIC takes none
 		// of them: Go's idle processors spin looking for work, and on
@@ -211,12 +241,64 @@ func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
 		// typical with GOMAXPROCS 1, 63-73 µs with 2 (three runs each).
 		runtime.GOMAXPROCS(max(1, runtime.NumCPU()/2))
 	}
+	var (
+		nics   []*servedNIC
+		served = make(chan error, len(addrs))
+		ended  = 0 // ServeHost calls that returned
+	)
+	// Stopping, in order: no more programs (ServeHost returns after
+	// tearing down each program's objects), then the descriptions, then
+	// the NICs.
+	defer func() {
+		for _, n := range nics {
+			n.Close()
+		}
+		for ; ended < len(nics); ended++ {
+			<-served
+		}
+		for _, n := range nics {
+			os.Remove(n.desc)
+			n.dev.Close()
+		}
+	}()
+	for i, a := range addrs {
+		n, err := openNIC(errw, dir, a, names[i])
+		if err != nil {
+			return err
+		}
+		nics = append(nics, n)
+		go func() { served <- n.dev.ServeHost(n) }()
+		fmt.Fprintf(errw, "%s serving %s on %s\n", names[i], a, n.Addr())
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	select {
+	case s := <-sig:
+		fmt.Fprintf(errw, "%s: %v, stopping\n", strings.Join(names, ", "), s)
+		return nil
+	case err := <-served:
+		ended++
+		return err
+	}
+}
+
+// servedNIC is a NIC and the listener of its socket.
+type servedNIC struct {
+	net.Listener
+	dev  *rnic.Device
+	desc string // its description in the run directory
+}
+
+// openNIC starts the NIC named name on address a, listening on its
+// socket and described in dir.
+func openNIC(errw io.Writer, dir string, a netip.Addr, name string) (*servedNIC, error) {
 	l, err := udp.Open(udp.Options{Addr: a})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("UDP port 4791 of %s is taken (by the kernel's rdma_rxe, or another rnic): %w", a, err)
+			return nil, fmt.Errorf("UDP port 4791 of %s is taken (by the kernel's rdma_rxe, or another rnic): %w", a, err)
 		}
-		return err
+		return nil, err
 	}
 	// READs and atomics outstanding per QP as rxe allows them (128, not
 	// the modelled hardware's 16): perftest sets max_rd_atomic to the
@@ -225,9 +307,8 @@ func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
 	dev, err := rnic.Open(rnic.Options{Link: l, Name: name, Hardware: rnic.Hardware{MaxQPRdAtom: 128}})
 	if err != nil {
 		l.Close()
-		return err
+		return nil, err
 	}
-	defer dev.Close()
 	// Published, "rnic stat" shows its counters; a device of the same
 	// name published by another program keeps them from being shown,
 	// and nothing else.
@@ -238,31 +319,18 @@ func serveNIC(errw io.Writer, dir string, a netip.Addr, name string) error {
 	os.Remove(sock)
 	ln, err := net.Listen("unixpacket", sock)
 	if err != nil {
-		return err
+		dev.Close()
+		return nil, err
 	}
 	info := nicInfo{Name: name, Addr: a.String(), PID: os.Getpid(), Socket: sock}
 	b, _ := json.Marshal(info)
 	desc := filepath.Join(dir, name+".json")
 	if err := os.WriteFile(desc, b, 0o600); err != nil {
 		ln.Close()
-		return err
+		dev.Close()
+		return nil, err
 	}
-	defer os.Remove(desc)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
-	served := make(chan error, 1)
-	go func() { served <- dev.ServeHost(ln) }()
-	fmt.Fprintf(errw, "%s serving %s on %s\n", name, a, sock)
-	select {
-	case s := <-sig:
-		fmt.Fprintf(errw, "%s: %v, stopping\n", name, s)
-	case err := <-served:
-		return err
-	}
-	ln.Close()
-	<-served
-	return nil
+	return &servedNIC{Listener: ln, dev: dev, desc: desc}, nil
 }
 
 func newNICListCmd() *cobra.Command {
@@ -318,17 +386,34 @@ func newNICDownCmd() *cobra.Command {
 			for _, n := range names {
 				want[n] = true
 			}
+			// The NICs of one process stop together.
 			var errs []error
+			done := map[string]bool{}
 			for _, n := range nics {
-				if !all && !want[n.Name] {
+				if done[n.Name] || !all && !want[n.Name] {
 					continue
 				}
-				delete(want, n.Name)
-				if err := stopNIC(dir, n); err != nil {
+				var group []nicInfo
+				for _, m := range nics {
+					if m.PID == n.PID {
+						group = append(group, m)
+					}
+				}
+				err := stopNICs(dir, group)
+				for _, m := range group {
+					done[m.Name] = true
+					delete(want, m.Name)
+					switch {
+					case err != nil:
+					case all || slices.Contains(names, m.Name):
+						fmt.Fprintf(cmd.OutOrStdout(), "%s stopped\n", m.Name)
+					default:
+						fmt.Fprintf(cmd.OutOrStdout(), "%s stopped (it ran in the process of %s, pid %d)\n", m.Name, n.Name, n.PID)
+					}
+				}
+				if err != nil {
 					errs = append(errs, err)
-					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s stopped\n", n.Name)
 			}
 			for n := range want {
 				errs = append(errs, fmt.Errorf("no NIC named %s", n))
@@ -340,13 +425,21 @@ func newNICDownCmd() *cobra.Command {
 	return c
 }
 
-// stopNIC signals the NIC's process and waits for its description to go.
-func stopNIC(dir string, n nicInfo) error {
-	desc := filepath.Join(dir, n.Name+".json")
-	if !n.alive() {
-		os.Remove(desc)
-		os.Remove(n.Socket)
-		return nil // a stale description
+// stopNICs signals the process of the NICs of group (one process) and
+// waits for their descriptions to go.
+func stopNICs(dir string, group []nicInfo) error {
+	n := group[0]
+	var live []nicInfo
+	for _, m := range group {
+		if m.alive() {
+			live = append(live, m)
+		} else {
+			os.Remove(filepath.Join(dir, m.Name+".json")) // a stale description
+			os.Remove(m.Socket)
+		}
+	}
+	if len(live) == 0 {
+		return nil
 	}
 	p, err := os.FindProcess(n.PID)
 	if err != nil {
@@ -356,13 +449,16 @@ func stopNIC(dir string, n nicInfo) error {
 		return fmt.Errorf("%s (pid %d): %w", n.Name, n.PID, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(desc); errors.Is(err, os.ErrNotExist) {
-			return nil
+	for _, m := range live {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, m.Name+".json")); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s (pid %d) did not stop within 10 s", m.Name, m.PID)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s (pid %d) did not stop within 10 s", n.Name, n.PID)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return nil
 }

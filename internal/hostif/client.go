@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,13 @@ type Client struct {
 	oob []byte
 	fds []int
 }
+
+// probe is this process's probe word (ProbeWord), which Hello names.
+var probe = ProbeWord
+
+// Hello fills a Hello request: the protocol version, and where this
+// process holds ProbeWord.
+func Hello(m *Msg) { m.U32(Version).U64(uint64(uintptr(unsafe.Pointer(&probe)))) }
 
 // Dial connects to the NIC serving the host interface at path.
 func Dial(path string) (*Client, error) {

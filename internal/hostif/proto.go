@@ -21,7 +21,13 @@ import (
 )
 
 // Version is the protocol version a Hello carries; a NIC refuses others.
-const Version = 2
+const Version = 3
+
+// ProbeWord is what the 8 bytes at a Hello's probe address hold
+// ("rnic-ok" in little-endian bytes): reading them, the NIC checks that
+// the kernel lets it reach the program's memory (Yama, another uid, a
+// program that is not dumpable) before the program relies on it.
+const ProbeWord uint64 = 0x006b6f2d63696e72
 
 // Magic begins every message ("RN").
 const Magic = 0x4e52
@@ -37,7 +43,7 @@ type Op uint16
 
 // The operations. A reply has the request's Op.
 const (
-	OpHello       Op = 1 // u32 version → u32 version, name (string)
+	OpHello       Op = 1 // u32 version, u64 probe address → u32 version, name (string)
 	OpQueryDevice Op = 2 // → DeviceAttr fields
 	OpQueryPort   Op = 3 // u8 port → PortAttr fields
 	OpQueryGID    Op = 4 // u8 port, u32 index → 16-byte GID, u32 type

@@ -26,7 +26,7 @@ func Open(path string) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.Call(OpHello, func(m *Msg) { m.U32(Version) })
+	r, err := c.Call(OpHello, Hello)
 	if err != nil {
 		c.Close()
 		return nil, err

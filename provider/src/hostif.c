@@ -158,12 +158,21 @@ int hostif_call(int fd, struct hostif_msg *m, int *fds, int *nfds)
 	return (int)rd32(m->b + 8);
 }
 
+/* "rnic-ok" in little-endian bytes, as internal/hostif.ProbeWord. */
+static const volatile uint64_t hostif_probe = 0x006b6f2d63696e72ULL;
+
+void hostif_hello_args(struct hostif_msg *m)
+{
+	hostif_u32(m, HOSTIF_VERSION);
+	hostif_u64(m, (uintptr_t)&hostif_probe);
+}
+
 int hostif_hello(int fd)
 {
 	struct hostif_msg m;
-	int fds[2], nfds = 2;
+	int fds[3], nfds = 3;
 	hostif_begin(&m, HOSTIF_HELLO, 1);
-	hostif_u32(&m, HOSTIF_VERSION);
+	hostif_hello_args(&m);
 	int r = hostif_call(fd, &m, fds, &nfds);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]); /* the device list does not need the doorbell page */

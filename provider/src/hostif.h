@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum {
-	HOSTIF_VERSION = 2,
+	HOSTIF_VERSION = 3,
 	HOSTIF_MAGIC = 0x4e52,
 	HOSTIF_HEADER = 16,
 	HOSTIF_MAX_MSG = 4096,
@@ -72,6 +72,10 @@ int hostif_connect(const char *path);
 int hostif_call(int fd, struct hostif_msg *m, int *fds, int *nfds);
 
 int hostif_hello(int fd);
+/* hostif_hello_args appends a HELLO's fields: the version, and the
+ * address of this process's probe word, which the NIC reads to check
+ * that it may reach the program's memory (internal/hostif.ProbeWord). */
+void hostif_hello_args(struct hostif_msg *m);
 int hostif_query_gid(int fd, uint8_t port, uint32_t index, uint8_t gid[16]);
 
 #endif

@@ -12,9 +12,12 @@
 #include <stddef.h>
 #include <endian.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -42,6 +45,69 @@ int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds
 
 static int rnic_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
 
+/*
+ * The NIC reaches the program's registered memory with process_vm_readv
+ * and process_vm_writev, which the kernel allows a process of the same
+ * user unless the program is not dumpable or Yama forbids it. With
+ * Yama's ptrace_scope 1 (Ubuntu's default) only a process the program
+ * names with prctl(PR_SET_PTRACER) may, and a program names one: the
+ * first NIC it opens, the process at the other end of the socket
+ * (SO_PEERCRED, which the kernel vouches for). NICs that run in one
+ * process (rnic nic up --addr A --addr B) are one ptracer; a NIC in
+ * another process cannot be let in as well, and its HELLO says so.
+ */
+static pthread_mutex_t ptracer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t ptracer;	 /* the NIC process named */
+static pid_t ptracer_of; /* by this process (a forked child names its own) */
+
+static int yama_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int scope = -1;
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	return scope;
+}
+
+static void let_nic_in(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || yama_scope() != 1)
+		return;
+	pthread_mutex_lock(&ptracer_lock);
+	if (ptracer_of != getpid() && prctl(PR_SET_PTRACER, (unsigned long)cr.pid, 0, 0, 0) == 0) {
+		ptracer = cr.pid;
+		ptracer_of = getpid();
+	}
+	pthread_mutex_unlock(&ptracer_lock);
+}
+
+/* no_access says why the NIC of socket fd may not reach this program's
+ * memory (its HELLO answered EACCES). */
+static void no_access(int fd, const char *name)
+{
+	struct ucred cr = {0};
+	socklen_t len = sizeof cr;
+	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len);
+	int scope = yama_scope();
+	char why[256];
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+		snprintf(why, sizeof why, "this program is not dumpable (set-user-ID, or prctl(PR_SET_DUMPABLE, 0))");
+	else if (scope >= 2)
+		snprintf(why, sizeof why, "Yama's ptrace_scope is %d: only a NIC with CAP_SYS_PTRACE may (or set kernel.yama.ptrace_scope to 1)", scope);
+	else if (scope == 1 && ptracer_of == getpid() && ptracer != cr.pid)
+		snprintf(why, sizeof why,
+			 "Yama's ptrace_scope is 1 and this program let in the NIC of pid %d, one process only: "
+			 "run the NICs it uses in one process (rnic nic up --addr A --addr B)", (int)ptracer);
+	else
+		snprintf(why, sizeof why, "the kernel refused it (a security module, or the NIC runs as uid %d)", (int)cr.uid);
+	fprintf(stderr, "rnic: %s (pid %d) may not reach this program's memory: %s\n", name, (int)cr.pid, why);
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct rnic_device *dev = (struct rnic_device *)device;
@@ -59,11 +125,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->ev_lock, NULL);
+	let_nic_in(ctx->fd);
 	struct hostif_msg m;
 	int fds[3], nfds = 3;
 	hostif_begin(&m, HOSTIF_HELLO, 0);
-	hostif_u32(&m, HOSTIF_VERSION);
+	hostif_hello_args(&m);
 	int r = hostif_call(ctx->fd, &m, fds, &nfds);
+	if (r == EACCES)
+		no_access(ctx->fd, device->name);
 	if (r != 0 || nfds != 3) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);

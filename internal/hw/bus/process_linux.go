@@ -66,6 +66,15 @@ func OpenProcess(pid int) (*Process, error) {
 // Pid returns the process's id.
 func (p *Process) Pid() int { return p.pid }
 
+// Read copies len(buf) bytes at address addr of the process into buf,
+// outside any mapped space: the host interface's check, when a program
+// connects, that the kernel lets the NIC reach its memory at all (an
+// ErrNoAccess then names the cause before any QP depends on it).
+func (p *Process) Read(addr uint64, buf []byte) error {
+	_, err := vm(p, false, buf, []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}})
+	return err
+}
+
 // Close ends every access to the process: later DMA into its regions
 // fails with ErrUnmapped. The NIC calls it when the process's control
 // connection closes (the process exited or crashed).
