@@ -184,6 +184,8 @@ type hostClient struct {
 	data     *hostData
 	wakeFile *os.File
 
+	access unix.Errno // 0, or why the NIC may not reach the program's memory (HELLO's probe): REG_MR fails with it
+
 	evMu    sync.Mutex // async events: asyncFD and the hostObjs' counts
 	asyncFD int        // the NIC's end of the async event socket (-1: none)
 }
@@ -306,13 +308,16 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		}
 		// The kernel must let the NIC reach the program's memory
 		// (process_vm_readv): checked now, so that a program the NIC
-		// cannot serve learns it at once (EACCES), not at its first
-		// transfer as a QP in error.
+		// cannot serve learns it at once, not at its first transfer as
+		// a QP in error. Queries need no access (ibv_devinfo lists
+		// every NIC, even those Yama keeps out); registering memory
+		// does, and fails with what the probe found.
 		var w [8]byte
+		hc.access = 0
 		if err := hc.proc.Read(probe, w[:]); errors.Is(err, bus.ErrNoAccess) {
-			return fail(unix.EACCES)
+			hc.access = unix.EACCES
 		} else if err != nil || binary.LittleEndian.Uint64(w[:]) != hostif.ProbeWord {
-			return fail(unix.EFAULT)
+			hc.access = unix.EFAULT
 		}
 		if hc.data == nil {
 			if err := hc.startData(); err != nil {
@@ -331,7 +336,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		hc.asyncFD = fds2[0]
 		hc.evMu.Unlock()
 		hc.closeAfterReply = append(hc.closeAfterReply, fds2[1])
-		rep.U32(hostif.Version).Bytes([]byte(d.Name()))
+		rep.U32(hostif.Version).Bytes([]byte(d.Name())).U32(uint32(hc.access))
 		fds = []int{hc.data.db.fd, hc.data.wakeFD, fds2[1]}
 	case hostif.OpQueryDevice:
 		if r.End() != nil {
@@ -384,6 +389,9 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		pd := hc.pds[pdh]
 		if r.End() != nil || pd == nil {
 			return fail(unix.EINVAL)
+		}
+		if hc.access != 0 {
+			return fail(hc.access) // the kernel keeps the NIC out of the program's memory (HELLO's probe)
 		}
 		acc &^= accessOnDemand // every region of a program is on demand
 		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc))

@@ -79,8 +79,8 @@ func TestServeHost(t *testing.T) {
 	c := must(hostif.Dial(sock))
 	defer c.Close()
 	r := must(c.Call(hostif.OpHello, hostif.Hello))
-	if v, name := r.U32(), string(r.Bytes()); r.End() != nil || v != hostif.Version || name != dev.Name() {
-		t.Fatalf("hello: version %d name %q (%v)", v, name, r.Err)
+	if v, name, access := r.U32(), string(r.Bytes()), r.U32(); r.End() != nil || v != hostif.Version || name != dev.Name() || access != 0 {
+		t.Fatalf("hello: version %d name %q access %d (%v)", v, name, access, r.Err)
 	}
 	if _, err := c.Call(hostif.OpHello, func(m *hostif.Msg) { m.U32(99) }); !errors.Is(err, syscall.EPROTO) {
 		t.Errorf("hello with version 99: %v, want EPROTO", err)
@@ -239,6 +239,9 @@ func TestHostNoAccessPeer(t *testing.T) {
 	if sock == "" {
 		t.Skip("the processes of TestHostNoAccess")
 	}
+	// hello says hello, and registers a page of this program's memory:
+	// it prints what the NIC said of its access, and REG_MR's error.
+	page := testpeer.Region()
 	hello := func(what string, fill func(*hostif.Msg)) {
 		c, err := hostif.Dial(sock)
 		if err != nil {
@@ -246,8 +249,22 @@ func TestHostNoAccessPeer(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		_, err = c.Call(hostif.OpHello, fill)
-		fmt.Printf("%s: %v\n", what, err)
+		r, err := c.Call(hostif.OpHello, fill)
+		if err != nil {
+			fmt.Printf("%s: hello: %v\n", what, err)
+			return
+		}
+		_, _, access := r.U32(), r.Bytes(), syscall.Errno(r.U32())
+		r, err = c.Call(hostif.OpAllocPD, nil)
+		if err != nil {
+			fmt.Printf("%s: alloc pd: %v\n", what, err)
+			return
+		}
+		pd, addr := r.U32(), testpeer.Address(page)
+		_, err = c.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+			m.U32(pd).U64(addr).U64(uint64(len(page))).U64(addr).U32(uint32(rnic.AccessLocalWrite))
+		})
+		fmt.Printf("%s: access %d, reg mr %v\n", what, access, err)
 	}
 	// Not dumpable: the kernel refuses the NIC (another process without
 	// CAP_SYS_PTRACE) this program's memory.
@@ -268,9 +285,10 @@ func TestHostNoAccessPeer(t *testing.T) {
 // TestHostNoAccess: a program whose memory the kernel does not let the
 // NIC reach (here: not dumpable, the NIC another process of the same
 // user without CAP_SYS_PTRACE — as Yama's ptrace_scope 1 refuses a NIC
-// the program did not name) is told at hello, EACCES, before any QP
-// depends on the access; a hello whose probe address is not the probe
-// word is EFAULT; a dumpable program is served.
+// the program did not name) is told so at hello (access EACCES), and
+// registering memory fails with EACCES, before any QP depends on the
+// access; a hello whose probe address is not the probe word gets EFAULT
+// so; a dumpable program is served.
 func TestHostNoAccess(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("skipped: running the NIC and the program as another user (so that the NIC lacks CAP_SYS_PTRACE) needs root")
@@ -291,10 +309,10 @@ func TestHostNoAccess(t *testing.T) {
 		t.Fatalf("the NIC's process: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"not dumpable: " + syscall.EACCES.Error(),
-		"dumpable: <nil>",
-		"unmapped probe: " + syscall.EFAULT.Error(),
-		"wrong probe: " + syscall.EFAULT.Error(),
+		fmt.Sprintf("not dumpable: access %d, reg mr %v", syscall.EACCES, syscall.EACCES),
+		"dumpable: access 0, reg mr <nil>",
+		fmt.Sprintf("unmapped probe: access %d, reg mr %v", syscall.EFAULT, syscall.EFAULT),
+		fmt.Sprintf("wrong probe: access %d, reg mr %v", syscall.EFAULT, syscall.EFAULT),
 	} {
 		if !bytes.Contains(out, []byte(want+"\n")) {
 			t.Errorf("want %q in:\n%s", want, out)

@@ -43,7 +43,7 @@ type Op uint16
 
 // The operations. A reply has the request's Op.
 const (
-	OpHello       Op = 1 // u32 version, u64 probe address → u32 version, name (string)
+	OpHello       Op = 1 // u32 version, u64 probe address → u32 version, name (string), u32 access (0, or the errno REG_MR will fail with)
 	OpQueryDevice Op = 2 // → DeviceAttr fields
 	OpQueryPort   Op = 3 // u8 port → PortAttr fields
 	OpQueryGID    Op = 4 // u8 port, u32 index → 16-byte GID, u32 type

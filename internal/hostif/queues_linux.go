@@ -2,6 +2,7 @@ package hostif
 
 import (
 	"fmt"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,6 +18,9 @@ type Context struct {
 	wakeFD  int
 	AsyncFD int // the async event socket (AsyncEventLen messages)
 	Name    string
+	// Access is 0, or why the NIC may not reach this process's memory
+	// (EACCES: the kernel refused it; registering memory fails so).
+	Access syscall.Errno
 }
 
 // Open dials the NIC at path and says hello: the doorbell page is mapped
@@ -31,7 +35,7 @@ func Open(path string) (*Context, error) {
 		c.Close()
 		return nil, err
 	}
-	_, name := r.U32(), string(r.Bytes())
+	_, name, access := r.U32(), string(r.Bytes()), syscall.Errno(r.U32())
 	fds := c.FDs()
 	if len(fds) != 3 {
 		for _, fd := range fds {
@@ -48,7 +52,7 @@ func Open(path string) (*Context, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Context{Client: c, db: db, wakeFD: fds[1], AsyncFD: fds[2], Name: name}, nil
+	return &Context{Client: c, db: db, wakeFD: fds[1], AsyncFD: fds[2], Name: name, Access: access}, nil
 }
 
 // ring tells the NIC a producer index changed: it stores idx at the

@@ -42,6 +42,8 @@ struct rnic_context {
 	void *db;
 	int wake_fd;
 	int fatal_sent; /* the async socket closed and DEVICE_FATAL was reported */
+	int access;	/* 0, or why the NIC may not reach this program's memory (HELLO) */
+	int access_told; /* rnic_no_access has said why */
 	pthread_mutex_t ev_lock;
 	struct rnic_evobj *evobjs;
 	struct verbs_context vctx; /* last: its context is what programs hold */
@@ -109,6 +111,10 @@ static inline uint64_t rd64(const uint8_t *b) { return rd32(b) | (uint64_t)rd32(
 /* rnic_call sends the request built in m (op) on the context's socket and
  * reads the reply into m: 0, or the errno. */
 int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds, int *nfds);
+
+/* rnic_no_access says on stderr why the NIC may not reach the program's
+ * memory (Yama, not dumpable, another uid). */
+void rnic_no_access(struct ibv_context *c);
 
 /* rnic_ring stores a producer index and wakes a sleeping NIC. */
 void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx);

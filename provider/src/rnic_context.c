@@ -86,13 +86,15 @@ static void let_nic_in(int fd)
 	pthread_mutex_unlock(&ptracer_lock);
 }
 
-/* no_access says why the NIC of socket fd may not reach this program's
- * memory (its HELLO answered EACCES). */
-static void no_access(int fd, const char *name)
+/* rnic_no_access says, on stderr, why the NIC of context c may not reach
+ * this program's memory (its HELLO said EACCES; ibv_reg_mr fails so). */
+void rnic_no_access(struct ibv_context *c)
 {
+	struct rnic_context *ctx = to_ctx(c);
+	const char *name = c->device->name;
 	struct ucred cr = {0};
 	socklen_t len = sizeof cr;
-	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len);
+	getsockopt(ctx->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len);
 	int scope = yama_scope();
 	char why[256];
 	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
@@ -103,8 +105,12 @@ static void no_access(int fd, const char *name)
 		snprintf(why, sizeof why,
 			 "Yama's ptrace_scope is 1 and this program let in the NIC of pid %d, one process only: "
 			 "run the NICs it uses in one process (rnic nic up --addr A --addr B)", (int)ptracer);
+	else if (scope == 1)
+		snprintf(why, sizeof why, "Yama's ptrace_scope is 1 and prctl(PR_SET_PTRACER, %d) did not let the NIC in", (int)cr.pid);
+	else if (cr.uid != getuid())
+		snprintf(why, sizeof why, "the NIC runs as uid %d, this program as uid %d", (int)cr.uid, (int)getuid());
 	else
-		snprintf(why, sizeof why, "the kernel refused it (a security module, or the NIC runs as uid %d)", (int)cr.uid);
+		snprintf(why, sizeof why, "the kernel refused it (a Linux security module?)");
 	fprintf(stderr, "rnic: %s (pid %d) may not reach this program's memory: %s\n", name, (int)cr.pid, why);
 }
 
@@ -131,8 +137,15 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	hostif_begin(&m, HOSTIF_HELLO, 0);
 	hostif_hello_args(&m);
 	int r = hostif_call(ctx->fd, &m, fds, &nfds);
-	if (r == EACCES)
-		no_access(ctx->fd, device->name);
+	if (r == 0) {
+		/* version, name, and whether the NIC may reach this program's
+		 * memory: queries need not, registering memory does. */
+		hostif_get_u32(&m);
+		hostif_get(&m, hostif_get_u16(&m));
+		ctx->access = (int)hostif_get_u32(&m);
+		if (m.err)
+			r = EPROTO;
+	}
 	if (r != 0 || nfds != 3) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);

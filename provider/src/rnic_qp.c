@@ -170,6 +170,9 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	hostif_u32(&m, access & ~IBV_ACCESS_OPTIONAL_RANGE);
 	int r = rnic_call(pd->context, &m, HOSTIF_REG_MR, NULL, NULL);
 	if (r) {
+		struct rnic_context *ctx = to_ctx(pd->context);
+		if (r == EACCES && ctx->access == EACCES && !__atomic_exchange_n(&ctx->access_told, 1, __ATOMIC_RELAXED))
+			rnic_no_access(pd->context); /* once: why the NIC is kept out */
 		errno = r;
 		return NULL;
 	}
