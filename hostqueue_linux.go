@@ -28,12 +28,11 @@ import (
 // NIC asleep), or a CQ has a completion, or the control path changes the
 // queues.
 
-// Doorbell page: word 0 is the NIC's state, the objects' words follow.
+// Doorbell page: word 0 is the NIC's state (hostif.NICRunning, ...), the
+// objects' words follow.
 const (
 	dbPageSize  = 4096
 	dbStateWord = 0
-	nicRunning  = 0
-	nicAsleep   = 1
 )
 
 // spinFor is how long a poller spins idle before it sleeps. On a machine
@@ -353,7 +352,7 @@ func (hc *hostClient) poll() {
 		}
 		// Asleep: say so, look once more (a doorbell written before the
 		// program saw the state), then wait.
-		state.Store(nicAsleep)
+		state.Store(hostif.NICAsleep)
 		for _, c := range q.cqs {
 			c.cq.ReqNotify(false)
 		}
@@ -361,7 +360,7 @@ func (hc *hostClient) poll() {
 		busy = hc.step(q)
 		hc.stepMu.Unlock()
 		if busy {
-			state.Store(nicRunning)
+			state.Store(hostif.NICRunning)
 			idleSince = time.Now()
 			continue
 		}
@@ -371,12 +370,12 @@ func (hc *hostClient) poll() {
 		select {
 		case <-d.wake:
 		case <-d.stop:
-			state.Store(nicRunning)
+			state.Store(hostif.NICRunning)
 			return
 		case <-nap.C:
 		}
 		nap.Stop()
-		state.Store(nicRunning)
+		state.Store(hostif.NICRunning)
 		idleSince = time.Now()
 	}
 }

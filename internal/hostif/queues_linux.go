@@ -56,10 +56,15 @@ func Open(path string) (*Context, error) {
 }
 
 // ring tells the NIC a producer index changed: it stores idx at the
-// doorbell word, then, if the NIC sleeps, wakes it.
+// doorbell word, then, if the NIC sleeps, wakes it — once: the swap to
+// NICWaking spares the doorbells rung before the NIC runs again a system
+// call each. (The index's store and the state's load are sequentially
+// consistent, as the NIC's store of NICAsleep and its last look at the
+// indices are: one of the two sees the other.)
 func (x *Context) ring(word int, idx uint32) {
 	Word(x.db, word).Store(idx)
-	if Word(x.db, 0).Load() == 1 {
+	state := Word(x.db, 0)
+	if state.Load() == NICAsleep && state.CompareAndSwap(NICAsleep, NICWaking) {
 		var one = [8]byte{1}
 		unix.Write(x.wakeFD, one[:])
 	}

@@ -241,6 +241,14 @@ func GetCQE(slot []byte, lap uint32, c *CQE) bool {
 // Lap is the owner value of ring index i in a ring of depth slots.
 func Lap(i uint32, depth uint32) uint32 { return i/depth + 1 }
 
+// The doorbell page's word 0: the NIC's state, which a program reads
+// after storing a producer index to learn whether the NIC needs waking.
+const (
+	NICRunning = 0 // the NIC polls: a doorbell needs nothing more
+	NICAsleep  = 1 // it sleeps: the program that swaps in NICWaking writes the wake-up eventfd
+	NICWaking  = 2 // a wake-up is on its way: the programs' other doorbells need none
+)
+
 // Word returns the 4-byte-aligned word at off of shared memory m, for
 // atomic loads and stores (doorbell records, the NIC's state, owner
 // words). It panics if off is not aligned or out of m: offsets come from

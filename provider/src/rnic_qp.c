@@ -19,10 +19,20 @@
 #include "hostif.h"
 #include "rnic.h"
 
+/* The NIC's state, word 0 of the doorbell page (internal/hostif's
+ * NICRunning, NICAsleep, NICWaking). */
+enum { NIC_RUNNING = 0, NIC_ASLEEP = 1, NIC_WAKING = 2 };
+
 void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx)
 {
 	atomic_store(word(c, off), idx);
-	if (atomic_load(word(c, 0)) == 1) {
+	/* Asleep: wake it, once. The swap to NIC_WAKING spares the doorbells
+	 * rung before the NIC runs again (a burst of posts, other threads) a
+	 * system call each. The index's store and the state's load are
+	 * sequentially consistent, as the NIC's store of "asleep" and its
+	 * last look at the indices are: one of the two sees the other. */
+	uint32_t asleep = NIC_ASLEEP;
+	if (atomic_load(word(c, 0)) == NIC_ASLEEP && atomic_compare_exchange_strong(word(c, 0), &asleep, NIC_WAKING)) {
 		uint64_t one = 1;
 		ssize_t r = write(to_ctx(c)->wake_fd, &one, sizeof one);
 		(void)r;
