@@ -181,15 +181,7 @@ func TestHostOtherUID(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("skipped: running a process as another user needs root")
 	}
-	dir, err := os.MkdirTemp("", "rnic-uid-")
-	must0(t, err)
-	defer os.RemoveAll(dir)
-	must0(t, os.Chmod(dir, 0o755))
-	// A copy of the test binary that user nobody may run.
-	self, err := os.ReadFile(os.Args[0])
-	must0(t, err)
-	bin := filepath.Join(dir, "peer.test")
-	must0(t, os.WriteFile(bin, self, 0o755))
+	dir := nobodyDir(t)
 	sw := mem.NewSwitch()
 	port := must(sw.Port(netip.MustParseAddr("10.9.0.1"), mem.Faults{}))
 	dev := must(rnic.Open(rnic.Options{Link: port}))
@@ -202,10 +194,7 @@ func TestHostOtherUID(t *testing.T) {
 	go func() { served <- dev.ServeHost(ln) }()
 	defer func() { ln.Close(); <-served }()
 
-	cmd := exec.Command(bin, "-test.run=^TestHostOtherUIDPeer$")
-	cmd.Env = append(os.Environ(), "RNIC_OTHER_UID_SOCK="+sock)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
+	out, err := runAsNobody(dir, "TestHostOtherUIDPeer", "RNIC_OTHER_UID_SOCK="+sock)
 	if err != nil {
 		t.Fatalf("the other user's program: %v\n%s", err, out)
 	}
@@ -293,18 +282,9 @@ func TestHostNoAccess(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("skipped: running the NIC and the program as another user (so that the NIC lacks CAP_SYS_PTRACE) needs root")
 	}
-	dir, err := os.MkdirTemp("", "rnic-noaccess-")
-	must0(t, err)
-	defer os.RemoveAll(dir)
-	must0(t, os.Chmod(dir, 0o777))
-	self, err := os.ReadFile(os.Args[0])
-	must0(t, err)
-	bin := filepath.Join(dir, "peer.test")
-	must0(t, os.WriteFile(bin, self, 0o755))
-	cmd := exec.Command(bin, "-test.run=^TestHostNoAccessPeer$")
-	cmd.Env = append(os.Environ(), "RNIC_NOACCESS_NIC="+filepath.Join(dir, "rnic0.sock"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
+	dir := nobodyDir(t)
+	must0(t, os.Chmod(dir, 0o777)) // the NIC's socket goes in it
+	out, err := runAsNobody(dir, "TestHostNoAccessPeer", "RNIC_NOACCESS_NIC="+filepath.Join(dir, "rnic0.sock"))
 	if err != nil {
 		t.Fatalf("the NIC's process: %v\n%s", err, out)
 	}
@@ -319,4 +299,26 @@ func TestHostNoAccess(t *testing.T) {
 		}
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
+}
+
+// nobodyDir makes a directory that user nobody may enter, holding a copy
+// of the test binary (peer.test) that nobody may run.
+func nobodyDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "rnic-nobody-")
+	must0(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must0(t, os.Chmod(dir, 0o755))
+	self, err := os.ReadFile(os.Args[0])
+	must0(t, err)
+	must0(t, os.WriteFile(filepath.Join(dir, "peer.test"), self, 0o755))
+	return dir
+}
+
+// runAsNobody runs test of dir's peer.test as uid and gid 65534, with env
+// added to this process's environment, and returns its output.
+func runAsNobody(dir, test string, env ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(dir, "peer.test"), "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd.CombinedOutput()
 }

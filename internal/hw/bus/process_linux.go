@@ -60,7 +60,9 @@ func OpenProcess(pid int) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: process %d: pidfd_open: %w", pid, err)
 	}
-	return &Process{pid: pid, pidfd: fd}, nil
+	p := &Process{pid: pid, pidfd: fd}
+	p.checked.Store(-int64(aliveFor)) // never checked: the first access polls
+	return p, nil
 }
 
 // Pid returns the process's id.
