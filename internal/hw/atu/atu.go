@@ -35,6 +35,7 @@ type MPTEntry struct {
 	VA        uint64 // first virtual address of the range
 	Length    uint64
 	MTTBase   uint32    // MR: MTT index of the page holding VA
+	Implicit  bool      // MR: the whole of Space, no MTT entries (MRSpec.Implicit)
 	Space     bus.Space // MR: the host memory behind it
 	Parent    uint32    // MW: MPT index of the region it is bound to
 	QPN       uint32    // MW type 2: the QP it is bound to
@@ -193,13 +194,29 @@ type MRSpec struct {
 	Space  bus.Space
 	Addr   uint64
 	Length uint64
+
+	// Implicit registers the whole of Space (implicit on-demand paging,
+	// ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND)): every
+	// address is its own IOVA, Length is ImplicitLength, and the region
+	// takes no MTT entries — a hardware NIC builds its translation as
+	// pages fault in; the pages of the space behind it (another
+	// process's address space) are reached as they are at each DMA, so
+	// Translate maps an address to itself. Addr and IOVA must be 0 and
+	// Buf nil.
+	Implicit bool
 }
+
+// ImplicitLength is an implicit region's length (SIZE_MAX).
+const ImplicitLength = 1<<64 - 1
 
 // RegMR registers Buf and returns its key (lkey == rkey, as on mlx5; the
 // remote rights decide what a peer may do with it).
 func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 	if err := checkMRAccess(s.Access); err != nil {
 		return 0, err
+	}
+	if s.Implicit {
+		return u.regImplicit(s)
 	}
 	n := uint64(len(s.Buf))
 	if s.Buf == nil {
@@ -251,6 +268,26 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
 		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base,
 		Space: sp, mapped: mapped,
+	}
+	u.nMR++
+	return key, nil
+}
+
+// regImplicit registers an implicit region (MRSpec.Implicit).
+func (u *ATU) regImplicit(s MRSpec) (uint32, error) {
+	if s.Buf != nil || s.Addr != 0 || s.IOVA != 0 || s.Length != ImplicitLength || s.Access.Has(ZeroBased) {
+		return 0, fmt.Errorf("%w: an implicit region is the whole space: address and IOVA 0, length %#x, not zero-based", ErrInvalid, uint64(ImplicitLength))
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	idx, ok := u.allocIndex()
+	if !ok {
+		return 0, fmt.Errorf("%w (%d regions and windows)", ErrNoResources, u.cfg.MaxMR)
+	}
+	key := u.nextKey(idx)
+	u.mpt[idx] = MPTEntry{
+		Key: key, Kind: KindMR, Valid: true, PageShift: u.cfg.PageShift, Implicit: true,
+		PD: s.PD, Access: s.Access, Length: ImplicitLength, Space: s.Space,
 	}
 	u.nMR++
 	return key, nil
@@ -329,6 +366,9 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 	if e.mapped {
 		return fmt.Errorf("%w: region %#x is a buffer of this program", ErrInvalid, key)
 	}
+	if e.Implicit {
+		return fmt.Errorf("%w: region %#x is implicit", ErrInvalid, key)
+	}
 	if u.refs[idx] > 0 {
 		return fmt.Errorf("%w: region %#x has %d memory windows bound", ErrBusy, key, u.refs[idx])
 	}
@@ -364,6 +404,9 @@ func checkMRAccess(a Access) error {
 
 // releaseMTT frees region e's MTT entries (and their cached copies).
 func (u *ATU) releaseMTT(e *MPTEntry) {
+	if e.Implicit {
+		return // it took none
+	}
 	pages := pageCount(e)
 	for i := uint32(0); i < pages; i++ {
 		u.mttCache.Invalidate(e.MTTBase + i)
@@ -737,6 +780,17 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 
 // walk reads the MTT entries covering [va, va+n) of region e.
 func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
+	if e.Implicit {
+		// Every address is its own: extents of the space, cut where a
+		// Seg's length ends.
+		for n > 0 {
+			take := min(n, 1<<31)
+			dst = append(dst, Seg{Addr: va, Space: e.Space, Len: uint32(take)})
+			va += take
+			n -= take
+		}
+		return dst
+	}
 	shift := e.PageShift
 	mask := uint64(1)<<shift - 1
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)

@@ -3,6 +3,7 @@ package atu
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/rnic/rnic/internal/hw/cache"
@@ -300,5 +301,71 @@ func TestFaultString(t *testing.T) {
 	}
 	if s := Fault(numFaults).String(); s != "fault?" {
 		t.Errorf("Fault(%d).String() = %q, want fault?", numFaults, s)
+	}
+}
+
+// TestImplicitRegion: an implicit region (implicit on-demand paging) is
+// the whole of its space: every address translates to itself, it takes
+// no MTT entry, the usual protection checks apply, only the whole space
+// may be registered so, and it cannot be re-registered.
+func TestImplicitRegion(t *testing.T) {
+	u := newATU(t, 8, shapeNamed(t, "tiny"))
+	const sp = 7 // a space the ATU only passes on
+	s := MRSpec{PD: 1, Space: sp, Length: ImplicitLength, Implicit: true, Access: LocalWrite | RemoteWrite}
+	for _, bad := range []struct {
+		name string
+		edit func(*MRSpec)
+	}{
+		{"short", func(s *MRSpec) { s.Length = 1 << 40 }},
+		{"offset", func(s *MRSpec) { s.Addr = 4096 }},
+		{"IOVA", func(s *MRSpec) { s.IOVA = 4096 }},
+		{"zero-based", func(s *MRSpec) { s.Access |= ZeroBased }},
+		{"buffer", func(s *MRSpec) { s.Buf = make([]byte, 8) }},
+	} {
+		b := s
+		bad.edit(&b)
+		if _, err := u.RegMR(b); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s implicit region: %v, want ErrInvalid", bad.name, err)
+		}
+	}
+	key := mustReg(t, u, s)
+	if st := u.Stats(); st.MRs != 1 || st.MTTEntries != 0 {
+		t.Errorf("after an implicit RegMR: %d regions, %d MTT entries; want 1, 0", st.MRs, st.MTTEntries)
+	}
+	for _, tc := range []struct {
+		va, n uint64
+		want  []Seg
+		fault Fault
+	}{
+		{0x7f0012345678, 100, []Seg{{Space: sp, Addr: 0x7f0012345678, Len: 100}}, OK},
+		{0, 1, []Seg{{Space: sp, Addr: 0, Len: 1}}, OK},
+		{1<<64 - 2, 1, []Seg{{Space: sp, Addr: 1<<64 - 2, Len: 1}}, OK},
+		{0x1000, 3 << 30, []Seg{{Space: sp, Addr: 0x1000, Len: 1 << 31}, {Space: sp, Addr: 0x1000 + 1<<31, Len: 1 << 30}}, OK},
+		{1<<64 - 2, 2, nil, FaultBounds},
+	} {
+		r := Request{Key: key, PD: 1, VA: tc.va, Len: tc.n, Access: RemoteWrite, Remote: true}
+		got, f := u.Translate(&r, nil)
+		if f != tc.fault || !slices.Equal(got, tc.want) {
+			t.Errorf("Translate %d bytes at %#x: %v %v, want %v %v", tc.n, tc.va, got, f, tc.want, tc.fault)
+		}
+		if r.MTTMisses != 0 {
+			t.Errorf("Translate at %#x read %d MTT entries", tc.va, r.MTTMisses)
+		}
+	}
+	// The region's rights and PD still hold.
+	if _, f := u.Translate(&Request{Key: key, PD: 1, VA: 64, Len: 8, Access: RemoteRead, Remote: true}, nil); f != FaultAccess {
+		t.Errorf("a READ through a write-only implicit region: %v, want FaultAccess", f)
+	}
+	if _, f := u.Translate(&Request{Key: key, PD: 2, VA: 64, Len: 8, Access: LocalWrite}, nil); f != FaultPD {
+		t.Errorf("another PD's access: %v, want FaultPD", f)
+	}
+	if err := u.ReregMR(key, MRSpec{PD: 1, Space: sp, Length: 4096, Access: LocalWrite}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ReregMR of an implicit region: %v, want ErrInvalid", err)
+	}
+	if err := u.DeregMR(key); err != nil {
+		t.Fatal(err)
+	}
+	if st := u.Stats(); st.MRs != 0 || st.MTTEntries != 0 {
+		t.Errorf("after DeregMR: %+v", st)
 	}
 }
