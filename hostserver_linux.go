@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/nic"
 )
@@ -393,8 +394,11 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		if hc.access != 0 {
 			return fail(hc.access) // the kernel keeps the NIC out of the program's memory (HELLO's probe)
 		}
+		// ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND): implicit
+		// on-demand paging, the program's whole address space.
+		implicit := addr == 0 && iova == 0 && length == atu.ImplicitLength && acc&accessOnDemand != 0
 		acc &^= accessOnDemand // every region of a program is on demand
-		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc))
+		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc), implicit)
 		if err != nil {
 			return fail(errnoOf(err))
 		}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -52,7 +54,15 @@ func TestHostPeer(t *testing.T) {
 		fail("reg mr", err)
 	}
 	_, lkey := r.U32(), r.U32()
-	fmt.Printf("addr %d pd %d lkey %d\n", addr, pd, lkey)
+	// And its whole address space: implicit on-demand paging.
+	r, err = c.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+		m.U32(pd).U64(0).U64(math.MaxUint64).U64(0).U32(uint32(rnic.AccessLocalWrite|rnic.AccessRemoteRead) | 1<<6)
+	})
+	if err != nil {
+		fail("reg mr implicit", err)
+	}
+	_, implicit := r.U32(), r.U32()
+	fmt.Printf("addr %d pd %d lkey %d implicit %d\n", addr, pd, lkey, implicit)
 	testpeer.Loop(buf)
 }
 
@@ -109,8 +119,8 @@ func TestServeHost(t *testing.T) {
 	// Another process registers its memory; the NIC reads it through the
 	// MR with the program's PD.
 	peer := testpeer.Start(t, "TestHostPeer", "RNIC_HOST_SOCK="+sock)
-	var pd, lkey uint32
-	if _, err := fmt.Sscanf(peer.Line, "addr %d pd %d lkey %d", new(uint64), &pd, &lkey); err != nil {
+	var pd, lkey, implicit uint32
+	if _, err := fmt.Sscanf(peer.Line, "addr %d pd %d lkey %d implicit %d", new(uint64), &pd, &lkey, &implicit); err != nil {
 		t.Fatalf("program said %q", peer.Line)
 	}
 	got, err := rnic.ReadThroughMR(dev, pd, lkey, peer.Addr+4096, 256)
@@ -119,6 +129,11 @@ func TestServeHost(t *testing.T) {
 		if b != testpeer.Byte(4096+i) {
 			t.Fatalf("byte %d through the program's MR: %#x, want %#x", i, b, testpeer.Byte(4096+i))
 		}
+	}
+	// Through the implicit region, the same bytes at the same address:
+	// every address of the program is its own IOVA.
+	if got, err := rnic.ReadThroughMR(dev, pd, implicit, peer.Addr+4096, 256); err != nil || !slices.Equal(got, testpeer.Region()[4096:4096+256]) {
+		t.Errorf("256 bytes at %#x through the implicit region: %v, %x", peer.Addr+4096, err, got[:min(8, len(got))])
 	}
 	// This client cannot name the program's PD (handles are per program).
 	if _, err := c.Call(hostif.OpDeallocPD, func(m *hostif.Msg) { m.U32(pd) }); !errors.Is(err, syscall.EINVAL) {

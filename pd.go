@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -193,7 +194,11 @@ func (pd *PD) RegMRMetadata(iova uint64, length int, access Access, pageSize int
 // regProcess registers length bytes at address addr of another process
 // (the host interface's REG_MR): a space of the device's bus over the
 // process's memory, reached with process_vm_readv/writev, nothing pinned.
-func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Access) (*MR, error) {
+//
+// An implicit region (implicit on-demand paging: addr and iova 0, length
+// atu.ImplicitLength) is the process's whole address space, each address
+// its own IOVA.
+func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Access, implicit bool) (*MR, error) {
 	if err := pd.usable(); err != nil {
 		return nil, err
 	}
@@ -201,14 +206,15 @@ func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Ac
 	if !ok || pd.dev.vc != nil {
 		return nil, errors.New("rnic: this device cannot reach another process's memory")
 	}
-	if length == 0 || length > uint64(pd.dev.attr.MaxMRSize) {
+	size := int(min(length, math.MaxInt))
+	if !implicit && (length == 0 || length > uint64(pd.dev.attr.MaxMRSize)) {
 		return nil, fmt.Errorf("rnic: RegMR of %d bytes", length)
 	}
 	sp, err := host.MapProcess(proc, addr, length)
 	if err != nil {
 		return nil, fmt.Errorf("rnic: RegMR: %w", err)
 	}
-	mr, err := pd.register(atu.MRSpec{PD: pd.pdn, Space: sp, Length: length, IOVA: iova, Access: atuAccess(access)}, nil, int(length), access)
+	mr, err := pd.register(atu.MRSpec{PD: pd.pdn, Space: sp, Length: length, IOVA: iova, Access: atuAccess(access), Implicit: implicit}, nil, size, access)
 	if err != nil {
 		host.Unmap(sp)
 		return nil, err

@@ -35,7 +35,7 @@ type rdmaCoreResult struct {
 
 // beyondRxe are the tests rxe (Linux 6.1, the table's) skips or fails
 // that rnic passes: ODP (the NIC pins nothing: every region is on demand;
-// not implicit ODP), ibv_rereg_mr (in place, keeping the keys) and ATOMIC
+// implicit ODP too, the whole address space as one region), ibv_rereg_mr (in place, keeping the keys) and ATOMIC
 // WRITE (rxe 6.1 lacks it; 6.12 passes it).
 var beyondRxe = []string{
 	"test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write",
@@ -47,6 +47,8 @@ var beyondRxe = []string{
 	"test_odp.OdpTestCase.test_odp_rc_rdma_write", "test_odp.OdpTestCase.test_odp_rc_srq_traffic",
 	"test_odp.OdpTestCase.test_odp_rc_traffic", "test_odp.OdpTestCase.test_odp_sync_prefetch_rc_traffic",
 	"test_odp.OdpTestCase.test_odp_ud_traffic",
+	"test_odp.OdpTestCase.test_odp_implicit_rc_traffic", "test_odp.OdpTestCase.test_odp_implicit_sync_prefetch_rc_traffic",
+	"test_odp.OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic",
 }
 
 // copyRdmaCoreTests copies the suite into dir, unpacking what Debian

@@ -275,9 +275,11 @@ int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex
 	/* On-demand paging: the NIC pins nothing and reaches a region's pages
 	 * through the kernel (process_vm_readv/writev), which faults them in
 	 * as it goes, so every region is on demand and IBV_ACCESS_ON_DEMAND
-	 * changes nothing. Not implicit ODP: a region has MTT entries for its
-	 * pages, so the whole address space cannot be one. */
-	a.odp_caps.general_caps = IBV_ODP_SUPPORT;
+	 * changes nothing. Implicit ODP too: ibv_reg_mr(pd, NULL, SIZE_MAX,
+	 * IBV_ACCESS_ON_DEMAND) registers the program's whole address space,
+	 * each address its own IOVA (the NIC's ATU keeps no MTT entries for
+	 * it). */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
 	a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
 						    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
