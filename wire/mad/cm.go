@@ -1,5 +1,10 @@
 package mad
 
+import (
+	"errors"
+	"fmt"
+)
+
 // The CM class's messages (IBTA Vol. 1 §12.6, Tables 106-120): each a
 // struct of every field, decoded from and encoded into a MAD's data.
 // Offsets are the spec's, from the start of the message's data. The
@@ -281,24 +286,59 @@ func (r *SIDRREP) fields(c *coder) {
 	}
 }
 
-// Decode and Encode of each message: m must be a MAD (Parse) of the
-// message's attribute; Encode writes only the data, SetHeader the header.
+// Message is a CM message: *REQ, *MRA, *REJ, *REP, *RTU, *DREQ, *DREP,
+// *SIDRREQ or *SIDRREP.
+type Message interface {
+	Attr() Attr
+	fields(c *coder)
+}
 
-func (m MAD) REQ() (r REQ)          { decode(m, r.fields); return }
-func (m MAD) MRA() (r MRA)          { decode(m, r.fields); return }
-func (m MAD) REJ() (r REJ)          { decode(m, r.fields); return }
-func (m MAD) REP() (r REP)          { decode(m, r.fields); return }
-func (m MAD) RTU() (r RTU)          { decode(m, r.fields); return }
-func (m MAD) DREQ() (r DREQ)        { decode(m, r.fields); return }
-func (m MAD) DREP() (r DREP)        { decode(m, r.fields); return }
-func (m MAD) SIDRREQ() (r SIDRREQ)  { decode(m, r.fields); return }
-func (m MAD) SIDRREP() (r SIDRREP)  { decode(m, r.fields); return }
-func (m MAD) SetREQ(r *REQ)         { encode(m, r.fields) }
-func (m MAD) SetMRA(r *MRA)         { encode(m, r.fields) }
-func (m MAD) SetREJ(r *REJ)         { encode(m, r.fields) }
-func (m MAD) SetREP(r *REP)         { encode(m, r.fields) }
-func (m MAD) SetRTU(r *RTU)         { encode(m, r.fields) }
-func (m MAD) SetDREQ(r *DREQ)       { encode(m, r.fields) }
-func (m MAD) SetDREP(r *DREP)       { encode(m, r.fields) }
-func (m MAD) SetSIDRREQ(r *SIDRREQ) { encode(m, r.fields) }
-func (m MAD) SetSIDRREP(r *SIDRREP) { encode(m, r.fields) }
+func (*REQ) Attr() Attr     { return AttrREQ }
+func (*MRA) Attr() Attr     { return AttrMRA }
+func (*REJ) Attr() Attr     { return AttrREJ }
+func (*REP) Attr() Attr     { return AttrREP }
+func (*RTU) Attr() Attr     { return AttrRTU }
+func (*DREQ) Attr() Attr    { return AttrDREQ }
+func (*DREP) Attr() Attr    { return AttrDREP }
+func (*SIDRREQ) Attr() Attr { return AttrSIDRREQ }
+func (*SIDRREP) Attr() Attr { return AttrSIDRREP }
+
+// ErrNotCM is Message's error for a MAD that is not a CM message this
+// package knows (another class, or LAP, APR, ClassPortInfo).
+var ErrNotCM = errors.New("mad: not a CM message")
+
+// Message decodes the CM message m holds (m from Parse).
+func (m MAD) Message() (Message, error) {
+	if m.Class() != ClassCM {
+		return nil, ErrNotCM
+	}
+	var msg Message
+	switch m.Attr() {
+	case AttrREQ:
+		msg = new(REQ)
+	case AttrMRA:
+		msg = new(MRA)
+	case AttrREJ:
+		msg = new(REJ)
+	case AttrREP:
+		msg = new(REP)
+	case AttrRTU:
+		msg = new(RTU)
+	case AttrDREQ:
+		msg = new(DREQ)
+	case AttrDREP:
+		msg = new(DREP)
+	case AttrSIDRREQ:
+		msg = new(SIDRREQ)
+	case AttrSIDRREP:
+		msg = new(SIDRREP)
+	default:
+		return nil, fmt.Errorf("%w: attribute %v", ErrNotCM, m.Attr())
+	}
+	decode(m, msg.fields)
+	return msg, nil
+}
+
+// SetMessage encodes msg into m's data, its reserved bits zero; the
+// header is SetHeader's (CMHeader(msg.Attr(), tid)).
+func (m MAD) SetMessage(msg Message) { encode(m, msg.fields) }

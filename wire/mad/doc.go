@@ -8,8 +8,9 @@
 //
 // It sits beside package wire: wire parses the frame (IP, UDP, BTH,
 // DETH) and hands over its payload; this package reads and writes the
-// MAD in it. Messages are header views over []byte with Decode and
-// Encode to a struct of every field, so that a message re-encodes
+// MAD in it. MAD is a view over the 256 bytes; MAD.Message decodes the
+// CM message it holds into a struct of every field (*REQ, *REP, ...) and
+// MAD.SetMessage encodes one, so that a message re-encodes
 // byte-identically (TestGolden holds that for every CM MAD captured from
 // Linux's CM between two rxe hosts, testdata/cm). Field positions follow
 // the spec's tables: a field starts at a byte, at a bit counted from that

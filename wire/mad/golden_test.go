@@ -71,38 +71,30 @@ func reencode(t *testing.T, m mad.MAD) mad.MAD {
 	n := mad.MAD(make([]byte, mad.Size))
 	h := m.Header()
 	n.SetHeader(&h)
-	switch m.Attr() {
-	case mad.AttrREQ:
-		r := m.REQ()
-		n.SetREQ(&r)
-	case mad.AttrMRA:
-		r := m.MRA()
-		n.SetMRA(&r)
-	case mad.AttrREJ:
-		r := m.REJ()
-		n.SetREJ(&r)
-	case mad.AttrREP:
-		r := m.REP()
-		n.SetREP(&r)
-	case mad.AttrRTU:
-		r := m.RTU()
-		n.SetRTU(&r)
-	case mad.AttrDREQ:
-		r := m.DREQ()
-		n.SetDREQ(&r)
-	case mad.AttrDREP:
-		r := m.DREP()
-		n.SetDREP(&r)
-	case mad.AttrSIDRREQ:
-		r := m.SIDRREQ()
-		n.SetSIDRREQ(&r)
-	case mad.AttrSIDRREP:
-		r := m.SIDRREP()
-		n.SetSIDRREP(&r)
-	default:
-		t.Errorf("attribute %v in a capture", m.Attr())
+	msg, err := m.Message()
+	if err != nil {
+		t.Errorf("attribute %v in a capture: %v", m.Attr(), err)
+		return n
 	}
+	n.SetMessage(msg)
 	return n
+}
+
+// message decodes the first message of attribute a in file.
+func message[T mad.Message](t *testing.T, mads []captured, file string, a mad.Attr) T {
+	t.Helper()
+	for _, c := range mads {
+		if c.file == file && c.mad.Attr() == a {
+			msg, err := c.mad.Message()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return msg.(T)
+		}
+	}
+	t.Fatalf("no %v in %s", a, file)
+	var zero T
+	return zero
 }
 
 // TestGolden: every CM MAD that Linux's CM sent between two rxe hosts
@@ -136,21 +128,12 @@ func TestGolden(t *testing.T) {
 	}
 	t.Logf("%d MADs: %v", len(mads), seen)
 
-	byFile := func(file string, a mad.Attr) mad.MAD {
-		for _, c := range mads {
-			if c.file == file && c.mad.Attr() == a {
-				return c.mad
-			}
-		}
-		t.Fatalf("no %v in %s", a, file)
-		return nil
-	}
 	// rping's REQ and REP, as Wireshark decodes them, but for the
 	// primary path's flow label and packet rate: bytes 88-91 of the REQ
 	// are 1d ef 90 00, a flow label of 0x1def9 in the top 20 bits and a
 	// packet rate of 0 in the low 6 (Table 106), which Wireshark 4.0
 	// shows as 0x001de and 0x1d.
-	req := byFile("rdmacm_rping.pcap", mad.AttrREQ).REQ()
+	req := *message[*mad.REQ](t, mads, "rdmacm_rping.pcap", mad.AttrREQ)
 	want := mad.REQ{
 		LocalCommID: 0x14781e41, ServiceID: mad.ServiceID(mad.PortSpaceTCP, 7174), LocalCAGUID: 0x505400fffec6120c,
 		LocalQPN: 0x1c, ResponderResources: 1, InitiatorDepth: 1, RemoteCMResponseTimeout: 0x14,
@@ -172,21 +155,21 @@ func TestGolden(t *testing.T) {
 	if !bytes.Equal(p[:mad.CMAHeaderSize], req.PrivateData[:mad.CMAHeaderSize]) {
 		t.Errorf("rdma_cm header re-encoded %x, captured %x", p[:mad.CMAHeaderSize], req.PrivateData[:mad.CMAHeaderSize])
 	}
-	rep := byFile("rdmacm_rping.pcap", mad.AttrREP).REP()
+	rep := message[*mad.REP](t, mads, "rdmacm_rping.pcap", mad.AttrREP)
 	if rep.LocalCommID != 0x7751a115 || rep.RemoteCommID != 0x14781e41 || rep.LocalQPN != 0x1c || rep.StartingPSN != 0x15aa93 ||
 		rep.TargetACKDelay != 0x0f || rep.RNRRetryCount != 7 || rep.LocalCAGUID != 0x505400fffec6120b || rep.ResponderResources != 1 {
 		t.Errorf("rping's REP: %+v", rep)
 	}
 	// A REQ for a port nobody listens on: REJ reason 8 to the REQ.
-	rej := byFile("rdmacm_rej.pcap", mad.AttrREJ).REJ()
-	if rej.Reason != uint16(mad.RejInvalidServiceID) || rej.MessageRejected != 0 || rej.RemoteCommID != byFile("rdmacm_rej.pcap", mad.AttrREQ).REQ().LocalCommID {
+	rej := message[*mad.REJ](t, mads, "rdmacm_rej.pcap", mad.AttrREJ)
+	if rej.Reason != uint16(mad.RejInvalidServiceID) || rej.MessageRejected != 0 || rej.RemoteCommID != message[*mad.REQ](t, mads, "rdmacm_rej.pcap", mad.AttrREQ).LocalCommID {
 		t.Errorf("the REJ: %+v", rej)
 	}
 	// udaddy's SIDR: the service ID of UDP port 7174, and the reply
 	// names the server's UD QP (the one the client's datagrams go to,
 	// QPN 0x11) and rdma_cm's UD Q_Key (RDMA_UDP_QKEY).
-	sreq := byFile("rdmacm_udaddy.pcap", mad.AttrSIDRREQ).SIDRREQ()
-	srep := byFile("rdmacm_udaddy.pcap", mad.AttrSIDRREP).SIDRREP()
+	sreq := message[*mad.SIDRREQ](t, mads, "rdmacm_udaddy.pcap", mad.AttrSIDRREQ)
+	srep := message[*mad.SIDRREP](t, mads, "rdmacm_udaddy.pcap", mad.AttrSIDRREP)
 	if sreq.ServiceID != mad.ServiceID(mad.PortSpaceUDP, 7174) || sreq.PKey != 0xffff {
 		t.Errorf("udaddy's SIDR_REQ: %+v", sreq)
 	}

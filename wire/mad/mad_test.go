@@ -82,8 +82,10 @@ func TestEncodeClearsReserved(t *testing.T) {
 	}
 	r := REQ{LocalCommID: 1, ServiceID: ServiceID(PortSpaceTCP, 18515), LocalQPN: 0x123456, StartingPSN: 0xabcdef,
 		PathMTU: 3, RetryCount: 7, Primary: Path{FlowLabel: 0xfffff, PacketRate: 0x3f, SL: 0xf, SubnetLocal: true, LocalAckTimeout: 0x1f}}
-	m.SetREQ(&r)
-	if got := m.REQ(); got != r {
+	h := CMHeader(AttrREQ, 1)
+	m.SetHeader(&h)
+	m.SetMessage(&r)
+	if got, err := m.Message(); err != nil || *got.(*REQ) != r {
 		t.Errorf("REQ round trip:\n got %+v\nwant %+v", got, r)
 	}
 	// Byte 4 (between the communication ID and the vendor ID) and bytes
