@@ -352,6 +352,15 @@ func (d *Device) routineEngine() {
 		busy, moved := d.stepLocked()
 		d.mu.Unlock()
 		d.flushTx()
+		if busy && d.poller != nil {
+			// Busy, the engine takes in what the link has received
+			// itself, as NAPI polls a busy device's ring: the link's
+			// goroutine waits in Go's network poller, which a
+			// processor kept busy by this loop (GOMAXPROCS 1, as a
+			// NIC serving programs on two cores runs) looks at only
+			// every 10 ms, and the ACKs the peer sent would wait.
+			d.poller.Poll()
+		}
 		if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 			continue
 		}
