@@ -225,6 +225,19 @@ run_prog() {
 	record "$dir" "$prog" - 1 1024 0 FAIL "rnic side rc=$hrc rxe side rc=$vrc"
 }
 
+# finish_library ends a run of the library's modes (--provider,
+# --nonposted): the NIC down, the VM stopped unless --keep, the summary,
+# and the exit status (0: all passed).
+finish_library() {
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic down --all >&2
+	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
+	rm -rf "$lib" "$run"
+	echo
+	echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
+	[ $fail = 0 ]
+	exit
+}
+
 start=$(date +%s)
 : >"$out.log"
 rerun=""
@@ -286,13 +299,7 @@ if [ $nonposted = 1 ]; then
 	o=$("$peer/peer.sh" wait a "$job" --timeout 60 2>&1); rc=$?
 	np rxe-server "$rc" "word 1122334455667788" "$o"
 	rm -f /tmp/rnic-np-srv.$$
-	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic down --all >&2
-	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
-	rm -rf "$lib" "$run"
-	echo
-	echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
-	[ $fail = 0 ]
-	exit
+	finish_library
 fi
 if [ $provider = 1 ]; then
 	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
@@ -312,13 +319,7 @@ if [ $provider = 1 ]; then
 			run_prog $dir ibv_${pp}_pingpong "-g 1 -n 100 -s $size -c"
 		done
 	done
-	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic down --all >&2
-	[ $keep = 1 ] || "$peer/peer.sh" stop >&2
-	rm -rf "$lib" "$run"
-	echo
-	echo "$pass passed, $fail failed in $(( $(date +%s) - start )) s; table in $out, failures in $out.log"
-	[ $fail = 0 ]
-	exit
+	finish_library
 fi
 for mtu in $MTUS; do
 	start_vm "$mtu" 0
