@@ -116,7 +116,10 @@ func (qp *QP) Connect(peer Endpoint, p ConnParams) error {
 	if p.MTU == 0 {
 		p.MTU = d.attr.ActiveMTU
 	}
-	if p.QKey == 0 {
+	switch {
+	case p.QKey == 0 && qp.Type() == GSI:
+		p.QKey = gsiQKey
+	case p.QKey == 0:
 		p.QKey = 0x11111111
 	}
 	var (
@@ -141,7 +144,7 @@ func (qp *QP) Connect(peer Endpoint, p ConnParams) error {
 	timeout, retry, rnrRetry, minRNR, maxRd, maxDestRd := v[0], v[1], v[2], v[3], v[4], v[5]
 	var steps []modifyStep
 	switch qp.Type() {
-	case UD:
+	case UD, GSI:
 		steps = append(steps,
 			modifyStep{QPAttr{State: QPSInit, Port: 1, QKey: p.QKey}, QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
 			modifyStep{QPAttr{State: QPSRTR}, QPAttrState},

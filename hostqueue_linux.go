@@ -695,7 +695,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		defer hc.mu.Unlock()
 		pd, sc, rc, srq := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq], hc.srqs[srqh]
 		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE ||
-			srqh != 0 && srq == nil {
+			srqh != 0 && srq == nil || QPType(typ) == GSI { // QP1 is the NIC's own, as the kernel's
 			return unix.EINVAL, nil
 		}
 		init := QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll}

@@ -13,7 +13,8 @@ import (
 
 // QPInitAttr creates a QP (struct ibv_qp_init_attr).
 type QPInitAttr struct {
-	// Type is the transport service: RC, UC or UD (qp_type).
+	// Type is the transport service: RC, UC or UD (qp_type), or GSI for
+	// QP1.
 	Type QPType
 	// SendCQ and RecvCQ receive the send and receive completions; they may
 	// be the same CQ (send_cq, recv_cq).
@@ -93,8 +94,12 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 		return nil, fmt.Errorf("rnic: CreateQP: %w", err)
 	}
 	switch {
-	case a.Type != RC && a.Type != UC && a.Type != UD:
+	case a.Type != RC && a.Type != UC && a.Type != UD && a.Type != GSI:
 		return nil, fmt.Errorf("rnic: CreateQP: QP type %v is not supported", a.Type)
+	case a.Type == GSI && d.vc != nil:
+		return nil, errors.New("rnic: CreateQP: QP1 (GSI) is not modelled in virtual time")
+	case a.Type == GSI && a.SRQ != nil:
+		return nil, errors.New("rnic: CreateQP: QP1 (GSI) takes no SRQ")
 	case a.SendCQ == nil || a.RecvCQ == nil:
 		return nil, errors.New("rnic: CreateQP: SendCQ and RecvCQ are required")
 	case a.SendCQ.dev != d || a.RecvCQ.dev != d || (a.SRQ != nil && a.SRQ.pd.dev != d):
@@ -119,7 +124,13 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 	if err := pd.get(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateQP: %w", err)
 	}
-	qpn, slot, ok := d.qpt.Alloc()
+	var (
+		qpn, slot uint32
+		ok        = true
+	)
+	if a.Type != GSI {
+		qpn, slot, ok = d.qpt.Alloc()
+	}
 	if !ok {
 		pd.put()
 		return nil, fmt.Errorf("rnic: CreateQP: all %d QPs in use", at.MaxQP)
@@ -127,6 +138,9 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 	qp := &QP{pd: pd, init: a, slot: slot}
 	in := &transport.QPInit{Type: transport.QPType(a.Type), PD: pd.pdn, SendCQ: a.SendCQ.c, RecvCQ: a.RecvCQ.c,
 		Cap: transport.QPCap(a.Cap), SigAll: a.SigAll, Opaque: qp}
+	if a.Type == GSI {
+		in.Type, in.GSI = transport.UD, true
+	}
 	if a.SRQ != nil {
 		in.SRQ = a.SRQ.s
 	}
@@ -149,18 +163,23 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 		qp.q, err = e.CreateQP(in, qpn, slot)
 	})
 	if err != nil {
-		d.qpt.Release(slot)
+		if a.Type != GSI {
+			d.qpt.Release(slot)
+		}
 		pd.put()
 		return nil, fmt.Errorf("rnic: CreateQP: %w", err)
 	}
 	return qp, nil
 }
 
+// gsiQKey is the only Q_Key of QP1 (IBTA §13.5.1).
+const gsiQKey = transport.GSIQKey
+
 // QPN returns the QP number.
 func (qp *QP) QPN() uint32 { return qp.q.QPN }
 
 // Type returns the QP's transport service.
-func (qp *QP) Type() QPType { return QPType(qp.q.Type) }
+func (qp *QP) Type() QPType { return qp.init.Type }
 
 // State returns the QP's current state; QPSErr once the QP was destroyed
 // or its device closed, since it then accepts no work.

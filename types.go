@@ -399,9 +399,15 @@ func (f WCFlags) String() string {
 type QPType uint8
 
 const (
-	RC QPType = 2 // IBV_QPT_RC: reliable connection
-	UC QPType = 3 // IBV_QPT_UC: unreliable connection
-	UD QPType = 4 // IBV_QPT_UD: unreliable datagram
+	// GSI is QP1, the general services interface (the kernel's
+	// IB_QPT_GSI): a UD QP numbered 1 that sends and receives management
+	// datagrams (MADs) with Q_Key 0x80010000. A device has at most one;
+	// the connection manager (package cm) makes it. Programs of the host
+	// interface cannot.
+	GSI QPType = 1
+	RC  QPType = 2 // IBV_QPT_RC: reliable connection
+	UC  QPType = 3 // IBV_QPT_UC: unreliable connection
+	UD  QPType = 4 // IBV_QPT_UD: unreliable datagram
 )
 
 // String returns "RC", "UC" or "UD" (as rdma resource show qp prints
@@ -414,6 +420,8 @@ func (t QPType) String() string {
 		return "UC"
 	case UD:
 		return "UD"
+	case GSI:
+		return "GSI"
 	}
 	return "QPType(" + strconv.Itoa(int(t)) + ")"
 }

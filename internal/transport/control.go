@@ -19,6 +19,17 @@ var ErrAttr = errors.New("invalid QP attribute")
 // ErrNotSupported is wrapped when a feature this NIC lacks is asked for.
 var ErrNotSupported = errors.New("not supported")
 
+// ErrBusy is wrapped when a resource that exists once is taken (QP1).
+var ErrBusy = errors.New("resource busy")
+
+// GSIQPN is the general services interface's QP number, and GSIQKey the
+// only Q_Key it takes (IBTA §13.5.1, §10.2.4): management datagrams (the
+// connection manager's) go from QP1 to QP1.
+const (
+	GSIQPN  = 1
+	GSIQKey = 0x80010000
+)
+
 // Bounds of a QP's rings (see CreateQP).
 const (
 	maxRingDepth  = 1 << 20
@@ -28,9 +39,22 @@ const (
 
 // CreateQP builds a QP in RESET with number qpn in table slot index (both
 // allocated by the device) and publishes it in the QP table.
+//
+// With in.GSI it builds QP1 instead, the general services interface
+// (IBTA §13.5.1): a UD QP numbered GSIQPN whatever qpn and index say,
+// outside the QP table, one per device, taking only GSIQKey.
 func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 	if in.Type != RC && in.Type != UC && in.Type != UD {
 		return nil, fmt.Errorf("%w: QP type %v", ErrNotSupported, in.Type)
+	}
+	if in.GSI {
+		switch {
+		case in.Type != UD:
+			return nil, fmt.Errorf("%w: the GSI QP is a UD QP, not %v", ErrAttr, in.Type)
+		case e.gsi != nil:
+			return nil, fmt.Errorf("%w: QP1 exists already", ErrBusy)
+		}
+		qpn, index = GSIQPN, uint32(e.cfg.QPs.Cap())
 	}
 	if in.SendCQ == nil || in.RecvCQ == nil {
 		return nil, fmt.Errorf("%w: a QP needs a send CQ and a receive CQ", ErrAttr)
@@ -66,6 +90,11 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 	qp.attr.AV.SrcPort = e.sourcePort(qpn)
 	in.SendCQ.Refs.Add(1)
 	in.RecvCQ.Refs.Add(1)
+	if in.GSI {
+		qp.gsi = true
+		e.gsi = qp
+		return qp, nil
+	}
 	e.cfg.QPs.Set(index, qp)
 	return qp, nil
 }
@@ -83,7 +112,11 @@ func (e *Engine) DestroyQP(qp *QP) {
 	e.arb.Remove(qp.index)
 	e.qpc.Invalidate(qp.QPN)
 	e.unschedule(qp)
-	e.cfg.QPs.Release(qp.index)
+	if qp.gsi {
+		e.gsi = nil
+	} else {
+		e.cfg.QPs.Release(qp.index)
+	}
 	qp.scq.Refs.Add(-1)
 	qp.rcq.Refs.Add(-1)
 	if qp.srq != nil {
@@ -228,6 +261,8 @@ func (e *Engine) checkValues(qp *QP, a *QPAttr, mask AttrMask) error {
 		return fmt.Errorf("%w: per-QP rate limits", ErrNotSupported)
 	case mask&AttrPKeyIndex != 0 && a.PKeyIndex != 0:
 		return fmt.Errorf("%w: pkey_index %d (the P_Key table has one entry, 0xffff)", ErrAttr, a.PKeyIndex)
+	case qp.gsi && mask&AttrQKey != 0 && a.QKey != GSIQKey:
+		return fmt.Errorf("%w: qkey %#x (QP1 takes %#x only)", ErrAttr, a.QKey, uint32(GSIQKey))
 	case mask&AttrPort != 0 && a.Port != 1:
 		return fmt.Errorf("%w: port %d (the device has port 1)", ErrAttr, a.Port)
 	case mask&AttrAccessFlags != 0 && a.AccessFlags&^(atu.LocalWrite|atu.RemoteWrite|atu.RemoteRead|atu.RemoteAtomic|atu.MWBind|atu.FlushGlobal|atu.FlushPersistent) != 0:

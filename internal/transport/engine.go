@@ -89,6 +89,12 @@ type Engine struct {
 	qpc *cache.Cache[uint32, *QP]
 	cqc *cache.Cache[uint32, *CQ]
 
+	// gsi is QP1, the general services interface (CreateQP with
+	// QPInit.GSI), or nil. It lives outside the QP table: its number is
+	// the spec's, its context pinned on chip as a NIC keeps its special
+	// QPs', and its arbiter queue is the one past the table's last slot.
+	gsi *QP
+
 	now    int64
 	timers timerHeap
 	out    []*link.Buf
@@ -230,6 +236,12 @@ func (e *Engine) drainDoorbells() {
 
 // lookupQP resolves a QPN through the QPC cache.
 func (e *Engine) lookupQP(qpn uint32) *QP {
+	if qpn == GSIQPN {
+		if e.gsi == nil || e.gsi.destroyed {
+			return nil
+		}
+		return e.gsi
+	}
 	qp, ok, hit := e.qpc.Get(qpn, e.loadQPFn)
 	if hit {
 		e.c[QPCCacheHit]++
@@ -259,6 +271,15 @@ func (e *Engine) lookupCQ(cqn uint32) *CQ {
 	return cq
 }
 
+// QPByIndex returns the QP of arbiter queue q (a QP table slot, or the
+// GSI's queue), or nil.
+func (e *Engine) QPByIndex(q uint32) *QP {
+	if e.gsi != nil && q == e.gsi.index {
+		return e.gsi
+	}
+	return e.cfg.QPs.ByIndex(q)
+}
+
 // Run serves ready QPs until about budget packets have been sent (or
 // nothing is ready). It reports whether work remains (the driver calls it
 // again, after taking in received frames, before sleeping). A small budget
@@ -273,7 +294,7 @@ func (e *Engine) Run(now int64, budget int) bool {
 		if !ok {
 			break
 		}
-		qp := e.cfg.QPs.ByIndex(q)
+		qp := e.QPByIndex(q)
 		if qp == nil || qp.destroyed {
 			e.arb.Done(q, 0, 0, false)
 			continue

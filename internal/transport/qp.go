@@ -28,6 +28,9 @@ type QPInit struct {
 	Cap    QPCap
 	SigAll bool
 	Opaque any // the public API's handle, returned in async events
+	// GSI makes the QP QP1, the general services interface (a UD QP;
+	// see CreateQP).
+	GSI bool
 }
 
 // QPAttr are a QP's attributes (struct ibv_qp_attr).
@@ -96,6 +99,7 @@ type QP struct {
 	timer     qpTimers
 	counters  QPCounters
 	destroyed bool
+	gsi       bool // QP1
 }
 
 func (qp *QP) sendCQN() uint32 { return qp.scq.CQN }
