@@ -27,14 +27,14 @@ func attrIndex(a mad.Attr) int {
 // /sys/class/infiniband_cm/DEV/1/{cm_rx_msgs,cm_tx_msgs,cm_tx_retries,cm_rx_duplicates}.
 type Counters struct {
 	Rx, Tx, TxRetries, RxDuplicates [numMsgs]uint64
-	RxMalformed uint64 // not a MAD (short, base or class version)
-	RxNotCM     uint64 // another class or method, or LAP/APR/ClassPortInfo
-	RxUnknown   uint64 // for no connection of ours
-	RxBadSource uint64 // from another source than the connection's peer, with the wrong IDs or QPN, or not from a QP1
-	RxDropped   uint64 // a message the connection's state does not take, or a request a full backlog refused
-	Rejects     uint64 // REQs and SIDR_REQs answered with a refusal outside any connection (no listener, stale, transport)
-	Timeouts    uint64 // exchanges that ended for want of an answer after every retry
-	TxDropped   uint64 // MADs not sent: QP1's send queue and backlog full
+	RxMalformed                     uint64 // not a MAD (short, base or class version)
+	RxNotCM                         uint64 // another class or method, or LAP/APR/ClassPortInfo
+	RxUnknown                       uint64 // for no connection of ours
+	RxBadSource                     uint64 // from another source than the connection's peer, with the wrong IDs or QPN, or not from a QP1
+	RxDropped                       uint64 // a message the connection's state does not take, or a request a full backlog refused
+	Rejects                         uint64 // REQs and SIDR_REQs answered with a refusal outside any connection (no listener, stale, transport)
+	Timeouts                        uint64 // exchanges that ended for want of an answer after every retry
+	TxDropped                       uint64 // MADs not sent: QP1's send queue and backlog full
 }
 
 // Named returns the counters with their names (cm_rx_msgs_req, ...).

@@ -56,18 +56,18 @@ func (s State) String() string {
 type input uint8
 
 const (
-	inREQ     input = iota // a duplicate REQ (a new REQ makes a connection, it does not move one)
-	inMRA                  // MRA of our REQ
-	inREJ                  //
-	inREP                  //
-	inRTU                  //
-	inDREQ                 //
-	inDREP                 //
-	inSIDRREP              //
-	inTimeout              // the retransmission or time-wait timer
-	inAccept               // the consumer accepts a REQ (sends REP) or SIDR_REQ (SIDR_REP)
-	inReject               // the consumer rejects a REQ or SIDR_REQ
-	inDisconnect           // the consumer disconnects (sends DREQ)
+	inREQ        input = iota // a duplicate REQ (a new REQ makes a connection, it does not move one)
+	inMRA                     // MRA of our REQ
+	inREJ                     //
+	inREP                     //
+	inRTU                     //
+	inDREQ                    //
+	inDREP                    //
+	inSIDRREP                 //
+	inTimeout                 // the retransmission or time-wait timer
+	inAccept                  // the consumer accepts a REQ (sends REP) or SIDR_REQ (SIDR_REP)
+	inReject                  // the consumer rejects a REQ or SIDR_REQ
+	inDisconnect              // the consumer disconnects (sends DREQ)
 	numInputs
 )
 
