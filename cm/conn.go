@@ -167,10 +167,14 @@ func (c *Conn) repReceived(rep *mad.REP) error {
 }
 
 // readyQP moves the QP to RTR and RTS (its INIT was done at creation).
+// The starting PSN a side sends in its REQ or REP is the PSN it expects
+// to receive: each QP sends from the peer's (Linux's CM does so; rping's
+// capture, testdata/roce/rdmacm_rping.pcap, shows the client's first
+// SEND with the REP's starting PSN and the server's READ with the REQ's).
 func (c *Conn) readyQP(mtu rnic.MTU, peerQPN uint32, peerPSN wire.PSN, peerInitiator, peerResponder uint8, retry, rnr int) error {
 	at := c.qp.PD().Device().Attr()
 	g := rnic.GIDFromAddr(c.remote.Addr())
-	rtr := rnic.QPAttr{State: rnic.QPSRTR, PathMTU: mtu, DestQPN: peerQPN, RQPSN: rnic.PSN(peerPSN),
+	rtr := rnic.QPAttr{State: rnic.QPSRTR, PathMTU: mtu, DestQPN: peerQPN, RQPSN: rnic.PSN(c.psn),
 		AH:              rnic.AHAttr{DGID: g, SGIDIndex: rnic.AddrGIDIndex, HopLimit: 64},
 		MaxDestRdAtomic: min(c.cfg.responder(at), max(peerInitiator, 1)), MinRNRTimer: 12}
 	if err := c.qp.Modify(&rtr, rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|
@@ -181,7 +185,7 @@ func (c *Conn) readyQP(mtu rnic.MTU, peerQPN uint32, peerPSN wire.PSN, peerIniti
 	if timeout == 0 {
 		timeout = 14
 	}
-	rts := rnic.QPAttr{State: rnic.QPSRTS, SQPSN: rnic.PSN(c.psn), Timeout: timeout, RetryCnt: uint8(retry),
+	rts := rnic.QPAttr{State: rnic.QPSRTS, SQPSN: rnic.PSN(peerPSN), Timeout: timeout, RetryCnt: uint8(retry),
 		RNRRetry: uint8(rnr), MaxRdAtomic: min(c.cfg.initiator(at), max(peerResponder, 1))}
 	return c.qp.Modify(&rts, rnic.QPAttrState|rnic.QPAttrSQPSN|rnic.QPAttrTimeout|rnic.QPAttrRetryCnt|
 		rnic.QPAttrRNRRetry|rnic.QPAttrMaxQPRdAtomic)
