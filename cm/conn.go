@@ -213,8 +213,27 @@ func rnrRetry(v int) int {
 	return min(v, 7)
 }
 
-// newConn makes the connection's QP (in INIT) and what it needs.
+// newConnQP makes a connection's RC QP, in INIT, and what it needs.
 func newConnQP(a *agent, cfg *Config) (*Conn, error) {
+	c, err := newQP(a, cfg, rnic.RC)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.qp.Modify(&rnic.QPAttr{State: rnic.QPSInit, Port: 1, AccessFlags: cfg.Access},
+		rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags); err != nil {
+		c.free()
+		return nil, err
+	}
+	return c, nil
+}
+
+// ephemeralPort is an rdma_cm port for an active id (Linux takes one of
+// the local port range).
+func ephemeralPort() uint16 { return uint16(rand.IntN(61000-32768) + 32768) }
+
+// newQP makes a QP of type typ in RESET, with the PD and CQ cfg names or
+// its own.
+func newQP(a *agent, cfg *Config, typ rnic.QPType) (*Conn, error) {
 	c := &Conn{a: a, cfg: *cfg, events: make(chan Event, 4), done: make(chan struct{}),
 		psn: wire.PSN(rand.Uint32() & 0xFFFFFF)}
 	pd := cfg.PD
@@ -239,17 +258,12 @@ func newConnQP(a *agent, cfg *Config) (*Conn, error) {
 		c.own.cq = cq
 		scq, rcq = or(scq, cq), or(rcq, cq)
 	}
-	qp, err := pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: scq, RecvCQ: rcq, SRQ: cfg.SRQ, Cap: cp})
+	qp, err := pd.CreateQP(rnic.QPInitAttr{Type: typ, SendCQ: scq, RecvCQ: rcq, SRQ: cfg.SRQ, Cap: cp})
 	if err != nil {
 		c.free()
 		return nil, err
 	}
 	c.qp = qp
-	if err := qp.Modify(&rnic.QPAttr{State: rnic.QPSInit, Port: 1, AccessFlags: cfg.Access},
-		rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags); err != nil {
-		c.free()
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -320,7 +334,7 @@ func Dial(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Conf
 	if err != nil {
 		return nil, fmt.Errorf("cm: Dial: %w", err)
 	}
-	sport := uint16(rand.IntN(61000-32768) + 32768) // rdma_cm's ephemeral ports
+	sport := ephemeralPort()
 	c.local, c.remote = netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, raddr.Port())
 	at := dev.Attr()
 	peer := wire.GIDFromAddr(dst)
