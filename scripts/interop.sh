@@ -34,6 +34,10 @@
 #               the ATOMIC WRITE requester against itself through rnic's
 #               library on the host side; and the reverse. rdma-core 44
 #               cannot post a FLUSH, so FLUSH is rnic to rxe only.
+#   --cm        instead: RDMA CM (package cm, the Go API) against Linux's
+#               rdma_cm on rxe0, both directions: rping -V (1000 pings)
+#               with cm.Dial as its client and cm.Listen as its server,
+#               and udaddy's SIDR exchange with cm.DialUD and cm.ListenUD.
 # Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
 # LOSSES to narrow the matrix; OUT (results file, default
 # /tmp/rnic-interop.txt).
@@ -46,13 +50,15 @@ quick=0
 keep=0
 provider=0
 nonposted=0
+cmmode=0
 for a in "$@"; do
 	case $a in
 	--quick) quick=1 ;;
 	--keep) keep=1 ;;
 	--provider) provider=1 ;;
 	--nonposted) nonposted=1 ;;
-	*) echo "usage: $0 [--quick] [--keep] [--provider | --nonposted]" >&2; exit 2 ;;
+	--cm) cmmode=1 ;;
+	*) echo "usage: $0 [--quick] [--keep] [--provider | --nonposted | --cm]" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "interop.sh: must run as root (network namespace, VM)" >&2; exit 2; }
@@ -242,6 +248,54 @@ start=$(date +%s)
 : >"$out.log"
 rerun=""
 restarts=0
+if [ $cmmode = 1 ]; then
+	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
+	run=$(mktemp -d /tmp/rnic-interop-run.XXXXXX)
+	(cd "$here" && go test -c -o "$lib/cm.test" ./cm) || exit 1
+	start_vm 1024 0
+	# cmrow name, the Go test's status and output, the VM side's, what the
+	# Go test logs when it passed.
+	cmrow() {
+		if [ "$2" = 0 ] && [ "$4" = 0 ] && grep -q "$6" <<<"$3"; then
+			pass=$((pass + 1)); record "$1" cm - 1 1024 0 PASS "$(grep -o "$6.*" <<<"$3" | head -1)"
+		else
+			fail=$((fail + 1)); record "$1" cm - 1 1024 0 FAIL "go rc=$2 rxe rc=$4"
+			{ echo "--- $1"; echo "$3" | tail -20; echo "$5" | tail -20; } >>"$out.log"
+		fi
+	}
+	gotest() { # env assignments..., then the test's name
+		local t=${*: -1}
+		ip netns exec rxepeer env RNIC_CM_ADDR=$host "${@:1:$#-1}" timeout 150 "$lib/cm.test" -test.run "^$t\$" -test.v 2>&1
+	}
+	# cm.Dial (Go) → rping -s -V on rxe0.
+	job=$("$peer/peer.sh" server a --port 7174 -- "rping -s -a $vm -p 7174 -C 1000 -V" 2>/dev/null)
+	sleep 1
+	o=$(gotest RNIC_RPING_SERVER=$vm:7174 RNIC_RPING_COUNT=1000 TestInteropRping); rc=$?
+	vo=$("$peer/peer.sh" wait a "$job" --timeout 120 2>&1); vrc=$?
+	cmrow rping-go-cli "$rc" "$o" "$vrc" "$vo" "rping client: 1000 pings verified"
+	# rping -c -V on rxe0 → cm.Listen (Go).
+	gotest RNIC_RPING_LISTEN=7174 RNIC_RPING_COUNT=1000 TestInteropRping >/tmp/rnic-cm-srv.$$ &
+	spid=$!
+	sleep 2
+	vo=$("$peer/peer.sh" exec a --timeout 120 -- "rping -c -a $host -p 7174 -C 1000 -V" 2>&1); vrc=$?
+	wait $spid; rc=$?
+	cmrow rping-rxe-cli "$rc" "$(cat /tmp/rnic-cm-srv.$$)" "$vrc" "$vo" "rping server: 1000 pings served"
+	# cm.DialUD (Go) → udaddy on rxe0.
+	job=$("$peer/peer.sh" server a --port 7174 -- "udaddy -b $vm" 2>/dev/null)
+	sleep 1
+	o=$(gotest RNIC_UDADDY_SERVER=$vm:7174 TestInteropUdaddy); rc=$?
+	vo=$("$peer/peer.sh" wait a "$job" --timeout 60 2>&1); vrc=$?
+	cmrow udaddy-go-cli "$rc" "$o" "$vrc" "$vo" "udaddy client: 10 datagrams"
+	# udaddy -s on rxe0 → cm.ListenUD (Go).
+	gotest RNIC_UDADDY_LISTEN=7174 TestInteropUdaddy >/tmp/rnic-cm-srv.$$ &
+	spid=$!
+	sleep 2
+	vo=$("$peer/peer.sh" exec a --timeout 60 -- "udaddy -s $host" 2>&1); vrc=$?
+	wait $spid; rc=$?
+	cmrow udaddy-rxe-cli "$rc" "$(cat /tmp/rnic-cm-srv.$$)" "$vrc" "$vo" "udaddy server: 10 datagrams"
+	rm -f /tmp/rnic-cm-srv.$$
+	finish_library
+fi
 if [ $nonposted = 1 ]; then
 	lib=$(mktemp -d /tmp/rnic-interop-lib.XXXXXX)
 	run=$(mktemp -d /tmp/rnic-interop-run.XXXXXX)
