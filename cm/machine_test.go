@@ -1,7 +1,6 @@
 package cm
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -131,7 +130,7 @@ func TestForgedMADs(t *testing.T) {
 		buf.SetMessage(msg)
 		to.m.receive(from, mad.GSIQPN, buf)
 	}
-	forge(a, gidX, &mad.DREQ{LocalCommID: cb.localID, RemoteCommID: ca.localID, RemoteQPN: 0x11})   // another host
+	forge(a, gidX, &mad.DREQ{LocalCommID: cb.localID, RemoteCommID: ca.localID, RemoteQPN: 0x11})     // another host
 	forge(a, gidB, &mad.DREQ{LocalCommID: cb.localID + 1, RemoteCommID: ca.localID, RemoteQPN: 0x11}) // wrong peer ID
 	forge(a, gidB, &mad.DREQ{LocalCommID: cb.localID, RemoteCommID: ca.localID, RemoteQPN: 0x99})     // not our QP
 	forge(a, gidX, &mad.REJ{LocalCommID: cb.localID, RemoteCommID: ca.localID, Reason: 28})
@@ -266,6 +265,5 @@ func FuzzMachine(f *testing.F) {
 				t.Fatalf("remote %v names a forgotten connection", k)
 			}
 		}
-		_ = binary.BigEndian
 	})
 }
