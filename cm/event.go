@@ -11,19 +11,20 @@ import (
 type EventType uint8
 
 const (
-	EventConnectRequest EventType = iota + 1 // passive: a REQ (or SIDR_REQ) for a listener
-	EventEstablished                         // REP and RTU exchanged (UD: the SIDR_REP resolved the service)
-	EventRejected                            // the peer rejected: Event.Reason
-	EventUnreachable                         // no answer after every retry (rdma_cm: status -ETIMEDOUT)
-	EventConnectError                        // the connection could not be set up here (a QP the REP's values do not fit)
-	EventDisconnected                        // DREQ sent or received
-	EventTimeWaitExit                        // the time wait after a disconnection is over
+	EventConnectRequest  EventType = iota + 1 // passive: a REQ (or SIDR_REQ) for a listener
+	EventEstablished                          // REP and RTU exchanged (UD: the SIDR_REP resolved the service)
+	EventRejected                             // the peer rejected: Event.Reason
+	EventUnreachable                          // no answer after every retry (rdma_cm: status -ETIMEDOUT)
+	EventConnectError                         // the connection could not be set up here (a QP the REP's values do not fit)
+	EventDisconnected                         // DREQ sent or received
+	EventTimeWaitExit                         // the time wait after a disconnection is over
+	EventConnectResponse                      // active: the REP came; the consumer readies its QP and accepts (RTU)
 )
 
 var eventNames = [...]string{
 	EventConnectRequest: "CONNECT_REQUEST", EventEstablished: "ESTABLISHED", EventRejected: "REJECTED",
 	EventUnreachable: "UNREACHABLE", EventConnectError: "CONNECT_ERROR", EventDisconnected: "DISCONNECTED",
-	EventTimeWaitExit: "TIMEWAIT_EXIT",
+	EventTimeWaitExit: "TIMEWAIT_EXIT", EventConnectResponse: "CONNECT_RESPONSE",
 }
 
 // String returns the rdma_cm name of the event (RDMA_CM_EVENT_ without

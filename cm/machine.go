@@ -73,6 +73,12 @@ type consumer interface {
 	event(ev Event)
 }
 
+// rtuDeferrer is a consumer that readies its QP itself after the REP (a
+// program of the host interface, as librdmacm does with the kernel's
+// CONNECT_RESPONSE): the REP is reported as EventConnectResponse and the
+// RTU waits in RepRcvd for the consumer's accept.
+type rtuDeferrer interface{ defersRTU() bool }
+
 // listener takes connection requests for one service ID.
 type listener interface {
 	// request offers a new passive connection for a REQ or SIDR_REQ (in
@@ -378,6 +384,10 @@ func (m *machine) repReceived(c *conn, ev *event) State {
 	}
 	m.remote[remoteKey{c.remoteID, c.remoteGUID}] = c
 	m.remoteQPs[remoteKey{c.remoteQPN, c.remoteGUID}] = c
+	if d, ok := c.user.(rtuDeferrer); ok && d.defersRTU() {
+		c.user.event(Event{Type: EventConnectResponse, PrivateData: clone(rep.PrivateData[:])})
+		return RepRcvd
+	}
 	if err := c.user.repReceived(rep); err != nil {
 		m.transmit(c, c.tid, &mad.REJ{LocalCommID: c.localID, RemoteCommID: c.remoteID, MessageRejected: 1,
 			Reason: uint16(mad.RejConsumerDefined)}, false)
@@ -386,6 +396,13 @@ func (m *machine) repReceived(c *conn, ev *event) State {
 	}
 	m.transmit(c, c.tid, &mad.RTU{LocalCommID: c.localID, RemoteCommID: c.remoteID}, false)
 	c.user.event(Event{Type: EventEstablished, PrivateData: clone(rep.PrivateData[:])})
+	return Established
+}
+
+// sendRTU: the consumer readied its QP after the REP (RepRcvd).
+func (m *machine) sendRTU(c *conn, ev *event) State {
+	m.transmit(c, c.tid, &mad.RTU{LocalCommID: c.localID, RemoteCommID: c.remoteID}, false)
+	c.user.event(Event{Type: EventEstablished})
 	return Established
 }
 
@@ -463,7 +480,8 @@ func (m *machine) sendREJ(c *conn, ev *event) State {
 		reason = mad.RejConsumerDefined
 	}
 	rej := &mad.REJ{LocalCommID: c.localID, RemoteCommID: c.remoteID, Reason: uint16(reason)}
-	if c.state == RepSent {
+	switch c.state {
+	case RepSent, RepRcvd:
 		rej.MessageRejected = 1
 	}
 	copy(rej.PrivateData[:], ev.private)

@@ -111,7 +111,7 @@ func TestTransitions(t *testing.T) {
 	}
 	// States that wait for an answer have a timer; the others have none.
 	for s, want := range map[State]bool{ReqSent: true, MRAReqRcvd: true, RepSent: true, DREQSent: true,
-		TimeWait: true, SIDRReqSent: true, ReqRcvd: false, MRAReqSent: false, Established: false, DREQRcvd: false} {
+		TimeWait: true, SIDRReqSent: true, RepRcvd: false, ReqRcvd: false, MRAReqSent: false, Established: false, DREQRcvd: false} {
 		if got := transitions[s][inTimeout] != nil; got != want {
 			t.Errorf("%v: timer %v, want %v", s, got, want)
 		}
@@ -266,4 +266,36 @@ func FuzzMachine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// deferUser readies its QP itself: the RTU waits for its accept.
+type deferUser struct{ user }
+
+func (*deferUser) defersRTU() bool { return true }
+
+// TestDeferredRTU: a consumer that readies its QP after the REP (a
+// librdmacm program) gets CONNECT_RESPONSE; the RTU goes when it accepts,
+// and only then is the connection established on both sides.
+func TestDeferredRTU(t *testing.T) {
+	a, b := newRig(0xA), newRig(0xB)
+	l := &acceptAll{}
+	sid := mad.ServiceID(mad.PortSpaceTCP, 2)
+	b.m.listeners[sid] = l
+	u := &deferUser{}
+	ca := a.m.newConn(u)
+	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, RemoteCMResponseTimeout: 20, LocalCMResponseTimeout: 20, MaxCMRetries: 3})
+	a.deliver(gidA, b)
+	cb := l.got[0]
+	_ = b.m.step(cb, &event{in: inAccept, rep: &mad.REP{LocalQPN: 0x12}})
+	b.deliver(gidB, a)
+	if ca.state != RepRcvd || len(a.out) != 0 || len(u.events) != 1 || u.events[0].Type != EventConnectResponse {
+		t.Fatalf("after the REP: %v, %d MADs sent, events %v", ca.state, len(a.out), u.events)
+	}
+	if err := a.m.step(ca, &event{in: inAccept}); err != nil {
+		t.Fatal(err)
+	}
+	a.deliver(gidA, b)
+	if ca.state != Established || cb.state != Established || u.events[1].Type != EventEstablished {
+		t.Fatalf("after accept: %v %v %v", ca.state, cb.state, u.events)
+	}
 }

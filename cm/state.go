@@ -8,6 +8,7 @@ import "fmt"
 //
 //	active:   Idle ─REQ▶ ReqSent ─MRA◀▶ MRAReqRcvd
 //	          ReqSent|MRAReqRcvd ─◀REP, RTU▶─ Established
+//	          (a consumer that readies its QP itself: ─◀REP─ RepRcvd ─accept, RTU▶─ Established)
 //	passive:  (REQ) ReqRcvd ─◀dup REQ, MRA▶─ MRAReqSent
 //	          ReqRcvd|MRAReqSent ─accept, REP▶─ RepSent ─◀RTU─ Established
 //	both:     Established ─DREQ▶ DREQSent ─◀DREP─ TimeWait ─timer─ Idle
@@ -28,6 +29,7 @@ const (
 	ReqRcvd                  // passive: REQ received, the consumer has not answered
 	MRAReqSent               // passive: a duplicate REQ came before the answer; MRA sent
 	RepSent                  // passive: REP sent, waiting for RTU
+	RepRcvd                  // active: REP received, the consumer readies its QP (then RTU)
 	Established              // connected: the QPs are in RTS
 	DREQSent                 // DREQ sent, waiting for DREP
 	DREQRcvd                 // DREQ received, the consumer has not disconnected (then DREP)
@@ -39,7 +41,7 @@ const (
 
 var stateNames = [numStates]string{
 	Idle: "IDLE", ReqSent: "REQ_SENT", MRAReqRcvd: "MRA_REQ_RCVD", ReqRcvd: "REQ_RCVD",
-	MRAReqSent: "MRA_REQ_SENT", RepSent: "REP_SENT", Established: "ESTABLISHED",
+	MRAReqSent: "MRA_REQ_SENT", RepSent: "REP_SENT", RepRcvd: "REP_RCVD", Established: "ESTABLISHED",
 	DREQSent: "DREQ_SENT", DREQRcvd: "DREQ_RCVD", TimeWait: "TIMEWAIT", SIDRReqSent: "SIDR_REQ_SENT", SIDRReqRcvd: "SIDR_REQ_RCVD",
 }
 
@@ -109,6 +111,10 @@ var transitions = [numStates][numInputs]handler{
 	RepSent: {
 		inREQ: (*machine).duplicate, inREJ: (*machine).rejected, inRTU: (*machine).rtuReceived,
 		inDREQ: (*machine).dreqBeforeRTU, inTimeout: (*machine).resendOrFail,
+		inReject: (*machine).sendREJ, inDisconnect: (*machine).sendREJ,
+	},
+	RepRcvd: {
+		inREP: (*machine).duplicate, inREJ: (*machine).rejected, inAccept: (*machine).sendRTU,
 		inReject: (*machine).sendREJ, inDisconnect: (*machine).sendREJ,
 	},
 	Established: {
