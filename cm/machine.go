@@ -66,7 +66,8 @@ var ErrState = errors.New("cm: the connection's state does not allow this")
 // comes, and takes the connection's events.
 type consumer interface {
 	// repReceived moves the active side's QP to RTR and RTS from the REP
-	// (the peer's QPN and starting PSN). An error rejects the REP.
+	// (the peer's QPN and starting PSN), or keeps the REP for a consumer
+	// that readies its QP itself (rtuDeferrer). An error rejects the REP.
 	repReceived(rep *mad.REP) error
 	// event reports an event; the machine's lock is held, so it must not
 	// call back into the machine.
@@ -384,18 +385,27 @@ func (m *machine) repReceived(c *conn, ev *event) State {
 	}
 	m.remote[remoteKey{c.remoteID, c.remoteGUID}] = c
 	m.remoteQPs[remoteKey{c.remoteQPN, c.remoteGUID}] = c
-	if d, ok := c.user.(rtuDeferrer); ok && d.defersRTU() {
-		c.user.event(Event{Type: EventConnectResponse, PrivateData: clone(rep.PrivateData[:])})
-		return RepRcvd
-	}
 	if err := c.user.repReceived(rep); err != nil {
 		m.transmit(c, c.tid, &mad.REJ{LocalCommID: c.localID, RemoteCommID: c.remoteID, MessageRejected: 1,
 			Reason: uint16(mad.RejConsumerDefined)}, false)
 		c.user.event(Event{Type: EventConnectError})
 		return Idle
 	}
+	if d, ok := c.user.(rtuDeferrer); ok && d.defersRTU() {
+		c.user.event(Event{Type: EventConnectResponse, PrivateData: clone(rep.PrivateData[:])})
+		return RepRcvd
+	}
 	m.transmit(c, c.tid, &mad.RTU{LocalCommID: c.localID, RemoteCommID: c.remoteID}, false)
 	c.user.event(Event{Type: EventEstablished, PrivateData: clone(rep.PrivateData[:])})
+	return Established
+}
+
+// commEst: a packet reached the passive QP before the RTU (IBTA's
+// communication established event, which the consumer reports with
+// rdma_notify): the connection is up, the REP's timer stops.
+func (m *machine) commEst(c *conn, ev *event) State {
+	c.resendOn, c.deadline = false, time.Time{}
+	c.user.event(Event{Type: EventEstablished})
 	return Established
 }
 

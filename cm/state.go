@@ -70,10 +70,11 @@ const (
 	inAccept                  // the consumer accepts a REQ (sends REP) or SIDR_REQ (SIDR_REP)
 	inReject                  // the consumer rejects a REQ or SIDR_REQ
 	inDisconnect              // the consumer disconnects (sends DREQ)
+	inCommEst                 // the consumer saw a packet on the QP before the RTU (rdma_notify)
 	numInputs
 )
 
-var inputNames = [numInputs]string{"REQ", "MRA", "REJ", "REP", "RTU", "DREQ", "DREP", "SIDR_REP", "timeout", "accept", "reject", "disconnect"}
+var inputNames = [numInputs]string{"REQ", "MRA", "REJ", "REP", "RTU", "DREQ", "DREP", "SIDR_REP", "timeout", "accept", "reject", "disconnect", "comm_est"}
 
 func (i input) String() string {
 	if i < numInputs {
@@ -111,7 +112,7 @@ var transitions = [numStates][numInputs]handler{
 	RepSent: {
 		inREQ: (*machine).duplicate, inREJ: (*machine).rejected, inRTU: (*machine).rtuReceived,
 		inDREQ: (*machine).dreqBeforeRTU, inTimeout: (*machine).resendOrFail,
-		inReject: (*machine).sendREJ, inDisconnect: (*machine).sendREJ,
+		inReject: (*machine).sendREJ, inDisconnect: (*machine).sendREJ, inCommEst: (*machine).commEst,
 	},
 	RepRcvd: {
 		inREP: (*machine).duplicate, inREJ: (*machine).rejected, inAccept: (*machine).sendRTU,
@@ -120,6 +121,7 @@ var transitions = [numStates][numInputs]handler{
 	Established: {
 		inREQ: (*machine).duplicate, inREP: (*machine).resendRTU, inRTU: (*machine).duplicate,
 		inREJ: (*machine).rejectedLate, inDREQ: (*machine).dreqReceived, inDisconnect: (*machine).sendDREQ,
+		inCommEst: (*machine).stay,
 	},
 	DREQSent: {
 		inREP: (*machine).duplicate, inREJ: (*machine).rejectedLate, inDREQ: (*machine).dreqReceived,
