@@ -248,7 +248,9 @@ func TestServeHost(t *testing.T) {
 	}
 	qp2 := newQP()
 	c.ready(e.id, qp2, rnic.QPSInit, rnic.QPSRTR, rnic.QPSRTS)
-	c.do(hostif.OpCMAccept, func(m *hostif.Msg) { m.U32(e.id).U32(qp2.QPN()).U8(1).U8(1).U8(0).U8(7).U8(7).U8(0).Bytes([]byte("ok")) })
+	c.do(hostif.OpCMAccept, func(m *hostif.Msg) {
+		m.U32(e.id).U32(qp2.QPN()).U8(1).U8(1).U8(0).U8(7).U8(7).U8(0).Bytes([]byte("ok"))
+	})
 	if err := <-dialed; err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestServeHost(t *testing.T) {
 	// A second listener on the port is refused; a command for no id too.
 	lid2 := c.do(hostif.OpCMCreateID, func(m *hostif.Msg) { m.U32(c.token).U16(uint16(mad.PortSpaceTCP)).U8(2).U64(8) }).U32()
 	c.call(c.cmd, hostif.OpCMBind, int32(11+87), func(m *hostif.Msg) { m.U32(lid2); putAddr(m, netip.AddrPortFrom(addrA, 7000)) }) // EADDRINUSE
-	c.call(c.cmd, hostif.OpCMListen, 22, func(m *hostif.Msg) { m.U32(999).U32(1) })                                               // EINVAL
+	c.call(c.cmd, hostif.OpCMListen, 22, func(m *hostif.Msg) { m.U32(999).U32(1) })                                                // EINVAL
 
 	// The program goes away: its ids are destroyed, the peer disconnected.
 	c.cmd.Close()
