@@ -204,8 +204,8 @@ func TestServeHost(t *testing.T) {
 	})
 	c.expect(hostif.CMEventConnectResponse)
 	c.ready(id, qp, rnic.QPSInit, rnic.QPSRTR, rnic.QPSRTS)
+	// The RTU goes; the library reports ESTABLISHED itself, as librdmacm.
 	c.do(hostif.OpCMAccept, func(m *hostif.Msg) { m.U32(id).U32(qp.QPN()).U8(1).U8(1).U8(0).U8(7).U8(7).U8(0).Bytes(nil) })
-	c.expect(hostif.CMEventEstablished)
 	sc := <-accepted
 	if got := string(sc.PrivateData()[:6]); got != "from a" {
 		t.Errorf("the listener got %q", got)

@@ -409,10 +409,11 @@ func (m *machine) commEst(c *conn, ev *event) State {
 	return Established
 }
 
-// sendRTU: the consumer readied its QP after the REP (RepRcvd).
+// sendRTU: the consumer readied its QP after the REP (RepRcvd). It
+// knows the connection is up when its accept returns (librdmacm reports
+// ESTABLISHED itself then), so no event comes.
 func (m *machine) sendRTU(c *conn, ev *event) State {
 	m.transmit(c, c.tid, &mad.RTU{LocalCommID: c.localID, RemoteCommID: c.remoteID}, false)
-	c.user.event(Event{Type: EventEstablished})
 	return Established
 }
 

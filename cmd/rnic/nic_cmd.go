@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/cm"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/link/udp"
 )
@@ -37,6 +38,8 @@ type nicInfo struct {
 	Addr   string `json:"addr"`
 	PID    int    `json:"pid"`
 	Socket string `json:"socket"`
+	// CMSocket is the connection manager's socket (rnic's librdmacm).
+	CMSocket string `json:"cm_socket,omitempty"`
 }
 
 func runDir() (string, error) {
@@ -243,8 +246,8 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 	}
 	var (
 		nics   []*servedNIC
-		served = make(chan error, len(addrs))
-		ended  = 0 // ServeHost calls that returned
+		served = make(chan error, 2*len(addrs))
+		ended  = 0 // ServeHost calls (verbs and CM) that returned
 	)
 	// Stopping, in order: no more programs (ServeHost returns after
 	// tearing down each program's objects), then the descriptions, then
@@ -252,8 +255,9 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 	defer func() {
 		for _, n := range nics {
 			n.Close()
+			n.cmln.Close()
 		}
-		for ; ended < len(nics); ended++ {
+		for ; ended < 2*len(nics); ended++ {
 			<-served
 		}
 		for _, n := range nics {
@@ -268,6 +272,7 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 		}
 		nics = append(nics, n)
 		go func() { served <- n.dev.ServeHost(n) }()
+		go func() { served <- cm.ServeHost(n.dev, n.cmln) }()
 		fmt.Fprintf(errw, "%s serving %s on %s\n", names[i], a, n.Addr())
 	}
 	sig := make(chan os.Signal, 1)
@@ -283,9 +288,12 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 	}
 }
 
-// servedNIC is a NIC and the listener of its socket.
+// servedNIC is a NIC and the listeners of its sockets: the verbs
+// socket (NAME.sock) and the connection manager's (NAME.rdmacm, which
+// rnic's librdmacm speaks).
 type servedNIC struct {
 	net.Listener
+	cmln net.Listener
 	dev  *rnic.Device
 	desc string // its description in the run directory
 }
@@ -322,15 +330,32 @@ func openNIC(errw io.Writer, dir string, a netip.Addr, name string) (*servedNIC,
 		dev.Close()
 		return nil, err
 	}
-	info := nicInfo{Name: name, Addr: a.String(), PID: os.Getpid(), Socket: sock}
-	b, _ := json.Marshal(info)
-	desc := filepath.Join(dir, name+".json")
-	if err := os.WriteFile(desc, b, 0o600); err != nil {
+	cmsock := filepath.Join(dir, name+".rdmacm")
+	os.Remove(cmsock)
+	cmln, err := net.Listen("unixpacket", cmsock)
+	if err != nil {
 		ln.Close()
 		dev.Close()
 		return nil, err
 	}
-	return &servedNIC{Listener: ln, dev: dev, desc: desc}, nil
+	// The device's CM answers from now on (a REQ for a port nobody
+	// listens on: REJ 8), whether or not a program uses it.
+	if err := cm.Start(dev); err != nil {
+		cmln.Close()
+		ln.Close()
+		dev.Close()
+		return nil, err
+	}
+	info := nicInfo{Name: name, Addr: a.String(), PID: os.Getpid(), Socket: sock, CMSocket: cmsock}
+	b, _ := json.Marshal(info)
+	desc := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(desc, b, 0o600); err != nil {
+		cmln.Close()
+		ln.Close()
+		dev.Close()
+		return nil, err
+	}
+	return &servedNIC{Listener: ln, cmln: cmln, dev: dev, desc: desc}, nil
 }
 
 func newNICListCmd() *cobra.Command {
@@ -436,6 +461,9 @@ func stopNICs(dir string, group []nicInfo) error {
 		} else {
 			os.Remove(filepath.Join(dir, m.Name+".json")) // a stale description
 			os.Remove(m.Socket)
+			if m.CMSocket != "" {
+				os.Remove(m.CMSocket)
+			}
 		}
 	}
 	if len(live) == 0 {
