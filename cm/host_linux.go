@@ -624,7 +624,6 @@ func (h *hostCM) accept(id *hostID, p *connParam) unix.Errno {
 	// The depths: at most what the peer's REQ offered the other way
 	// (id.responder/initiator hold the REQ's, swapped).
 	id.responder, id.initiator = min(p.responder, id.responder), min(p.initiator, id.initiator)
-	id.psn = rand.Uint32() & 0xFFFFFF
 	rep := &mad.REP{LocalQPN: p.qpn, StartingPSN: id.psn, ResponderResources: id.responder, InitiatorDepth: id.initiator,
 		TargetACKDelay: TargetACKDelay, RNRRetryCount: min(p.rnrRetry, 7), SRQ: p.srq != 0, EndToEndFlowControl: p.flowCtl != 0}
 	copy(rep.PrivateData[:], p.private)
@@ -756,6 +755,9 @@ func (id *hostID) request(c *conn, msg mad.Message) bool {
 		data = clone(req.PrivateData[mad.CMAHeaderSize:])
 		at := h.a.dev.Attr()
 		child.peerQPN, child.peerPSN = req.LocalQPN, req.StartingPSN
+		// Our receive PSN is chosen now: the program readies its QP
+		// (init_qp_attr) before it accepts, and the REP names it.
+		child.psn = rand.Uint32() & 0xFFFFFF
 		// The REQ's depths are the active side's: ours are the other way.
 		child.responder = min(req.InitiatorDepth, uint8(min(at.MaxQPRdAtom, 255)))
 		child.initiator = min(req.ResponderResources, uint8(min(at.MaxQPInitRdAtom, 255)))
@@ -796,12 +798,12 @@ func (h *hostCM) push(id *hostID, t int, status int32, _ []byte) {
 // pushUD reports an event of id (for a CONNECT_REQUEST, listener is the
 // listening id) on its channel.
 func (h *hostCM) pushUD(id *hostID, t int, status int32, p *connParam, qpn, qkey uint32, listener *hostID) {
-	lh := uint32(0)
+	lh, luid := uint32(0), uint64(0)
 	if listener != nil {
-		lh = listener.handle
+		lh, luid = listener.handle, listener.uid
 	}
 	m := hostif.NewMsg(nil, hostif.Header{Op: hostif.OpCMEvent})
-	m.U64(id.uid).U32(id.handle).U32(lh).U32(uint32(t)).U32(uint32(status))
+	m.U64(id.uid).U32(id.handle).U32(lh).U64(luid).U32(uint32(t)).U32(uint32(status))
 	putAddr(m, id.local)
 	putAddr(m, id.remote)
 	p.put(m)

@@ -91,7 +91,9 @@ func (c *cmClient) next() cmEvent {
 	if err != nil || h.Op != hostif.OpCMEvent {
 		c.t.Fatalf("event %+v %v", h, err)
 	}
-	e := cmEvent{uid: r.U64(), id: r.U32(), listen: r.U32(), typ: r.U32(), status: int32(r.U32())}
+	e := cmEvent{uid: r.U64(), id: r.U32(), listen: r.U32()}
+	r.U64()
+	e.typ, e.status = r.U32(), int32(r.U32())
 	r.Fixed(2 * hostif.CMAddrLen)
 	e.qpn = r.U32()
 	r.Fixed(6)

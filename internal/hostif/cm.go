@@ -58,8 +58,8 @@ const CMAddrLen = 1 + 16 + 2
 // retry_count, u8 rnr_retry_count, u8 srq, bytes private data.
 
 // CMEvent's fields: u64 uid (the id's, as CMCreateID gave it; 0 for a
-// new passive id), u32 id, u32 listen id (CONNECT_REQUEST: the
-// listener's), u32 event (enum rdma_cm_event_type), i32 status, addr
+// new passive id), u32 id, u32 listen id and u64 listen uid
+// (CONNECT_REQUEST: the listener's), u32 event (enum rdma_cm_event_type), i32 status, addr
 // src, addr dst (a new id's), conn param (the peer's: REQ or REP), u32
 // UD QPN, u32 UD Q_Key, bytes private data.
 

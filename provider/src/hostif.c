@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -35,6 +36,24 @@ void hostif_begin(struct hostif_msg *m, uint16_t op, uint32_t seq)
 }
 
 void hostif_u8(struct hostif_msg *m, uint8_t v) { put(m, &v, 1); }
+
+void hostif_u16(struct hostif_msg *m, uint16_t v)
+{
+	uint8_t b[2];
+	le16(b, v);
+	put(m, b, 2);
+}
+
+void hostif_put(struct hostif_msg *m, const void *p, size_t n) { put(m, p, n); }
+
+void hostif_bytes(struct hostif_msg *m, const void *p, size_t n)
+{
+	hostif_u16(m, (uint16_t)n);
+	if (n > 0xffff)
+		m->err = 1;
+	else
+		put(m, p, n);
+}
 
 void hostif_u32(struct hostif_msg *m, uint32_t v)
 {
@@ -193,4 +212,20 @@ int hostif_query_gid(int fd, uint8_t port, uint32_t index, uint8_t gid[16])
 		return EPROTO;
 	memcpy(gid, g, 16);
 	return 0;
+}
+
+void hostif_run_dir(char *out, size_t n)
+{
+	const char *d = getenv("RNIC_RUN_DIR");
+	if (d && *d) {
+		snprintf(out, n, "%s", d);
+		return;
+	}
+	d = getenv("XDG_RUNTIME_DIR");
+	if (d && *d) {
+		snprintf(out, n, "%s/rnic", d);
+		return;
+	}
+	const char *tmp = getenv("TMPDIR");
+	snprintf(out, n, "%s/rnic-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)getuid());
 }

@@ -56,13 +56,22 @@ struct hostif_msg {
 
 void hostif_begin(struct hostif_msg *m, uint16_t op, uint32_t seq);
 void hostif_u8(struct hostif_msg *m, uint8_t v);
+void hostif_u16(struct hostif_msg *m, uint16_t v);
 void hostif_u32(struct hostif_msg *m, uint32_t v);
+/* hostif_put appends n bytes as they are; hostif_bytes appends them
+ * after their length (u16). */
+void hostif_put(struct hostif_msg *m, const void *p, size_t n);
+void hostif_bytes(struct hostif_msg *m, const void *p, size_t n);
 void hostif_u64(struct hostif_msg *m, uint64_t v);
 uint8_t hostif_get_u8(struct hostif_msg *m);
 uint16_t hostif_get_u16(struct hostif_msg *m);
 uint32_t hostif_get_u32(struct hostif_msg *m);
 uint64_t hostif_get_u64(struct hostif_msg *m);
 const uint8_t *hostif_get(struct hostif_msg *m, size_t n);
+
+/* hostif_run_dir writes the run directory, as rnic nic chooses it
+ * (RNIC_RUN_DIR, else $XDG_RUNTIME_DIR/rnic, else $TMPDIR/rnic-UID). */
+void hostif_run_dir(char *out, size_t n);
 
 /* hostif_connect connects to a NIC's socket; -1 and errno on failure. */
 int hostif_connect(const char *path);

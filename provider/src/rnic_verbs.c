@@ -27,23 +27,6 @@
 #include "hostif.h"
 #include "rnic.h"
 
-/* The run directory, as rnic nic chooses it. */
-static void run_dir(char *out, size_t n)
-{
-	const char *d = getenv("RNIC_RUN_DIR");
-	if (d && *d) {
-		snprintf(out, n, "%s", d);
-		return;
-	}
-	d = getenv("XDG_RUNTIME_DIR");
-	if (d && *d) {
-		snprintf(out, n, "%s/rnic", d);
-		return;
-	}
-	const char *tmp = getenv("TMPDIR");
-	snprintf(out, n, "%s/rnic-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)getuid());
-}
-
 static int cmp_dev(const void *a, const void *b)
 {
 	const struct rnic_device *x = *(struct rnic_device *const *)a, *y = *(struct rnic_device *const *)b;
@@ -53,7 +36,7 @@ static int cmp_dev(const void *a, const void *b)
 struct ibv_device **ibv_get_device_list(int *num)
 {
 	char dir[PATH_MAX];
-	run_dir(dir, sizeof dir);
+	hostif_run_dir(dir, sizeof dir);
 	int n = 0, cap = 8;
 	struct ibv_device **list = calloc(cap + 1, sizeof *list);
 	if (!list) {
