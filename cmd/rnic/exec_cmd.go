@@ -111,7 +111,9 @@ func providerLib() (string, error) {
 		fmt.Fprintf(h, "%s %d\n", n, len(b))
 		h.Write(b)
 	}
-	fmt.Fprintln(h, strings.Join(provider.Flags, " "))
+	fmt.Fprintln(h, strings.Join(provider.Flags, " "), strings.Join(provider.CMFlags, " "), strings.Join(provider.CMSources, " "))
+	_, noCMA := os.Stat("/usr/include/rdma/rdma_cma.h")
+	fmt.Fprintln(h, "rdma_cma.h", noCMA == nil) // installed later, librdmacm is built then
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
@@ -136,23 +138,48 @@ func providerLib() (string, error) {
 	var cfiles []string
 	for _, n := range names {
 		b, _ := provider.Sources.ReadFile(n)
-		base := filepath.Base(n) // src/x.c
-		if err := os.WriteFile(filepath.Join(src, base), b, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Join(src, filepath.Dir(n)), 0o755); err != nil {
 			return "", err
 		}
-		if strings.HasSuffix(base, ".c") {
-			cfiles = append(cfiles, base)
+		if err := os.WriteFile(filepath.Join(src, n), b, 0o644); err != nil {
+			return "", err
+		}
+		if strings.HasPrefix(n, "src/") && strings.HasSuffix(n, ".c") {
+			cfiles = append(cfiles, filepath.Base(n))
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".libibverbs.so.1.%d", os.Getpid()))
-	cmd := exec.Command(cc, append(append(append([]string{}, provider.Flags...), "-o", tmp), cfiles...)...)
-	cmd.Dir = src
+	// Built in a directory of their own and renamed into place whole,
+	// so that another rnic exec never sees one library without the other.
+	tmpdir, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmpdir)
+	cmd := exec.Command(cc, append(append(append([]string{}, provider.Flags...), "-o", filepath.Join(tmpdir, "libibverbs.so.1")), cfiles...)...)
+	cmd.Dir = filepath.Join(src, "src")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
 		return "", fmt.Errorf("building rnic's libibverbs.so.1: %v\n%s", err, out)
 	}
-	return lib, os.Rename(tmp, lib)
+	if _, err := os.Stat("/usr/include/rdma/rdma_cma.h"); err == nil {
+		args := append(append([]string{}, provider.CMFlags...), "-o", filepath.Join(tmpdir, "librdmacm.so.1"))
+		args = append(append(args, provider.CMSources...), "-L"+tmpdir, "-libverbs")
+		cmd := exec.Command(cc, args...)
+		cmd.Dir = filepath.Join(src, "rdmacm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building rnic's librdmacm.so.1: %v\n%s", err, out)
+		}
+	} else {
+		fmt.Fprintln(os.Stderr, "rnic exec: <rdma/rdma_cma.h> is not installed, so rnic's librdmacm.so.1 is not built: programs that use RDMA CM would load the system's, which needs the kernel's rdma_cm; Debian: apt-get install librdmacm-dev")
+	}
+	for _, f := range []string{"librdmacm.so.1", "libibverbs.so.1"} { // libibverbs last: its presence says the build is whole
+		if _, err := os.Stat(filepath.Join(tmpdir, f)); err == nil {
+			if err := os.Rename(filepath.Join(tmpdir, f), filepath.Join(dir, f)); err != nil {
+				return "", err
+			}
+		}
+	}
+	return lib, nil
 }

@@ -703,7 +703,7 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 		id->id.verbs = nic_verbs(nic);
 		id->nic = nic;
 		id->handle = handle;
-		id->qp_init = pub->qp_init;
+
 		id->id.pd = pub->id.pd;
 		memcpy(&id->id.route.addr.src_storage, &src, sizeof src);
 		memcpy(&id->id.route.addr.dst_storage, &dst, sizeof dst);

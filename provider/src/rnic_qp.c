@@ -334,10 +334,24 @@ struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struc
 		return NULL;
 	}
 	struct ibv_ah_attr a = {.is_global = 1, .port_num = port_num, .sl = wc->sl};
-	a.grh.dgid = grh->sgid;
+	const uint8_t *b = (const uint8_t *)grh;
+	if (b[0] >> 4 == 6) {
+		a.grh.dgid = grh->sgid;
+		a.grh.traffic_class = (ntohl(grh->version_tclass_flow) >> 20) & 0xff;
+	} else if (b[20] >> 4 == 4) {
+		/* RoCEv2 over IPv4: the IPv4 header is in the area's last 20
+		 * bytes (ibv_wc(3)); the sender's GID is its IPv4-mapped
+		 * address. */
+		memset(a.grh.dgid.raw, 0, 10);
+		a.grh.dgid.raw[10] = a.grh.dgid.raw[11] = 0xff;
+		memcpy(a.grh.dgid.raw + 12, b + 20 + 12, 4);
+		a.grh.traffic_class = b[21];
+	} else {
+		errno = EINVAL;
+		return NULL;
+	}
 	a.grh.sgid_index = 1;
 	a.grh.hop_limit = 0xff;
-	a.grh.traffic_class = (ntohl(grh->version_tclass_flow) >> 20) & 0xff;
 	return ibv_create_ah(pd, &a);
 }
 
