@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRDMACM runs Debian's unmodified RDMA CM programs (rdmacm-utils,
+// perftest with -R) on rnic's librdmacm.so.1 and libibverbs.so.1, server
+// and client in two processes on two NICs of "rnic nic up": each
+// connects through the NICs' connection managers (REQ, REP, RTU on QP1
+// over link/udp), moves and checks its data, and disconnects.
+func TestRDMACM(t *testing.T) {
+	lib := buildProvider(t)
+	if _, err := os.Stat(filepath.Join(lib, "librdmacm.so.1")); err != nil {
+		t.Skip("skipped: no <rdma/rdma_cma.h> to build librdmacm against; Debian: apt-get install librdmacm-dev")
+	}
+	run := t.TempDir()
+	t.Setenv("RNIC_RUN_DIR", run)
+	t.Setenv("RNIC_TEST_MAIN", "1")
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Cleanup(func() { nicCmd(t, "down", "--all") })
+	const srvAddr, cliAddr = "127.0.0.41", "127.0.0.42"
+	if out, err := nicCmd(t, "up", "--addr", srvAddr, "--addr", cliAddr); err != nil {
+		t.Fatalf("nic up: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	need := func(t *testing.T, prog, pkg string) string {
+		t.Helper()
+		bin, err := exec.LookPath(prog)
+		if err != nil {
+			t.Skipf("skipped: no %s; Debian: apt-get install %s", prog, pkg)
+		}
+		return bin
+	}
+	// pairOpt runs srv in the background and cli until it connects (the
+	// server may not listen yet: a REJ, reason 8), and returns both
+	// outputs; either failing fails the test. A server that serves
+	// forever (forever) is stopped once the client is done.
+	pairOpt := func(t *testing.T, srv, cli []string, forever bool) (string, string) {
+		t.Helper()
+		s := exec.Command(srv[0], srv[1:]...)
+		s.Env = env
+		var sout strings.Builder
+		s.Stdout, s.Stderr = &sout, &sout
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Wait() }()
+		var out []byte
+		var err error
+		for try := 0; try < 50; try++ {
+			c := exec.Command(cli[0], cli[1:]...)
+			c.Env = env
+			out, err = c.CombinedOutput()
+			o := string(out)
+			if err == nil || !strings.Contains(o, "REJECTED") && !strings.Contains(o, "CM event bl blka 8") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			s.Process.Kill()
+			<-done
+			t.Fatalf("%s: %v\n%s\nserver:\n%s", filepath.Base(cli[0]), err, out, sout.String())
+		}
+		if forever {
+			s.Process.Kill()
+			<-done
+			return string(out), sout.String()
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s server: %v\n%s", filepath.Base(srv[0]), err, sout.String())
+			}
+		case <-time.After(60 * time.Second):
+			s.Process.Kill()
+			t.Fatalf("%s server did not end:\n%s", filepath.Base(srv[0]), sout.String())
+		}
+		return string(out), sout.String()
+	}
+	pair := func(t *testing.T, srv, cli []string) (string, string) {
+		t.Helper()
+		return pairOpt(t, srv, cli, false)
+	}
+	expect := func(t *testing.T, out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("the output does not show %q:\n%s", w, out)
+			}
+		}
+	}
+
+	// rping -V: 1000 pings, each READ by the server and WRITten back,
+	// checked by the client.
+	t.Run("rping", func(t *testing.T) {
+		bin := need(t, "rping", "rdmacm-utils")
+		cli, srv := pair(t, []string{bin, "-s", "-a", srvAddr, "-p", "7501", "-C", "1000", "-V", "-v"},
+			[]string{bin, "-c", "-a", srvAddr, "-I", cliAddr, "-p", "7501", "-C", "1000", "-V", "-v"})
+		expect(t, cli, "ping data: rdma-ping-999")
+		expect(t, srv, "rdma-ping-999") // stdout and stderr interleave
+	})
+	// A server on the wildcard address listens on every NIC (the client
+	// reaches it on the other NIC's address).
+	t.Run("rping_wildcard", func(t *testing.T) {
+		bin := need(t, "rping", "rdmacm-utils")
+		cli, _ := pair(t, []string{bin, "-s", "-a", "0.0.0.0", "-p", "7502", "-C", "10", "-V", "-v"},
+			[]string{bin, "-c", "-a", cliAddr, "-p", "7502", "-C", "10", "-V", "-v"})
+		expect(t, cli, "ping data: rdma-ping-9")
+	})
+	// Nobody listens: the REQ is rejected with reason 8, as on Linux.
+	t.Run("rping_rejected", func(t *testing.T) {
+		bin := need(t, "rping", "rdmacm-utils")
+		c := exec.Command(bin, "-c", "-a", srvAddr, "-p", "7599", "-C", "1")
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err == nil {
+			t.Fatalf("rping to a port nobody listens on succeeded:\n%s", out)
+		}
+		expect(t, string(out), "RDMA_CM_EVENT_REJECTED, error 8")
+	})
+	// UD: SIDR, then datagrams both ways (udaddy names its QP in the
+	// immediate data; the server answers with an AH from the receive).
+	t.Run("udaddy", func(t *testing.T) {
+		bin := need(t, "udaddy", "rdmacm-utils")
+		cli, srv := pair(t, []string{bin, "-b", srvAddr}, []string{bin, "-s", srvAddr, "-b", cliAddr})
+		expect(t, cli, "data transfers complete", "return status 0")
+		expect(t, srv, "sending replies", "return status 0")
+	})
+	t.Run("ucmatose", func(t *testing.T) {
+		bin := need(t, "ucmatose", "rdmacm-utils")
+		cli, srv := pair(t, []string{bin, "-b", srvAddr, "-p", "7503", "-c", "4"},
+			[]string{bin, "-s", srvAddr, "-b", cliAddr, "-p", "7503", "-c", "4"})
+		expect(t, cli, "return status 0")
+		expect(t, srv, "return status 0")
+	})
+	// rdma_server/rdma_client: rdma_getaddrinfo, rdma_create_ep, the sync
+	// ids (rdma_get_request) and rdma_verbs.h's helpers.
+	t.Run("rdma_server", func(t *testing.T) {
+		srvBin, cliBin := need(t, "rdma_server", "rdmacm-utils"), need(t, "rdma_client", "rdmacm-utils")
+		cli, srv := pair(t, []string{srvBin, "-s", srvAddr, "-p", "7504"}, []string{cliBin, "-s", srvAddr, "-p", "7504"})
+		expect(t, cli, "rdma_client: end 0")
+		expect(t, srv, "rdma_server: end 0")
+	})
+	t.Run("cmtime", func(t *testing.T) {
+		bin := need(t, "cmtime", "rdmacm-utils")
+		cli, _ := pairOpt(t, []string{bin, "-b", srvAddr, "-p", "7505", "-c", "20"},
+			[]string{bin, "-s", srvAddr, "-b", cliAddr, "-p", "7505", "-c", "20"}, true) // its server serves until killed
+		expect(t, cli, "connect", "disconnect")
+	})
+	// perftest with -R: the connection through RDMA CM instead of its
+	// TCP exchange.
+	for i, tc := range []struct{ prog, want string }{
+		{"ib_write_bw", "BW average"}, {"ib_read_bw", "BW average"}, {"ib_send_bw", "BW average"}, {"ib_write_lat", "t_typical"},
+	} {
+		t.Run(tc.prog+"_R", func(t *testing.T) {
+			bin := need(t, tc.prog, "perftest")
+			port := fmt.Sprint(7510 + i)
+			cli, _ := pair(t, []string{bin, "-R", "-d", "rnic0", "-x", "1", "-n", "200", "-p", port},
+				[]string{bin, "-R", "-d", "rnic1", "-x", "1", "-n", "200", "-p", port, srvAddr})
+			expect(t, cli, tc.want, "Device         : rnic1")
+			lines := strings.Split(strings.TrimSpace(cli), "\n")
+			t.Logf("%s", strings.Join(lines[max(0, len(lines)-3):], "\n"))
+		})
+	}
+}
