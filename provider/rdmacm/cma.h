@@ -78,6 +78,8 @@ struct cma_id {
 	struct ibv_sa_path_rec path;
 	int backlog;
 	int established;
+	int ack_timeout; /* rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT + 1, 0: unset */
+	int tos;         /* RDMA_OPTION_ID_TOS + 1, 0: unset */
 };
 
 struct cma_event {

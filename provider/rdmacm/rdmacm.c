@@ -536,6 +536,8 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, 
 	return 0;
 }
 
+static struct ibv_pd *nic_pd(struct cma_nic *nic);
+
 /* place puts the id on nic's CM (its events to the id's channel). */
 static int place(struct cma_id *id, struct cma_nic *nic)
 {
@@ -560,6 +562,9 @@ static int place(struct cma_id *id, struct cma_nic *nic)
 		errno = ENODEV;
 		return -1;
 	}
+	/* As librdmacm: an id on a device has the device's PD. */
+	if (!id->id.pd)
+		id->id.pd = nic_pd(nic);
 	ids_add(id);
 	return 0;
 }
@@ -704,7 +709,7 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 		id->nic = nic;
 		id->handle = handle;
 
-		id->id.pd = pub->id.pd;
+		id->id.pd = pub->id.pd && pub->id.pd->context == id->id.verbs ? pub->id.pd : nic_pd(nic);
 		memcpy(&id->id.route.addr.src_storage, &src, sizeof src);
 		memcpy(&id->id.route.addr.dst_storage, &dst, sizeof dst);
 		set_route_gids(id);
@@ -1017,7 +1022,11 @@ int rdma_init_qp_attr(struct rdma_cm_id *cid, struct ibv_qp_attr *a, int *mask)
 	if (*mask & IBV_QP_AV) {
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = 1;
+		if (id->tos)
+			a->ah_attr.grh.traffic_class = (uint8_t)(id->tos - 1);
 	}
+	if ((*mask & IBV_QP_TIMEOUT) && id->ack_timeout)
+		a->timeout = (uint8_t)(id->ack_timeout - 1);
 	return 0;
 }
 
@@ -1570,15 +1579,33 @@ __be16 rdma_get_dst_port(struct rdma_cm_id *cid) { return htons(port_of(&cid->ro
 
 int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval, size_t optlen)
 {
-	(void)cid;
-	(void)optval;
-	(void)optlen;
-	/* The id's TOS, address reuse, AF-only and ACK timeout are taken
-	 * (the CM uses rdma_cm's defaults for them); paths are not. */
-	if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-					optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
-		return 0;
-	errno = ENOSYS;
+	struct cma_id *id = (struct cma_id *)cid;
+	if (!cid || !optval) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (level == RDMA_OPTION_ID) {
+		switch (optname) {
+		case RDMA_OPTION_ID_TOS: /* the QP's traffic class */
+			if (optlen != sizeof(uint8_t)) {
+				errno = EINVAL;
+				return -1;
+			}
+			id->tos = *(uint8_t *)optval + 1;
+			return 0;
+		case RDMA_OPTION_ID_ACK_TIMEOUT: /* the QP's local ACK timeout */
+			if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31) {
+				errno = EINVAL;
+				return -1;
+			}
+			id->ack_timeout = *(uint8_t *)optval + 1;
+			return 0;
+		case RDMA_OPTION_ID_REUSEADDR: /* ports are free again once an id is destroyed */
+		case RDMA_OPTION_ID_AFONLY:    /* an id binds one address, of one family */
+			return 0;
+		}
+	}
+	errno = ENOSYS; /* paths (RDMA_OPTION_IB_PATH) are the CM's */
 	return -1;
 }
 

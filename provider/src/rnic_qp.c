@@ -296,6 +296,10 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!attr->is_global) {
 		errno = EINVAL; /* RoCE: an address is a GID */
 		return NULL;
