@@ -34,10 +34,12 @@
 #               the ATOMIC WRITE requester against itself through rnic's
 #               library on the host side; and the reverse. rdma-core 44
 #               cannot post a FLUSH, so FLUSH is rnic to rxe only.
-#   --cm        instead: RDMA CM (package cm, the Go API) against Linux's
-#               rdma_cm on rxe0, both directions: rping -V (1000 pings)
-#               with cm.Dial as its client and cm.Listen as its server,
-#               and udaddy's SIDR exchange with cm.DialUD and cm.ListenUD.
+#   --cm        instead: RDMA CM against Linux's rdma_cm on rxe0, both
+#               directions: rping -V (1000 pings) with the cm package's
+#               cm.Dial as its client and cm.Listen as its server, udaddy
+#               with cm.DialUD and cm.ListenUD; then Debian's unmodified
+#               rping, udaddy and ib_write_bw -R through rnic's librdmacm
+#               (a NIC of rnic nic up) against the same on rxe0.
 # Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
 # LOSSES to narrow the matrix; OUT (results file, default
 # /tmp/rnic-interop.txt).
@@ -293,6 +295,30 @@ if [ $cmmode = 1 ]; then
 	vo=$("$peer/peer.sh" exec a --timeout 60 -- "udaddy -s $host" 2>&1); vrc=$?
 	wait $spid; rc=$?
 	cmrow udaddy-rxe-cli "$rc" "$(cat /tmp/rnic-cm-srv.$$)" "$vrc" "$vo" "udaddy server: 10 datagrams"
+	rm -f /tmp/rnic-cm-srv.$$
+	# Unmodified programs through rnic's librdmacm on a NIC of rnic nic
+	# up (the host side's address now), against the same on rxe0.
+	"$here/scripts/build-provider.sh" "$lib" >/dev/null || exit 1
+	ip netns exec rxepeer env RNIC_RUN_DIR=$run "$bin" nic up --addr $host >&2 || exit 1
+	hostcm() { ip netns exec rxepeer env RNIC_RUN_DIR=$run LD_LIBRARY_PATH=$lib timeout 150 "$@"; }
+	libpair() { # name, VM server, host client, host server, VM client, what a passing client prints
+		job=$("$peer/peer.sh" server a --port 7174 -- "$2" 2>/dev/null)
+		sleep 1
+		o=$(hostcm $3 2>&1); rc=$?
+		vo=$("$peer/peer.sh" wait a "$job" --timeout 120 2>&1); vrc=$?
+		cmrow "$1-rnic-cli" "$rc" "$o" "$vrc" "$vo" "$6"
+		hostcm $4 >/tmp/rnic-cm-srv.$$ 2>&1 &
+		spid=$!
+		sleep 1
+		vo=$("$peer/peer.sh" exec a --timeout 150 -- "$5" 2>&1); vrc=$?
+		wait $spid; rc=$?
+		cmrow "$1-ib-cli" "$vrc" "$vo" "$rc" "$(cat /tmp/rnic-cm-srv.$$)" "$6"
+	}
+	libpair rping "rping -s -a $vm -C 1000 -V -v" "rping -c -a $vm -C 1000 -V -v" \
+		"rping -s -a $host -C 1000 -V -v" "rping -c -a $host -C 1000 -V -v" "ping data: rdma-ping-999"
+	libpair udaddy "udaddy -b $vm" "udaddy -s $vm" "udaddy -b $host" "udaddy -s $host" "data transfers complete"
+	libpair ib_write_bw_R "ib_write_bw -R -d rxe0 -x 1 -n 200" "ib_write_bw -R -d rnic0 -x 1 -n 200 $vm" \
+		"ib_write_bw -R -d rnic0 -x 1 -n 200" "ib_write_bw -R -d rxe0 -x 1 -n 200 $host" "BW average"
 	rm -f /tmp/rnic-cm-srv.$$
 	finish_library
 fi
