@@ -277,6 +277,20 @@ func (a *agent) ah(dst wire.GID) (*rnic.AH, error) {
 	return ah, nil
 }
 
+// drain waits, at most d, until every MAD handed to QP1 has left it (a
+// DREQ sent just before the program closes its device still reaches
+// the peer).
+func (a *agent) drain(d time.Duration) {
+	for end := time.Now().Add(d); ; time.Sleep(time.Millisecond) {
+		a.mu.Lock()
+		idle := a.err != nil || len(a.free) == sendDepth && len(a.backlog) == 0
+		a.mu.Unlock()
+		if idle || time.Now().After(end) {
+			return
+		}
+	}
+}
+
 // fire is the timer.
 func (a *agent) fire() {
 	a.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/wire"
@@ -288,9 +289,10 @@ func (c *Conn) free() {
 }
 
 // Close disconnects (a DREQ, which the peer answers) and destroys the QP
-// and what the connection made for it. It does not wait for the peer:
-// the connection manager goes on through the DREP and the time wait on
-// its own.
+// and what the connection made for it. It waits until the DREQ has left
+// the NIC (at most a second), not for the peer: the connection manager
+// goes on through the DREP and the time wait on its own while the device
+// is open.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -300,6 +302,7 @@ func (c *Conn) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	_ = c.a.do(func(m *machine) error { return m.step(c.c, &event{in: inDisconnect}) })
+	c.a.drain(time.Second)
 	c.end(ErrDisconnected)
 	if c.qp != nil {
 		_ = c.qp.Modify(&rnic.QPAttr{State: rnic.QPSErr}, rnic.QPAttrState)

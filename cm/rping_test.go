@@ -1,9 +1,7 @@
 package cm_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"os"
@@ -14,220 +12,16 @@ import (
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/cm"
+	"github.com/rnic/rnic/internal/rping"
 	"github.com/rnic/rnic/link/udp"
 )
-
-// rping's protocol (rdma-core's librdmacm/examples/rping.c), on a
-// connection of the cm package, so that a Go program and rping connect
-// to each other. Each iteration: the client SENDs the address, rkey and
-// size of its start buffer (struct rping_rdma_info, big-endian); the
-// server READs it into its own buffer and SENDs "go ahead"; the client
-// SENDs its RDMA buffer's, the server WRITEs what it read into it and
-// SENDs again; with -V the client checks the buffers are equal.
-
-const rpingInfoLen = 16
-
-// rpingText fills b as rping's client does for iteration ping.
-func rpingText(b []byte, ping int, start *byte) {
-	n := copy(b, fmt.Sprintf("rdma-ping-%d: ", ping))
-	c := *start
-	for i := n; i < len(b); i++ {
-		b[i] = c
-		if c++; c > 122 {
-			c = 65
-		}
-	}
-	if *start++; *start > 122 {
-		*start = 65
-	}
-	b[len(b)-1] = 0
-}
-
-// rpingPeer is one side's buffers and QP.
-type rpingPeer struct {
-	qp         *rnic.QP
-	cq         *rnic.CQ
-	send, recv *rnic.MR // the rping_rdma_info messages
-	start, rb  *rnic.MR // the start and RDMA buffers
-}
-
-func newRpingPeer(t *testing.T, c *cm.Conn, size int) *rpingPeer {
-	t.Helper()
-	pd := c.QP().PD()
-	_, init, err := c.QP().Query()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &rpingPeer{qp: c.QP(), cq: init.SendCQ}
-	acc := rnic.AccessLocalWrite | rnic.AccessRemoteRead | rnic.AccessRemoteWrite
-	for _, m := range []**rnic.MR{&p.send, &p.recv, &p.start, &p.rb} {
-		n := rpingInfoLen
-		if m == &p.start || m == &p.rb {
-			n = size
-		}
-		if *m, err = pd.RegMR(make([]byte, n), acc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
-}
-
-func (p *rpingPeer) postRecv() error {
-	return p.qp.PostRecv(rnic.RecvWR{WRID: 2, SGL: []rnic.SGE{p.recv.SGE(0, rpingInfoLen)}})
-}
-
-// advertise SENDs mr's address, rkey and size.
-func (p *rpingPeer) advertise(mr *rnic.MR) error {
-	b := p.send.Bytes()
-	binary.BigEndian.PutUint64(b[0:], mr.Addr())
-	binary.BigEndian.PutUint32(b[8:], mr.RKey())
-	binary.BigEndian.PutUint32(b[12:], uint32(mr.Len()))
-	return p.qp.PostSend(rnic.SendWR{WRID: 1, Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{p.send.SGE(0, rpingInfoLen)}})
-}
-
-// wait waits for the completion of wrid (the other completions, sends
-// behind a receive, are taken on the way).
-func (p *rpingPeer) wait(ctx context.Context, wrid uint64) (rnic.WC, error) {
-	wcs := make([]rnic.WC, 1)
-	for {
-		if _, err := p.cq.Wait(ctx, wcs); err != nil {
-			return rnic.WC{}, err
-		}
-		if wcs[0].Status != rnic.WCSuccess {
-			return wcs[0], fmt.Errorf("completion %+v", wcs[0])
-		}
-		if wcs[0].WRID == wrid {
-			return wcs[0], nil
-		}
-	}
-}
-
-// rpingClient runs count iterations of rping's client on c, checking
-// the echo (rping -V).
-func rpingClient(ctx context.Context, t *testing.T, c *cm.Conn, count, size int) error {
-	p := newRpingPeer(t, c, size)
-	start := byte(65)
-	for ping := range count {
-		rpingText(p.start.Bytes(), ping, &start)
-		if err := p.postRecv(); err != nil {
-			return err
-		}
-		if err := p.advertise(p.start); err != nil {
-			return err
-		}
-		if _, err := p.wait(ctx, 2); err != nil { // the server read it
-			return fmt.Errorf("ping %d: %w", ping, err)
-		}
-		if err := p.postRecv(); err != nil {
-			return err
-		}
-		if err := p.advertise(p.rb); err != nil {
-			return err
-		}
-		if _, err := p.wait(ctx, 2); err != nil { // the server wrote it back
-			return fmt.Errorf("ping %d: %w", ping, err)
-		}
-		if !bytes.Equal(p.start.Bytes(), p.rb.Bytes()) {
-			return fmt.Errorf("ping %d: data mismatch: sent %q, echoed %q", ping, p.start.Bytes(), p.rb.Bytes())
-		}
-		clear(p.rb.Bytes())
-	}
-	return nil
-}
-
-// rpingServer serves rping's client on c until it has echoed count pings
-// (or, with count 0, until the client disconnects); it returns the pings
-// served.
-func rpingServer(ctx context.Context, t *testing.T, c *cm.Conn, count, size int) (int, error) {
-	p := newRpingPeer(t, c, size)
-	remote := func() (addr uint64, rkey, n uint32) {
-		b := p.recv.Bytes()
-		return binary.BigEndian.Uint64(b), binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint32(b[12:])
-	}
-	served := 0
-	for count == 0 || served < count {
-		if err := p.postRecv(); err != nil {
-			return served, err
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-c.Done():
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
-		_, err := p.wait(wctx, 2)
-		if err != nil {
-			cancel()
-			if count == 0 && c.Err() != nil {
-				return served, nil // the client is done
-			}
-			return served, err
-		}
-		addr, rkey, n := remote()
-		n = min(n, uint32(size))
-		if err := p.qp.PostSend(rnic.SendWR{WRID: 3, Opcode: rnic.WRRDMARead, Flags: rnic.SendSignaled,
-			SGL: []rnic.SGE{p.rb.SGE(0, int(n))}, RemoteAddr: addr, RKey: rkey}); err != nil {
-			cancel()
-			return served, err
-		}
-		if _, err := p.wait(wctx, 3); err != nil {
-			cancel()
-			return served, err
-		}
-		if err := p.postRecv(); err != nil {
-			cancel()
-			return served, err
-		}
-		if err := p.advertise(p.rb); err != nil { // go ahead
-			cancel()
-			return served, err
-		}
-		if _, err := p.wait(wctx, 2); err != nil {
-			cancel()
-			return served, err
-		}
-		addr, rkey, n = remote()
-		text := p.rb.Bytes()
-		l := bytes.IndexByte(text, 0) + 1
-		if l <= 0 {
-			l = len(text)
-		}
-		if err := p.qp.PostSend(rnic.SendWR{WRID: 4, Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
-			SGL: []rnic.SGE{p.rb.SGE(0, min(l, int(n)))}, RemoteAddr: addr, RKey: rkey}); err != nil {
-			cancel()
-			return served, err
-		}
-		if _, err := p.wait(wctx, 4); err != nil {
-			cancel()
-			return served, err
-		}
-		if err := p.advertise(p.rb); err != nil {
-			cancel()
-			return served, err
-		}
-		if _, err := p.wait(wctx, 1); err != nil {
-			cancel()
-			return served, err
-		}
-		cancel()
-		served++
-	}
-	return served, nil
-}
-
-// rpingConfig is rping's connection: one READ outstanding each way,
-// the buffers readable and writable by the peer.
-var rpingConfig = cm.Config{Access: rnic.AccessRemoteRead | rnic.AccessRemoteWrite, ResponderResources: 1, InitiatorDepth: 1,
-	Cap: rnic.QPCap{MaxSendWR: 16, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}
 
 // TestRping: the Go rping client and server against each other, 100
 // iterations of 64 bytes, over the connection manager.
 func TestRping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := devices(t, nil)
-		l, err := cm.Listen(b, 7174, &rpingConfig)
+		l, err := cm.Listen(b, 7174, &rping.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +31,7 @@ func TestRping(t *testing.T) {
 			c, err := l.Accept(context.Background())
 			if err == nil {
 				var n int
-				n, err = rpingServer(context.Background(), t, c, 0, 64)
+				n, err = rping.Server(context.Background(), c, 0, 64)
 				if err == nil && n != 100 {
 					err = fmt.Errorf("served %d pings, want 100", n)
 				}
@@ -245,11 +39,11 @@ func TestRping(t *testing.T) {
 			}
 			served <- err
 		}()
-		c, err := cm.Dial(context.Background(), a, netip.AddrPortFrom(addrB, 7174), &rpingConfig)
+		c, err := cm.Dial(context.Background(), a, netip.AddrPortFrom(addrB, 7174), &rping.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rpingClient(context.Background(), t, c, 100, 64); err != nil {
+		if err := rping.Client(context.Background(), c, 100, 64); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
@@ -286,11 +80,11 @@ func TestInteropRping(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if server != "" {
-		c, err := cm.Dial(ctx, dev, netip.MustParseAddrPort(server), &rpingConfig)
+		c, err := cm.Dial(ctx, dev, netip.MustParseAddrPort(server), &rping.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rpingClient(ctx, t, c, count, 64); err != nil {
+		if err := rping.Client(ctx, c, count, 64); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
@@ -298,7 +92,7 @@ func TestInteropRping(t *testing.T) {
 		return
 	}
 	p, _ := strconv.Atoi(port)
-	ln, err := cm.Listen(dev, uint16(p), &rpingConfig)
+	ln, err := cm.Listen(dev, uint16(p), &rping.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +101,7 @@ func TestInteropRping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := rpingServer(ctx, t, c, 0, 64)
+	n, err := rping.Server(ctx, c, 0, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

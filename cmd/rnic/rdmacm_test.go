@@ -1,13 +1,21 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/cm"
+	"github.com/rnic/rnic/internal/rping"
+	"github.com/rnic/rnic/link/udp"
 )
 
 // TestRDMACM runs Debian's unmodified RDMA CM programs (rdmacm-utils,
@@ -155,6 +163,74 @@ func TestRDMACM(t *testing.T) {
 		cli, _ := pairOpt(t, []string{bin, "-b", srvAddr, "-p", "7505", "-c", "20"},
 			[]string{bin, "-s", srvAddr, "-b", cliAddr, "-p", "7505", "-c", "20"}, true) // its server serves until killed
 		expect(t, cli, "connect", "disconnect")
+	})
+	// The Go API (package cm) and rping through the library, both ways: a
+	// device of this process on 127.0.0.43 dials rping's server on
+	// rnic0, and rping's client on rnic1 connects to its listener.
+	t.Run("go_rping", func(t *testing.T) {
+		bin := need(t, "rping", "rdmacm-utils")
+		l, err := udp.Open(udp.Options{Addr: netip.MustParseAddr("127.0.0.43")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, err := rnic.Open(rnic.Options{Link: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s := exec.Command(bin, "-s", "-a", srvAddr, "-p", "7520", "-C", "100", "-V")
+		s.Env = env
+		var sout strings.Builder
+		s.Stdout, s.Stderr = &sout, &sout
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var c *cm.Conn
+		for try := 0; try < 50; try++ { // until rping listens
+			if c, err = cm.Dial(ctx, dev, netip.MustParseAddrPort(srvAddr+":7520"), &rping.Config); err == nil || !errors.Is(err, cm.ErrRejected) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			s.Process.Kill()
+			t.Fatalf("cm.Dial to rping -s: %v\n%s", err, sout.String())
+		}
+		if err := rping.Client(ctx, c, 100, 64); err != nil {
+			t.Fatalf("100 pings to rping -s: %v\n%s", err, sout.String())
+		}
+		c.Close()
+		if err := s.Wait(); err != nil {
+			t.Fatalf("rping -s after cm.Dial's client: %v\n%s", err, sout.String())
+		}
+
+		ln, err := cm.Listen(dev, 7521, &rping.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		cl := exec.Command(bin, "-c", "-a", "127.0.0.43", "-I", cliAddr, "-p", "7521", "-C", "100", "-V")
+		cl.Env = env
+		var cout strings.Builder
+		cl.Stdout, cl.Stderr = &cout, &cout
+		if err := cl.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := ln.Accept(ctx)
+		if err != nil {
+			cl.Process.Kill()
+			t.Fatalf("cm.Listen's Accept of rping -c: %v\n%s", err, cout.String())
+		}
+		n, err := rping.Server(ctx, sc, 0, 64)
+		sc.Close()
+		if err := cl.Wait(); err != nil {
+			t.Fatalf("rping -c against cm.Listen: %v\n%s", err, cout.String())
+		}
+		if err != nil || n != 100 {
+			t.Fatalf("cm.Listen's server: %d pings, %v", n, err)
+		}
 	})
 	// perftest with -R: the connection through RDMA CM instead of its
 	// TCP exchange.
