@@ -318,7 +318,7 @@ if [ $cmmode = 1 ]; then
 		"rping -s -a $host -C 1000 -V -v" "rping -c -a $host -C 1000 -V -v" "ping data: rdma-ping-999"
 	libpair udaddy "udaddy -b $vm" "udaddy -s $vm" "udaddy -b $host" "udaddy -s $host" "data transfers complete"
 	libpair ib_write_bw_R "ib_write_bw -R -d rxe0 -x 1 -n 200" "ib_write_bw -R -d rnic0 -x 1 -n 200 $vm" \
-		"ib_write_bw -R -d rnic0 -x 1 -n 200" "ib_write_bw -R -d rxe0 -x 1 -n 200 $host" "BW average"
+		"ib_write_bw -R -d rnic0 -x 1 -n 200" "ib_write_bw -R -d rxe0 -x 1 -n 200 $host" " 65536 "
 	rm -f /tmp/rnic-cm-srv.$$
 	finish_library
 fi
