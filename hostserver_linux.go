@@ -34,45 +34,13 @@ func (d *Device) ServeHost(ln net.Listener) error {
 	if d.vc != nil {
 		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[*net.UnixConn]bool{}
-	)
 	if n, ok := d.d.(*nic.Device); ok {
 		n.SetLinkSpin(hostLinkSpin)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go d.routeHostEvents(ctx)
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			// The NIC stops serving: its programs' connections close
-			// (they see the device gone) and their resources go.
-			mu.Lock()
-			for uc := range conns {
-				uc.Close()
-			}
-			mu.Unlock()
-			wg.Wait()
-			return err
-		}
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			c.Close()
-			continue
-		}
-		mu.Lock()
-		conns[uc] = true
-		mu.Unlock()
-		wg.Go(func() {
-			d.serveHostConn(uc)
-			mu.Lock()
-			delete(conns, uc)
-			mu.Unlock()
-		})
-	}
+	return hostif.Serve(ln, d.serveHostConn)
 }
 
 // routeHostEvents sends each of the device's async events to the program

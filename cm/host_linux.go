@@ -39,40 +39,10 @@ func ServeHost(dev *rnic.Device, ln net.Listener) error {
 		return err
 	}
 	h := &hostCM{a: a, channels: map[uint32]*hostChannel{}, ports: map[portKey]*hostID{}}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[*net.UnixConn]bool{}
-	)
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			mu.Lock()
-			for uc := range conns {
-				uc.Close()
-			}
-			mu.Unlock()
-			wg.Wait()
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			c.Close()
-			continue
-		}
-		mu.Lock()
-		conns[uc] = true
-		mu.Unlock()
-		wg.Go(func() {
-			h.serve(uc)
-			mu.Lock()
-			delete(conns, uc)
-			mu.Unlock()
-		})
+	if err := hostif.Serve(ln, h.serve); !errors.Is(err, net.ErrClosed) {
+		return err
 	}
+	return nil
 }
 
 type portKey struct {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
-	"syscall"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/wire"
@@ -15,15 +13,8 @@ import (
 // Listener takes the connection requests for one rdma_cm port (port space
 // TCP) on a device, as rdma_listen on an RDMA_PS_TCP id does.
 type Listener struct {
-	a    *agent
-	sid  uint64
-	port uint16
-	cfg  Config
-	reqs chan *Request
-
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{}
+	q   backlog[*Request]
+	cfg Config
 }
 
 // Request is a connection request a Listener received (rdma_cm's
@@ -48,27 +39,15 @@ func Listen(dev *rnic.Device, port uint16, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	backlog := cfg.Backlog
-	if backlog <= 0 {
-		backlog = 64
-	}
-	l := &Listener{a: a, sid: mad.ServiceID(mad.PortSpaceTCP, port), port: port, cfg: *cfg,
-		reqs: make(chan *Request, backlog), done: make(chan struct{})}
-	err = a.do(func(m *machine) error {
-		if m.listeners[l.sid] != nil {
-			return fmt.Errorf("cm: Listen on port %d of %s: %w", port, dev.Name(), syscall.EADDRINUSE)
-		}
-		m.listeners[l.sid] = l
-		return nil
-	})
-	if err != nil {
+	l := &Listener{q: newBacklog[*Request](a, mad.ServiceID(mad.PortSpaceTCP, port), port, cfg.Backlog), cfg: *cfg}
+	if err := l.q.listen(l); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
 // Addr returns the address and port the listener serves.
-func (l *Listener) Addr() netip.AddrPort { return netip.AddrPortFrom(l.a.gid.Addr(), l.port) }
+func (l *Listener) Addr() netip.AddrPort { return netip.AddrPortFrom(l.q.a.gid.Addr(), l.q.port) }
 
 // request is the machine's: a REQ for the listener's service.
 func (l *Listener) request(c *conn, msg mad.Message) bool {
@@ -77,35 +56,19 @@ func (l *Listener) request(c *conn, msg mad.Message) bool {
 		return false // a SIDR_REQ for a TCP port: the service is not a UD one
 	}
 	h, err := mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
-	if err != nil || h.Dst.Addr().Unmap() != l.a.gid.Addr() {
+	if err != nil || h.Dst.Addr().Unmap() != l.q.a.gid.Addr() {
 		// Not rdma_cm's, or for another address than ours.
 		return false
 	}
-	r := &Request{l: l, c: c, req: *req, local: netip.AddrPortFrom(h.Dst.Addr().Unmap(), l.port),
+	r := &Request{l: l, c: c, req: *req, local: netip.AddrPortFrom(h.Dst.Addr().Unmap(), l.q.port),
 		remote: netip.AddrPortFrom(h.Src.Addr().Unmap(), h.Src.Port()), events: make(chan Event, 4)}
 	c.user = r
 	c.autoDREP = true
-	select {
-	case l.reqs <- r:
-		return true
-	default:
-		return false
-	}
+	return l.q.offer(r)
 }
 
-// Next waits for the next connection request.
-func (l *Listener) Next(ctx context.Context) (*Request, error) {
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.done:
-		return nil, fmt.Errorf("cm: listener on port %d: %w", l.port, rnic.ErrClosed)
-	case <-l.a.done:
-		return nil, l.a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+// Next waits for the next request.
+func (l *Listener) Next(ctx context.Context) (*Request, error) { return l.q.next(ctx) }
 
 // Accept waits for the next connection request and accepts it with the
 // listener's Config.
@@ -127,30 +90,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 }
 
 // Close stops listening; requests not taken yet are rejected.
-func (l *Listener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return fmt.Errorf("cm: listener Close: %w", rnic.ErrClosed)
-	}
-	l.closed = true
-	close(l.done)
-	l.mu.Unlock()
-	_ = l.a.do(func(m *machine) error {
-		if m.listeners[l.sid] == l {
-			delete(m.listeners, l.sid)
-		}
-		return nil
-	})
-	for {
-		select {
-		case r := <-l.reqs:
-			_ = r.Reject(nil)
-		default:
-			return nil
-		}
-	}
-}
+func (l *Listener) Close() error { return l.q.close(l) }
 
 // RemoteAddr and LocalAddr are the request's addresses and ports, from
 // rdma_cm's header.
@@ -177,7 +117,7 @@ func (r *Request) Reject(private []byte) error {
 	if len(private) > mad.REJPrivateLen {
 		return fmt.Errorf("cm: Reject: %d bytes of private data, a REJ carries %d", len(private), mad.REJPrivateLen)
 	}
-	return r.l.a.do(func(m *machine) error {
+	return r.l.q.a.do(func(m *machine) error {
 		return m.step(r.c, &event{in: inReject, reason: mad.RejConsumerDefined, private: private})
 	})
 }
@@ -192,10 +132,10 @@ func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if len(cfg.PrivateData) > mad.REPPrivateLen {
 		return nil, fmt.Errorf("cm: Accept: %d bytes of private data, a REP carries %d", len(cfg.PrivateData), mad.REPPrivateLen)
 	}
-	a := r.l.a
+	a := r.l.q.a
 	c, err := newConnQP(a, cfg)
 	if err != nil {
-		_ = r.l.a.do(func(m *machine) error {
+		_ = r.l.q.a.do(func(m *machine) error {
 			return m.step(r.c, &event{in: inReject, reason: mad.RejNoResources})
 		})
 		return nil, fmt.Errorf("cm: Accept: %w", err)

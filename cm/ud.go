@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"syscall"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/wire"
@@ -161,15 +160,8 @@ func DialUD(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Co
 // UDListener takes the service resolution requests (SIDR_REQs) for one
 // rdma_cm port of port space UDP on a device.
 type UDListener struct {
-	a    *agent
-	sid  uint64
-	port uint16
-	cfg  Config
-	reqs chan *UDRequest
-
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{}
+	q   backlog[*UDRequest]
+	cfg Config
 }
 
 // UDRequest is a SIDR_REQ for a UDListener: Accept or Reject it.
@@ -190,16 +182,8 @@ func ListenUD(dev *rnic.Device, port uint16, cfg *Config) (*UDListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &UDListener{a: a, sid: mad.ServiceID(mad.PortSpaceUDP, port), port: port, cfg: *cfg,
-		reqs: make(chan *UDRequest, max(cfg.Backlog, 64)), done: make(chan struct{})}
-	err = a.do(func(m *machine) error {
-		if m.listeners[l.sid] != nil {
-			return fmt.Errorf("cm: ListenUD on port %d of %s: %w", port, dev.Name(), syscall.EADDRINUSE)
-		}
-		m.listeners[l.sid] = l
-		return nil
-	})
-	if err != nil {
+	l := &UDListener{q: newBacklog[*UDRequest](a, mad.ServiceID(mad.PortSpaceUDP, port), port, cfg.Backlog), cfg: *cfg}
+	if err := l.q.listen(l); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -212,33 +196,17 @@ func (l *UDListener) request(c *conn, msg mad.Message) bool {
 		return false
 	}
 	h, err := mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
-	if err != nil || h.Dst.Addr().Unmap() != l.a.gid.Addr() {
+	if err != nil || h.Dst.Addr().Unmap() != l.q.a.gid.Addr() {
 		return false
 	}
-	r := &UDRequest{l: l, c: c, local: netip.AddrPortFrom(h.Dst.Addr().Unmap(), l.port),
+	r := &UDRequest{l: l, c: c, local: netip.AddrPortFrom(h.Dst.Addr().Unmap(), l.q.port),
 		remote: netip.AddrPortFrom(h.Src.Addr().Unmap(), h.Src.Port()), data: clone(req.PrivateData[mad.CMAHeaderSize:])}
 	c.user = r
-	select {
-	case l.reqs <- r:
-		return true
-	default:
-		return false
-	}
+	return l.q.offer(r)
 }
 
 // Next waits for the next request.
-func (l *UDListener) Next(ctx context.Context) (*UDRequest, error) {
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.done:
-		return nil, fmt.Errorf("cm: UD listener on port %d: %w", l.port, rnic.ErrClosed)
-	case <-l.a.done:
-		return nil, l.a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+func (l *UDListener) Next(ctx context.Context) (*UDRequest, error) { return l.q.next(ctx) }
 
 // Accept waits for the next request and accepts it with the listener's
 // Config.
@@ -251,30 +219,7 @@ func (l *UDListener) Accept(ctx context.Context) (*UD, error) {
 }
 
 // Close stops listening; requests not taken yet are refused.
-func (l *UDListener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return fmt.Errorf("cm: UD listener Close: %w", rnic.ErrClosed)
-	}
-	l.closed = true
-	close(l.done)
-	l.mu.Unlock()
-	_ = l.a.do(func(m *machine) error {
-		if m.listeners[l.sid] == l {
-			delete(m.listeners, l.sid)
-		}
-		return nil
-	})
-	for {
-		select {
-		case r := <-l.reqs:
-			_ = r.Reject(nil)
-		default:
-			return nil
-		}
-	}
-}
+func (l *UDListener) Close() error { return l.q.close(l) }
 
 func (r *UDRequest) repReceived(*mad.REP) error { return fmt.Errorf("cm: REP for a UD request") }
 func (r *UDRequest) event(Event)                {}
@@ -296,7 +241,7 @@ func (r *UDRequest) Accept(cfg *Config) (*UD, error) {
 	if len(cfg.PrivateData) > mad.SIDRREPPrivateLen {
 		return nil, fmt.Errorf("cm: Accept: %d bytes of private data, a SIDR_REP carries %d", len(cfg.PrivateData), mad.SIDRREPPrivateLen)
 	}
-	u, err := newUD(r.l.a, cfg)
+	u, err := newUD(r.l.q.a, cfg)
 	if err != nil {
 		_ = r.Reject(nil)
 		return nil, fmt.Errorf("cm: Accept: %w", err)
@@ -304,7 +249,7 @@ func (r *UDRequest) Accept(cfg *Config) (*UD, error) {
 	u.local, u.remote, u.private = r.local, r.remote, r.data
 	rep := &mad.SIDRREP{Status: uint8(mad.SIDRQPValid), QPN: u.qp.QPN(), QKey: UDPQKey}
 	copy(rep.PrivateData[:], cfg.PrivateData)
-	if err := r.l.a.do(func(m *machine) error { return m.step(r.c, &event{in: inAccept, sidrRep: rep}) }); err != nil {
+	if err := r.l.q.a.do(func(m *machine) error { return m.step(r.c, &event{in: inAccept, sidrRep: rep}) }); err != nil {
 		u.free()
 		return nil, fmt.Errorf("cm: Accept: %w", err)
 	}
@@ -316,5 +261,5 @@ func (r *UDRequest) Reject(private []byte) error {
 	if len(private) > mad.SIDRREPPrivateLen {
 		return fmt.Errorf("cm: Reject: %d bytes of private data, a SIDR_REP carries %d", len(private), mad.SIDRREPPrivateLen)
 	}
-	return r.l.a.do(func(m *machine) error { return m.step(r.c, &event{in: inReject, private: private}) })
+	return r.l.q.a.do(func(m *machine) error { return m.step(r.c, &event{in: inReject, private: private}) })
 }
