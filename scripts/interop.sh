@@ -303,13 +303,13 @@ if [ $cmmode = 1 ]; then
 	hostcm() { ip netns exec rxepeer env RNIC_RUN_DIR=$run LD_LIBRARY_PATH=$lib timeout 150 "$@"; }
 	libpair() { # name, VM server, host client, host server, VM client, what a passing client prints
 		job=$("$peer/peer.sh" server a --port 7174 -- "$2" 2>/dev/null)
-		sleep 1
+		sleep 3 # perftest -R says it waits for a client before it listens
 		o=$(hostcm $3 2>&1); rc=$?
 		vo=$("$peer/peer.sh" wait a "$job" --timeout 120 2>&1); vrc=$?
 		cmrow "$1-rnic-cli" "$rc" "$o" "$vrc" "$vo" "$6"
 		hostcm $4 >/tmp/rnic-cm-srv.$$ 2>&1 &
 		spid=$!
-		sleep 1
+		sleep 3
 		vo=$("$peer/peer.sh" exec a --timeout 150 -- "$5" 2>&1); vrc=$?
 		wait $spid; rc=$?
 		cmrow "$1-ib-cli" "$vrc" "$vo" "$rc" "$(cat /tmp/rnic-cm-srv.$$)" "$6"

@@ -687,7 +687,10 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 	memcpy(ev->private, priv, plen);
 	struct cma_id *id;
 	if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		struct cma_id *l = luid ? (struct cma_id *)(uintptr_t)luid : ids_find(nic, lhandle);
+		/* Ids are found by their handle on the NIC, never by the uid the
+		 * event carries: an event may come after its id was destroyed. */
+		(void)luid;
+		struct cma_id *l = ids_find(nic, lhandle);
 		if (!l) {
 			free(ev);
 			return NULL;
@@ -716,7 +719,8 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 		ids_add(id);
 		ev->ev.listen_id = &pub->id;
 	} else {
-		id = uid ? (struct cma_id *)(uintptr_t)uid : ids_find(nic, handle);
+		(void)uid;
+		id = ids_find(nic, handle);
 		if (!id) {
 			free(ev);
 			return NULL;
@@ -1425,6 +1429,18 @@ int rdma_destroy_id(struct rdma_cm_id *cid)
 		CMD(id, OP_CM_DESTROY_ID, m, (void)0);
 		ids_del(id);
 	}
+	/* Events of the id not yet taken go with it. */
+	struct cma_channel *ch = id->chan;
+	pthread_mutex_lock(&ch->lock);
+	for (int i = 0; i < ch->nlocal;) {
+		if (ch->local[i]->ev.id == cid) {
+			free(ch->local[i]);
+			memmove(ch->local + i, ch->local + i + 1, (--ch->nlocal - i) * sizeof *ch->local);
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&ch->lock);
 	if (cid->event)
 		free(cid->event);
 	if (id->ownchan)
