@@ -34,5 +34,12 @@
 // and a DREQ for an unknown connection with a DREP, as Linux answers.
 //
 // A device answers CM messages once its agent runs: Start, Dial, Listen,
-// DialUD or ListenUD start it; it runs until the device closes.
+// DialUD or ListenUD start it; it runs until the device closes. QP1 is
+// not modelled in virtual time: on a device of a rnic.VirtualClock these
+// fail, saying so.
+//
+// The NIC processes of the host (rnic nic) run the same machine for
+// their programs: ServeHost serves rdma_cm ids on the NIC's CM socket to
+// rnic's librdmacm (provider/rdmacm), which readies the programs' QPs
+// itself as Linux's librdmacm does (docs/verbs.md, "RDMA CM").
 package cm
