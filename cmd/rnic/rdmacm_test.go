@@ -232,6 +232,34 @@ func TestRDMACM(t *testing.T) {
 			t.Fatalf("cm.Listen's server: %d pings, %v", n, err)
 		}
 	})
+	// A NIC that goes away: the ids on it get DEVICE_REMOVAL (rping's
+	// listener exits saying so) instead of waiting forever.
+	t.Run("device_removal", func(t *testing.T) {
+		bin := need(t, "rping", "rdmacm-utils")
+		if out, err := nicCmd(t, "up", "--addr", "127.0.0.44"); err != nil {
+			t.Fatalf("nic up: %v\n%s", err, out)
+		}
+		s := exec.Command(bin, "-s", "-a", "127.0.0.44", "-p", "7530", "-C", "1")
+		s.Env = env
+		var sout strings.Builder
+		s.Stdout, s.Stderr = &sout, &sout
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Wait() }()
+		time.Sleep(500 * time.Millisecond) // rping listens
+		if out, err := nicCmd(t, "down", "rnic2"); err != nil {
+			t.Fatalf("nic down rnic2: %v\n%s", err, out)
+		}
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			s.Process.Kill()
+			t.Fatalf("rping -s on a NIC that went away did not end:\n%s", sout.String())
+		}
+		expect(t, sout.String(), "device removal")
+	})
 	// perftest with -R: the connection through RDMA CM instead of its
 	// TCP exchange.
 	for i, tc := range []struct{ prog, want string }{

@@ -780,6 +780,31 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 	return ev;
 }
 
+/* device_removed queues DEVICE_REMOVAL for every id of ch on nic. */
+static void device_removed(struct cma_channel *ch, struct cma_nic *nic)
+{
+	pthread_mutex_lock(&ids_lock);
+	for (int i = 0; i < nids; i++) {
+		struct cma_id *id = ids[i].id;
+		if (ids[i].nic != nic || id->chan != ch)
+			continue;
+		struct cma_event *ev = calloc(1, sizeof *ev);
+		if (!ev)
+			continue;
+		ev->ev.id = &(id->parent ? id->parent : id)->id;
+		ev->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
+		push_local(ch, ev, 0);
+	}
+	pthread_mutex_unlock(&ids_lock);
+	/* The NIC's command connection is gone too: a new one next time. */
+	pthread_mutex_lock(&nic->lock);
+	if (nic->cmd >= 0) {
+		close(nic->cmd);
+		nic->cmd = -1;
+	}
+	pthread_mutex_unlock(&nic->lock);
+}
+
 /* next_event waits for the channel's next event (EAGAIN if the channel
  * is non-blocking and none is there). */
 static int next_event(struct cma_channel *ch, struct cma_event **out)
@@ -821,8 +846,11 @@ static int next_event(struct cma_channel *ch, struct cma_event **out)
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (k <= 0) {
-			/* The NIC went away: its connection leaves the channel. */
+			/* The NIC went away: its connection leaves the channel,
+			 * and each id of the channel on it gets DEVICE_REMOVAL,
+			 * as the kernel reports a device that is gone. */
 			epoll_ctl(ch->ch.fd, EPOLL_CTL_DEL, cc->fd, NULL);
+			device_removed(ch, cc->nic);
 			continue;
 		}
 		m.len = k;
