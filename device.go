@@ -433,6 +433,7 @@ func Open(o Options) (*Device, error) {
 			return nil, err
 		}
 	}
+	addDevice(dev)
 	return dev, nil
 }
 
@@ -562,6 +563,9 @@ func (d *Device) Close() error {
 		return d.errClosed()
 	}
 	d.closed.Store(true)
+	openDevices.Lock()
+	openDevices.l = slices.DeleteFunc(openDevices.l, func(x *Device) bool { return x == d })
+	openDevices.Unlock()
 	cqs := make([]*CQ, 0, len(d.cqs))
 	for cq := range d.cqs {
 		cqs = append(cqs, cq)
@@ -584,6 +588,28 @@ func (d *Device) Close() error {
 		v.wakeFor(d.d)
 	}
 	return err
+}
+
+// openDevices are the process's open devices on the wall clock, for
+// Devices.
+var openDevices struct {
+	sync.Mutex
+	l []*Device
+}
+
+// Devices returns the devices this process has open (on the wall clock,
+// in the order they were opened): what a connection manager picks from
+// for an address, as librdmacm picks among the host's devices.
+func Devices() []*Device {
+	openDevices.Lock()
+	defer openDevices.Unlock()
+	return slices.Clone(openDevices.l)
+}
+
+func addDevice(d *Device) {
+	openDevices.Lock()
+	openDevices.l = append(openDevices.l, d)
+	openDevices.Unlock()
 }
 
 // usable returns nil while the device is open, and its ErrClosed error

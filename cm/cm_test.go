@@ -341,3 +341,35 @@ func TestPeerVanishes(t *testing.T) {
 		}
 	})
 }
+
+// TestDialRouted: Dial with no device takes the device of this process
+// that has the destination's address (as rdma_resolve_addr picks the
+// device that reaches itself); an address no device serves is an error
+// naming it.
+func TestDialRouted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, b := devices(t, nil)
+		l, err := cm.Listen(b, 7600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			if c, err := l.Accept(context.Background()); err == nil {
+				<-c.Done()
+				c.Close()
+			}
+		}()
+		c, err := cm.Dial(context.Background(), nil, netip.AddrPortFrom(addrB, 7600), nil)
+		if err != nil {
+			t.Fatalf("Dial with no device: %v", err)
+		}
+		if c.QP().PD().Device() != b || c.LocalAddr().Addr() != addrB {
+			t.Errorf("dialed from %v on %s, want b's own address", c.LocalAddr(), c.QP().PD().Device().Name())
+		}
+		c.Close()
+	})
+	if _, err := cm.Dial(context.Background(), nil, netip.MustParseAddrPort("127.0.0.99:1"), nil); !errors.Is(err, cm.ErrNoDevice) {
+		t.Errorf("Dial to an address no device serves: %v, want ErrNoDevice", err)
+	}
+}

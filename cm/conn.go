@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -317,9 +318,20 @@ func (c *Conn) Close() error {
 // peer rejects (reason 8: nobody listens on the port), ErrUnreachable if
 // it never answers (the REQ is sent 16 times, 6 s apart, as Linux's
 // rdma_cm does), or ctx's error, after which the peer is told with a REJ.
+//
+// With dev nil, the device is the one of this process (rnic.Devices)
+// that sends to raddr, as rdma_resolve_addr picks a device: the one with
+// raddr's address (a connection to itself), else the one with the
+// source address the host's routing picks for raddr.
 func Dial(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Config) (*Conn, error) {
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if dev == nil {
+		var err error
+		if dev, err = RouteDevice(raddr.Addr()); err != nil {
+			return nil, fmt.Errorf("cm: Dial %v: %w", raddr, err)
+		}
 	}
 	if len(cfg.PrivateData) > mad.REQPrivateLen-mad.CMAHeaderSize {
 		return nil, fmt.Errorf("cm: Dial: %d bytes of private data, a REQ carries %d", len(cfg.PrivateData), mad.REQPrivateLen-mad.CMAHeaderSize)
@@ -393,4 +405,36 @@ func eventErr(ev Event) error {
 		return ErrUnreachable
 	}
 	return fmt.Errorf("cm: %v", ev)
+}
+
+// ErrNoDevice is wrapped when no open device serves an address.
+var ErrNoDevice = errors.New("no open rnic device serves the address")
+
+// RouteDevice returns the device of this process that sends to dst (see
+// Dial).
+func RouteDevice(dst netip.Addr) (*rnic.Device, error) {
+	dst = dst.Unmap()
+	find := func(a netip.Addr) *rnic.Device {
+		for _, d := range rnic.Devices() {
+			if g, err := d.GID(rnic.AddrGIDIndex); err == nil && g.Addr() == a {
+				return d
+			}
+		}
+		return nil
+	}
+	if d := find(dst); d != nil {
+		return d, nil
+	}
+	// The source address the host's routing picks (a connected UDP
+	// socket's: nothing is sent).
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 4791)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v: %v", ErrNoDevice, dst, err)
+	}
+	src := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+	c.Close()
+	if d := find(src); d != nil {
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: %v (the route's source is %v)", ErrNoDevice, dst, src)
 }

@@ -101,9 +101,16 @@ func newUD(a *agent, cfg *Config) (*UD, error) {
 // reach the QP the peer named. It fails with a *RejectError carrying the
 // SIDR status if the peer refuses (status 1: nobody listens on the
 // port), ErrUnreachable if it never answers (16 SIDR_REQs, 4 s apart).
+// With dev nil, the device is the one that sends to raddr, as for Dial.
 func DialUD(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Config) (*UD, error) {
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if dev == nil { // as Dial
+		var err error
+		if dev, err = RouteDevice(raddr.Addr()); err != nil {
+			return nil, fmt.Errorf("cm: DialUD %v: %w", raddr, err)
+		}
 	}
 	if len(cfg.PrivateData) > mad.SIDRREQPrivateLen-mad.CMAHeaderSize {
 		return nil, fmt.Errorf("cm: DialUD: %d bytes of private data, a SIDR_REQ carries %d", len(cfg.PrivateData), mad.SIDRREQPrivateLen-mad.CMAHeaderSize)
