@@ -258,13 +258,20 @@ func TestRdmaCoreSuite(t *testing.T) {
 
 	// Two at a time (a test runs two QPs' worth of traffic in one
 	// process; CI has two cores).
+	// The rdma_cm tests listen on one port (pyverbs' 7471): one at a
+	// time, or a second's bind fails with EADDRINUSE (a CI run saw it).
 	results := make([]rdmaCoreResult, len(names))
 	var wg sync.WaitGroup
+	var cmTests sync.Mutex
 	sem := make(chan struct{}, max(2, runtime.NumCPU()/2))
 	for i, n := range names {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if strings.Contains(n, "rdmacm") {
+				cmTests.Lock()
+				defer cmTests.Unlock()
+			}
 			results[i] = runRdmaCoreTest(t.Context(), dir, lib, "rnic0", n, 60*time.Second)
 		})
 	}
