@@ -161,7 +161,7 @@ type hostClient struct {
 
 func (d *Device) serveHostConn(c *net.UnixConn) {
 	defer c.Close()
-	cred, err := peerCred(c)
+	cred, err := hostif.PeerCred(c)
 	if err != nil || int(cred.Uid) != os.Getuid() {
 		return // not ours to serve: the connection closes at once
 	}
@@ -200,19 +200,6 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 			return
 		}
 	}
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {

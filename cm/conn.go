@@ -102,11 +102,24 @@ type Conn struct {
 	closed  bool
 }
 
-// resources are what a connection made for itself and frees at Close.
+// resources are the CQ and PD a connection or UD endpoint made for its
+// QP (nil: the Config's), freed with the QP.
 type resources struct {
-	pd  *rnic.PD
-	cq  *rnic.CQ
-	own bool
+	pd *rnic.PD
+	cq *rnic.CQ
+}
+
+// free destroys qp (if any) and what was made for it.
+func (r *resources) free(qp *rnic.QP) {
+	if qp != nil {
+		_ = qp.Destroy()
+	}
+	if r.cq != nil {
+		_ = r.cq.Destroy()
+	}
+	if r.pd != nil {
+		_ = r.pd.Dealloc()
+	}
 }
 
 // QP returns the connection's QP.
@@ -276,18 +289,8 @@ func or[T any](a, b *T) *T {
 	return b
 }
 
-// free destroys what the connection made.
-func (c *Conn) free() {
-	if c.qp != nil {
-		_ = c.qp.Destroy()
-	}
-	if c.own.cq != nil {
-		_ = c.own.cq.Destroy()
-	}
-	if c.own.pd != nil {
-		_ = c.own.pd.Dealloc()
-	}
-}
+// free destroys the QP and what the connection made for it.
+func (c *Conn) free() { c.own.free(c.qp) }
 
 // Close disconnects (a DREQ, which the peer answers) and destroys the QP
 // and what the connection made for it. It waits until the DREQ has left
@@ -349,22 +352,12 @@ func Dial(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Conf
 	if err != nil {
 		return nil, fmt.Errorf("cm: Dial: %w", err)
 	}
-	sport := ephemeralPort()
-	c.local, c.remote = netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, raddr.Port())
+	c.local, c.remote = netip.AddrPortFrom(src, ephemeralPort()), netip.AddrPortFrom(dst, raddr.Port())
 	at := dev.Attr()
 	peer := wire.GIDFromAddr(dst)
-	req := &mad.REQ{
-		ServiceID: mad.ServiceID(mad.PortSpaceTCP, raddr.Port()), LocalQPN: c.qp.QPN(),
-		ResponderResources: cfg.responder(at), InitiatorDepth: cfg.initiator(at),
-		RemoteCMResponseTimeout: CMResponseTimeout, LocalCMResponseTimeout: CMResponseTimeout,
-		StartingPSN: uint32(c.psn), RetryCount: uint8(cfg.retry()), RNRRetryCount: uint8(cfg.rnrRetry()),
-		MaxCMRetries: MaxCMRetries, PKey: 0xFFFF, PathMTU: uint8(at.ActiveMTU),
-		Primary: mad.Path{LocalLID: 0xFFFF, RemoteLID: 0xFFFF, LocalGID: a.gid, RemoteGID: peer,
-			FlowLabel: (uint32(sport)*31 + uint32(raddr.Port())) & 0xFFFFF, HopLimit: 64, LocalAckTimeout: AckTimeout},
-	}
-	h := mad.CMAHeader{Src: c.local, Dst: c.remote}
-	h.Encode(req.PrivateData[:])
-	copy(req.PrivateData[mad.CMAHeaderSize:], cfg.PrivateData)
+	req := rdmacmREQ(mad.PortSpaceTCP, c.local, c.remote, &reqParams{qpn: c.qp.QPN(), psn: uint32(c.psn),
+		responder: cfg.responder(at), initiator: cfg.initiator(at), retry: uint8(cfg.retry()), rnrRetry: uint8(cfg.rnrRetry()),
+		mtu: uint8(at.ActiveMTU), private: cfg.PrivateData})
 	err = a.do(func(m *machine) error {
 		c.c = m.newConn(c)
 		c.c.autoDREP = true

@@ -175,7 +175,7 @@ const (
 
 // serve runs one connection of a program.
 func (h *hostCM) serve(c *net.UnixConn) {
-	cred, err := ucred(c)
+	cred, err := hostif.PeerCred(c)
 	if err != nil || int(cred.Uid) != os.Getuid() {
 		c.Close()
 		return
@@ -264,20 +264,6 @@ func reply(c *net.UnixConn, hd hostif.Header, errno unix.Errno, fill func(*hosti
 	}
 	_, err = c.Write(b)
 	return err == nil
-}
-
-func ucred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // getAddr reads a CM address.
@@ -383,13 +369,13 @@ func (h *hostCM) handle(hd hostif.Header, r *hostif.Reader, ids map[uint32]*host
 			}
 		}
 		id.remote = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
-		h.push(id, hostif.CMEventAddrResolved, 0, nil)
+		h.push(id, hostif.CMEventAddrResolved)
 		return 0, nil
 	case hostif.OpCMResolveRoute:
 		if r.End() != nil || !id.remote.IsValid() {
 			return unix.EINVAL, nil
 		}
-		h.push(id, hostif.CMEventRouteResolved, 0, nil)
+		h.push(id, hostif.CMEventRouteResolved)
 		return 0, nil
 	case hostif.OpCMListen:
 		backlog := int(r.U32())
@@ -528,17 +514,12 @@ func (h *hostCM) answered(id *hostID) {
 func (h *hostCM) connect(id *hostID, p *connParam) unix.Errno {
 	src, dst := id.local, id.remote
 	peer := wire.GIDFromAddr(dst.Addr())
-	var hdr [mad.CMAHeaderSize]byte
-	(&mad.CMAHeader{Src: src, Dst: dst}).Encode(hdr[:])
 	if id.qpType == ibvQPTUD {
 		if len(p.private) > mad.SIDRREQPrivateLen-mad.CMAHeaderSize {
 			return unix.EINVAL
 		}
-		req := &mad.SIDRREQ{PKey: 0xFFFF, ServiceID: mad.ServiceID(id.ps, dst.Port())}
-		copy(req.PrivateData[:], hdr[:])
-		copy(req.PrivateData[mad.CMAHeaderSize:], p.private)
 		id.c = h.a.m.newConn(id)
-		h.a.m.resolve(id.c, peer, req)
+		h.a.m.resolve(id.c, peer, rdmacmSIDRREQ(id.ps, src, dst, p.private))
 		return 0
 	}
 	if len(p.private) > mad.REQPrivateLen-mad.CMAHeaderSize || p.qpn == 0 || p.qpn > 0xFFFFFF {
@@ -548,17 +529,8 @@ func (h *hostCM) connect(id *hostID, p *connParam) unix.Errno {
 	id.psn = rand.Uint32() & 0xFFFFFF
 	id.responder, id.initiator = min(p.responder, uint8(min(at.MaxQPRdAtom, 255))), min(p.initiator, uint8(min(at.MaxQPInitRdAtom, 255)))
 	id.retry, id.rnrRetry, id.pathMTU = min(p.retry, 7), min(p.rnrRetry, 7), uint8(at.ActiveMTU)
-	req := &mad.REQ{
-		ServiceID: mad.ServiceID(id.ps, dst.Port()), LocalQPN: p.qpn,
-		ResponderResources: id.responder, InitiatorDepth: id.initiator,
-		RemoteCMResponseTimeout: CMResponseTimeout, LocalCMResponseTimeout: CMResponseTimeout,
-		StartingPSN: id.psn, RetryCount: id.retry, RNRRetryCount: id.rnrRetry, EndToEndFlowControl: p.flowCtl != 0,
-		MaxCMRetries: MaxCMRetries, PKey: 0xFFFF, PathMTU: id.pathMTU, SRQ: p.srq != 0,
-		Primary: mad.Path{LocalLID: 0xFFFF, RemoteLID: 0xFFFF, LocalGID: h.a.gid, RemoteGID: peer,
-			FlowLabel: (uint32(src.Port())*31 + uint32(dst.Port())) & 0xFFFFF, HopLimit: 64, LocalAckTimeout: AckTimeout},
-	}
-	copy(req.PrivateData[:], hdr[:])
-	copy(req.PrivateData[mad.CMAHeaderSize:], p.private)
+	req := rdmacmREQ(id.ps, src, dst, &reqParams{qpn: p.qpn, psn: id.psn, responder: id.responder, initiator: id.initiator,
+		retry: id.retry, rnrRetry: id.rnrRetry, mtu: id.pathMTU, flowCtl: p.flowCtl != 0, srq: p.srq != 0, private: p.private})
 	id.c = h.a.m.newConn(id)
 	h.a.m.connect(id.c, peer, req)
 	return 0
@@ -760,9 +732,9 @@ func (id *hostID) request(c *conn, msg mad.Message) bool {
 	return true
 }
 
-// push reports a bare event of id.
-func (h *hostCM) push(id *hostID, t int, status int32, _ []byte) {
-	h.pushUD(id, t, status, &connParam{}, 0, 0, nil)
+// push reports a bare event of id (status 0, no parameters).
+func (h *hostCM) push(id *hostID, t int) {
+	h.pushUD(id, t, 0, &connParam{}, 0, 0, nil)
 }
 
 // pushUD reports an event of id (for a CONNECT_REQUEST, listener is the

@@ -78,8 +78,7 @@ func (u *UD) free() {
 	if u.ah != nil {
 		_ = u.ah.Destroy()
 	}
-	c := Conn{qp: u.qp, own: u.own}
-	c.free()
+	u.own.free(u.qp)
 }
 
 // newUD makes a UD QP in RTS with rdma_cm's Q_Key.
@@ -128,10 +127,7 @@ func DialUD(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Co
 		return nil, fmt.Errorf("cm: DialUD: %w", err)
 	}
 	u.local, u.remote = netip.AddrPortFrom(src, ephemeralPort()), netip.AddrPortFrom(dst, raddr.Port())
-	req := &mad.SIDRREQ{PKey: 0xFFFF, ServiceID: mad.ServiceID(mad.PortSpaceUDP, raddr.Port())}
-	h := mad.CMAHeader{Src: u.local, Dst: u.remote}
-	h.Encode(req.PrivateData[:])
-	copy(req.PrivateData[mad.CMAHeaderSize:], cfg.PrivateData)
+	req := rdmacmSIDRREQ(mad.PortSpaceUDP, u.local, u.remote, cfg.PrivateData)
 	var c *conn
 	err = a.do(func(m *machine) error {
 		c = m.newConn(u)

@@ -52,15 +52,7 @@ func TestRDMACM(t *testing.T) {
 	// forever (forever) is stopped once the client is done.
 	pairOpt := func(t *testing.T, srv, cli []string, forever bool) (string, string) {
 		t.Helper()
-		s := exec.Command(srv[0], srv[1:]...)
-		s.Env = env
-		var sout strings.Builder
-		s.Stdout, s.Stderr = &sout, &sout
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.Wait() }()
+		s := startBackground(t, env, srv...)
 		var out []byte
 		var err error
 		for try := 0; try < 50; try++ {
@@ -74,25 +66,19 @@ func TestRDMACM(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil {
-			s.Process.Kill()
-			<-done
-			t.Fatalf("%s: %v\n%s\nserver:\n%s", filepath.Base(cli[0]), err, out, sout.String())
+			s.kill()
+			t.Fatalf("%s: %v\n%s\nserver:\n%s", filepath.Base(cli[0]), err, out, s.out.String())
 		}
 		if forever {
-			s.Process.Kill()
-			<-done
-			return string(out), sout.String()
+			s.kill()
+			return string(out), s.out.String()
 		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%s server: %v\n%s", filepath.Base(srv[0]), err, sout.String())
-			}
-		case <-time.After(60 * time.Second):
-			s.Process.Kill()
-			t.Fatalf("%s server did not end:\n%s", filepath.Base(srv[0]), sout.String())
+		if ended, err := s.wait(60 * time.Second); !ended {
+			t.Fatalf("%s server did not end:\n%s", filepath.Base(srv[0]), s.out.String())
+		} else if err != nil {
+			t.Fatalf("%s server: %v\n%s", filepath.Base(srv[0]), err, s.out.String())
 		}
-		return string(out), sout.String()
+		return string(out), s.out.String()
 	}
 	pair := func(t *testing.T, srv, cli []string) (string, string) {
 		t.Helper()
@@ -180,13 +166,7 @@ func TestRDMACM(t *testing.T) {
 		defer dev.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s := exec.Command(bin, "-s", "-a", srvAddr, "-p", "7520", "-C", "100", "-V")
-		s.Env = env
-		var sout strings.Builder
-		s.Stdout, s.Stderr = &sout, &sout
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
+		s := startBackground(t, env, bin, "-s", "-a", srvAddr, "-p", "7520", "-C", "100", "-V")
 		var c *cm.Conn
 		for try := 0; try < 50; try++ { // until rping listens
 			if c, err = cm.Dial(ctx, dev, netip.MustParseAddrPort(srvAddr+":7520"), &rping.Config); err == nil || !errors.Is(err, cm.ErrRejected) {
@@ -195,15 +175,16 @@ func TestRDMACM(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil {
-			s.Process.Kill()
-			t.Fatalf("cm.Dial to rping -s: %v\n%s", err, sout.String())
+			s.kill()
+			t.Fatalf("cm.Dial to rping -s: %v\n%s", err, s.out.String())
 		}
 		if err := rping.Client(ctx, c, 100, 64); err != nil {
-			t.Fatalf("100 pings to rping -s: %v\n%s", err, sout.String())
+			s.kill()
+			t.Fatalf("100 pings to rping -s: %v\n%s", err, s.out.String())
 		}
 		c.Close()
-		if err := s.Wait(); err != nil {
-			t.Fatalf("rping -s after cm.Dial's client: %v\n%s", err, sout.String())
+		if ended, err := s.wait(60 * time.Second); err != nil || !ended {
+			t.Fatalf("rping -s after cm.Dial's client: %v (ended %v)\n%s", err, ended, s.out.String())
 		}
 
 		ln, err := cm.Listen(dev, 7521, &rping.Config)
@@ -211,22 +192,16 @@ func TestRDMACM(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		cl := exec.Command(bin, "-c", "-a", "127.0.0.43", "-I", cliAddr, "-p", "7521", "-C", "100", "-V")
-		cl.Env = env
-		var cout strings.Builder
-		cl.Stdout, cl.Stderr = &cout, &cout
-		if err := cl.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cl := startBackground(t, env, bin, "-c", "-a", "127.0.0.43", "-I", cliAddr, "-p", "7521", "-C", "100", "-V")
 		sc, err := ln.Accept(ctx)
 		if err != nil {
-			cl.Process.Kill()
-			t.Fatalf("cm.Listen's Accept of rping -c: %v\n%s", err, cout.String())
+			cl.kill()
+			t.Fatalf("cm.Listen's Accept of rping -c: %v\n%s", err, cl.out.String())
 		}
 		n, err := rping.Server(ctx, sc, 0, 64)
 		sc.Close()
-		if err := cl.Wait(); err != nil {
-			t.Fatalf("rping -c against cm.Listen: %v\n%s", err, cout.String())
+		if ended, err := cl.wait(60 * time.Second); err != nil || !ended {
+			t.Fatalf("rping -c against cm.Listen: %v (ended %v)\n%s", err, ended, cl.out.String())
 		}
 		if err != nil || n != 100 {
 			t.Fatalf("cm.Listen's server: %d pings, %v", n, err)
@@ -239,26 +214,15 @@ func TestRDMACM(t *testing.T) {
 		if out, err := nicCmd(t, "up", "--addr", "127.0.0.44"); err != nil {
 			t.Fatalf("nic up: %v\n%s", err, out)
 		}
-		s := exec.Command(bin, "-s", "-a", "127.0.0.44", "-p", "7530", "-C", "1")
-		s.Env = env
-		var sout strings.Builder
-		s.Stdout, s.Stderr = &sout, &sout
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.Wait() }()
+		s := startBackground(t, env, bin, "-s", "-a", "127.0.0.44", "-p", "7530", "-C", "1")
 		time.Sleep(500 * time.Millisecond) // rping listens
 		if out, err := nicCmd(t, "down", "rnic2"); err != nil {
 			t.Fatalf("nic down rnic2: %v\n%s", err, out)
 		}
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			s.Process.Kill()
-			t.Fatalf("rping -s on a NIC that went away did not end:\n%s", sout.String())
+		if ended, _ := s.wait(20 * time.Second); !ended {
+			t.Fatalf("rping -s on a NIC that went away did not end:\n%s", s.out.String())
 		}
-		expect(t, sout.String(), "device removal")
+		expect(t, s.out.String(), "device removal")
 	})
 	// perftest with -R: the connection through RDMA CM instead of its
 	// TCP exchange.
@@ -274,5 +238,43 @@ func TestRDMACM(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(cli), "\n")
 			t.Logf("%s", strings.Join(lines[max(0, len(lines)-3):], "\n"))
 		})
+	}
+}
+
+// background is a program run in the background with rnic's libraries
+// (env), its output and its end.
+type background struct {
+	cmd  *exec.Cmd
+	out  strings.Builder
+	done chan error
+}
+
+func startBackground(t *testing.T, env []string, argv ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan error, 1)}
+	b.cmd.Env = env
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.done <- b.cmd.Wait() }()
+	return b
+}
+
+// kill ends the program and waits for it.
+func (b *background) kill() {
+	b.cmd.Process.Kill()
+	<-b.done
+}
+
+// wait waits at most d for the program's end: false if it had to be
+// killed, and its error.
+func (b *background) wait(d time.Duration) (bool, error) {
+	select {
+	case err := <-b.done:
+		return true, err
+	case <-time.After(d):
+		b.kill()
+		return false, nil
 	}
 }

@@ -76,8 +76,6 @@ struct cma_id {
 	struct cma_id *parent; /* a wildcard listener's sub-id: events go to the parent */
 	struct ibv_qp_init_attr *qp_init; /* rdma_create_ep's, for rdma_get_request */
 	struct ibv_sa_path_rec path;
-	int backlog;
-	int established;
 	int ack_timeout; /* rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT + 1, 0: unset */
 	int tos;         /* RDMA_OPTION_ID_TOS + 1, 0: unset */
 };

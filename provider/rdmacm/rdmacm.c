@@ -643,6 +643,23 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 
 static int modify_qp(struct cma_id *id, enum ibv_qp_state state);
 
+/* ready_qp moves the id's RC QP through INIT (again: the access flags
+ * the connection agreed), RTR and RTS with the CM's attributes, as
+ * librdmacm does before it accepts or confirms a connection. */
+static int ready_qp(struct cma_id *id)
+{
+	return modify_qp(id, IBV_QPS_INIT) || modify_qp(id, IBV_QPS_RTR) || modify_qp(id, IBV_QPS_RTS) ? -1 : 0;
+}
+
+/* confirm sends the RTU of an active id whose REP came (the NIC's
+ * ACCEPT of an id in REP_RCVD takes no parameters but the QPN). */
+static int confirm(struct cma_id *id)
+{
+	struct hostif_msg m;
+	return CMD(id, OP_CM_ACCEPT, m, hostif_u32(&m, id->id.qp ? id->id.qp->qp_num : 0); hostif_put(&m, "\0\0\0\0\0\0", 6);
+		   hostif_bytes(&m, NULL, 0));
+}
+
 /* local_event queues an event the library makes (no NIC involved). */
 static void local_event(struct cma_id *id, enum rdma_cm_event_type type, int status)
 {
@@ -659,9 +676,12 @@ static void local_event(struct cma_id *id, enum rdma_cm_event_type type, int sta
  * returns NULL for what the program does not see. */
 static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 {
-	uint64_t uid = hostif_get_u64(m);
+	/* The uids are skipped: an id is found by its handle on the NIC,
+	 * never by the pointer an event carries (an event can come after
+	 * rdma_destroy_id). */
+	(void)hostif_get_u64(m);
 	uint32_t handle = hostif_get_u32(m), lhandle = hostif_get_u32(m);
-	uint64_t luid = hostif_get_u64(m);
+	(void)hostif_get_u64(m);
 	uint32_t type = hostif_get_u32(m);
 	int32_t status = (int32_t)hostif_get_u32(m);
 	struct sockaddr_storage src, dst;
@@ -687,9 +707,6 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 	memcpy(ev->private, priv, plen);
 	struct cma_id *id;
 	if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		/* Ids are found by their handle on the NIC, never by the uid the
-		 * event carries: an event may come after its id was destroyed. */
-		(void)luid;
 		struct cma_id *l = ids_find(nic, lhandle);
 		if (!l) {
 			free(ev);
@@ -719,7 +736,6 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 		ids_add(id);
 		ev->ev.listen_id = &pub->id;
 	} else {
-		(void)uid;
 		id = ids_find(nic, handle);
 		if (!id) {
 			free(ev);
@@ -745,37 +761,21 @@ static struct cma_event *take(struct cma_nic *nic, struct hostif_msg *m)
 		p.private_data_len = (uint8_t)(plen > 255 ? 255 : plen);
 		ev->ev.param.conn = p;
 	}
-	switch (type) {
-	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		if (!id->id.qp)
-			break; /* the program readies its QP and calls rdma_establish */
-		/* As librdmacm: the QP to RTR and RTS, the RTU, and the
-		 * program sees ESTABLISHED (or CONNECT_ERROR). */
-		if (modify_qp(id, IBV_QPS_INIT) || modify_qp(id, IBV_QPS_RTR) || modify_qp(id, IBV_QPS_RTS)) {
+	/* A CONNECT_RESPONSE of an id with a QP, as librdmacm: the QP to RTR
+	 * and RTS, the RTU, and the program sees ESTABLISHED (or
+	 * CONNECT_ERROR). Without a QP the program readies its own and
+	 * calls rdma_establish. */
+	if (type == RDMA_CM_EVENT_CONNECT_RESPONSE && id->id.qp) {
+		if (ready_qp(id)) {
 			ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
 			ev->ev.status = -errno;
-			struct hostif_msg r;
-			CMD(id, OP_CM_REJECT, r, hostif_u8(&r, 28); hostif_bytes(&r, NULL, 0));
-			break;
+			rdma_reject(&id->id, NULL, 0);
+		} else if (confirm(id)) {
+			ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+			ev->ev.status = -errno;
+		} else {
+			ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
 		}
-		{
-			struct hostif_msg r;
-			if (CMD(id, OP_CM_ACCEPT, r, hostif_u32(&r, id->id.qp->qp_num); hostif_put(&r, "\0\0\0\0\0\0", 6);
-				hostif_bytes(&r, NULL, 0))) {
-				ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
-				ev->ev.status = -errno;
-				break;
-			}
-		}
-		ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
-		id->established = 1;
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		id->established = 1;
-		break;
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		break;
 	}
 	return ev;
 }
@@ -1281,12 +1281,7 @@ int rdma_establish(struct rdma_cm_id *cid)
 		errno = EINVAL;
 		return -1;
 	}
-	struct hostif_msg m;
-	int r = CMD(id, OP_CM_ACCEPT, m, hostif_u32(&m, cid->qp ? cid->qp->qp_num : 0); hostif_put(&m, "\0\0\0\0\0\0", 6);
-		    hostif_bytes(&m, NULL, 0));
-	if (!r)
-		id->established = 1;
-	return r;
+	return confirm(id);
 }
 
 int rdma_listen(struct rdma_cm_id *cid, int backlog)
@@ -1380,8 +1375,7 @@ int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 		errno = EINVAL;
 		return -1;
 	}
-	if (cid->qp && cid->qp_type != IBV_QPT_UD &&
-	    (modify_qp(id, IBV_QPS_INIT) || modify_qp(id, IBV_QPS_RTR) || modify_qp(id, IBV_QPS_RTS))) {
+	if (cid->qp && cid->qp_type != IBV_QPT_UD && ready_qp(id)) {
 		int e = errno;
 		rdma_reject(cid, NULL, 0);
 		errno = e;
