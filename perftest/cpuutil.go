@@ -19,6 +19,7 @@ var procStat = "/proc/stat"
 type cpuUtil struct {
 	on     bool
 	timers [2]*time.Timer
+	reads  sync.WaitGroup // readings scheduled and not yet done
 
 	mu         sync.Mutex
 	user, idle [2]int64
@@ -34,7 +35,11 @@ func (s *session) newCPUUtil(clk clock, dur *durTimer) *cpuUtil {
 	}
 	from, to := dur.window()
 	for i, at := range []int64{from, to} {
-		c.timers[i] = time.AfterFunc(time.Until(clk.at(at)), func() { c.read(i) })
+		c.reads.Add(1)
+		c.timers[i] = time.AfterFunc(time.Until(clk.at(at)), func() {
+			defer c.reads.Done()
+			c.read(i)
+		})
 	}
 	return c
 }
@@ -47,16 +52,19 @@ func (c *cpuUtil) read(i int) {
 	c.user[i], c.idle[i], c.got[i] = user, idle, ok
 }
 
-// stop cancels the readings not yet taken.
+// stop cancels the readings not yet taken and waits for one being
+// taken: none runs after the run (a reading that fired as the run ended
+// read /proc/stat while the next test of the package changed procStat).
 func (c *cpuUtil) stop() {
 	if c == nil {
 		return
 	}
 	for _, t := range c.timers {
-		if t != nil {
-			t.Stop()
+		if t != nil && t.Stop() {
+			c.reads.Done() // it will not run
 		}
 	}
+	c.reads.Wait()
 }
 
 // percent returns the utilization between the readings, 0 without both.
