@@ -51,6 +51,13 @@ type Config struct {
 	PrivateData []byte
 	// Backlog bounds the requests a Listener holds for Accept (0: 64).
 	Backlog int
+	// OnQP, if set, is called with the connection's QP (in INIT; a UD
+	// endpoint's in RTS) before the REQ, REP or SIDR_REP goes: the place
+	// to post receives, as an rdma_cm program posts them before
+	// rdma_connect or rdma_accept, so that a peer sending as soon as it
+	// is connected finds them (a UD datagram without one is lost). An
+	// error abandons the connection.
+	OnQP func(qp *rnic.QP) error
 }
 
 // Errors.
@@ -238,6 +245,12 @@ func newConnQP(a *agent, cfg *Config) (*Conn, error) {
 		rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags); err != nil {
 		c.free()
 		return nil, err
+	}
+	if cfg.OnQP != nil {
+		if err := cfg.OnQP(c.qp); err != nil {
+			c.free()
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -92,6 +92,12 @@ func newUD(a *agent, cfg *Config) (*UD, error) {
 		u.free()
 		return nil, err
 	}
+	if cfg.OnQP != nil {
+		if err := cfg.OnQP(u.qp); err != nil {
+			u.free()
+			return nil, err
+		}
+	}
 	return u, nil
 }
 

@@ -22,24 +22,25 @@ import (
 // answers with as many, to that QP at the address they came from.
 
 type udPeer struct {
-	u   *cm.UD
+	qp  *rnic.QP
 	cq  *rnic.CQ
 	mr  *rnic.MR
 	buf []byte
 }
 
-func newUDPeer(t *testing.T, u *cm.UD, count, size int) *udPeer {
+// newUDPeer registers buffers on qp's PD and posts count receives.
+func newUDPeer(t *testing.T, qp *rnic.QP, count, size int) *udPeer {
 	t.Helper()
-	_, init, err := u.QP().Query()
+	_, init, err := qp.Query()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &udPeer{u: u, cq: init.SendCQ, buf: make([]byte, count*(40+size)+size)}
-	if p.mr, err = u.QP().PD().RegMR(p.buf, rnic.AccessLocalWrite); err != nil {
+	p := &udPeer{qp: qp, cq: init.SendCQ, buf: make([]byte, count*(40+size)+size)}
+	if p.mr, err = qp.PD().RegMR(p.buf, rnic.AccessLocalWrite); err != nil {
 		t.Fatal(err)
 	}
 	for i := range count {
-		if err := u.QP().PostRecv(rnic.RecvWR{WRID: uint64(100 + i), SGL: []rnic.SGE{p.mr.SGE(i*(40+size), 40+size)}}); err != nil {
+		if err := qp.PostRecv(rnic.RecvWR{WRID: uint64(100 + i), SGL: []rnic.SGE{p.mr.SGE(i*(40+size), 40+size)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +55,7 @@ func (p *udPeer) send(ctx context.Context, ah *rnic.AH, qpn, qkey uint32, count,
 		copy(p.buf[off:], fmt.Sprintf("datagram %d", i))
 		// udaddy names the sending QP in the immediate data, and
 		// answers the QP it names.
-		if err := p.u.QP().PostSend(rnic.SendWR{WRID: uint64(i), Opcode: rnic.WRSendWithImm, ImmData: p.u.QP().QPN(), Flags: rnic.SendSignaled,
+		if err := p.qp.PostSend(rnic.SendWR{WRID: uint64(i), Opcode: rnic.WRSendWithImm, ImmData: p.qp.QPN(), Flags: rnic.SendSignaled,
 			SGL: []rnic.SGE{p.mr.SGE(off, size)}, AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}); err != nil {
 			return err
 		}
@@ -84,7 +85,7 @@ func (p *udPeer) wait(ctx context.Context, recv bool) (rnic.WC, error) {
 // udClient sends count datagrams to the resolved service and receives as
 // many answers.
 func udClient(ctx context.Context, t *testing.T, u *cm.UD, count, size int) error {
-	p := newUDPeer(t, u, count, size)
+	p := newUDPeer(t, u.QP(), count, size)
 	if err := p.send(ctx, u.AH(), u.RemoteQPN(), u.RemoteQKey(), count, size); err != nil {
 		return err
 	}
@@ -96,10 +97,19 @@ func udClient(ctx context.Context, t *testing.T, u *cm.UD, count, size int) erro
 	return nil
 }
 
-// udServer receives count datagrams and answers their sender with as
-// many (the address from the receive's GRH, the QP from its SrcQP).
-func udServer(ctx context.Context, t *testing.T, u *cm.UD, count, size int) error {
-	p := newUDPeer(t, u, count, size)
+// udServerConfig is a UD listener's Config whose endpoint posts its
+// receives before the SIDR_REP goes (the client sends at once); *peer
+// is the endpoint's once accepted.
+func udServerConfig(t *testing.T, peer **udPeer, count, size int) *cm.Config {
+	return &cm.Config{PrivateData: []byte("udaddy"), OnQP: func(qp *rnic.QP) error {
+		*peer = newUDPeer(t, qp, count, size)
+		return nil
+	}}
+}
+
+// udServer receives count datagrams on p and answers their sender with
+// as many (the address from the receive's GRH, the QP from its SrcQP).
+func udServer(ctx context.Context, p *udPeer, count, size int) error {
 	var wc rnic.WC
 	for i := range count {
 		var err error
@@ -109,7 +119,7 @@ func udServer(ctx context.Context, t *testing.T, u *cm.UD, count, size int) erro
 	}
 	slot := int(wc.WRID-100) * (40 + size)
 	src := netip.AddrFrom4([4]byte(p.buf[slot+32 : slot+36])) // the IPv4 header's source, in the GRH area's last 20 bytes
-	ah, err := u.QP().PD().CreateAH(rnic.AHAttr{DGID: rnic.GIDFromAddr(src), SGIDIndex: rnic.AddrGIDIndex})
+	ah, err := p.qp.PD().CreateAH(rnic.AHAttr{DGID: rnic.GIDFromAddr(src), SGIDIndex: rnic.AddrGIDIndex})
 	if err != nil {
 		return err
 	}
@@ -130,7 +140,8 @@ func TestUD(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFilter(map[mad.Attr]int{mad.AttrSIDRREQ: 1})
 		a, b := devices(t, f)
-		l, err := cm.ListenUD(b, 7174, &cm.Config{PrivateData: []byte("udaddy")})
+		var peer *udPeer
+		l, err := cm.ListenUD(b, 7174, udServerConfig(t, &peer, 10, 100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +150,7 @@ func TestUD(t *testing.T) {
 		go func() {
 			u, err := l.Accept(context.Background())
 			if err == nil {
-				err = udServer(context.Background(), t, u, 10, 100)
+				err = udServer(context.Background(), peer, 10, 100)
 				u.Close()
 			}
 			served <- err
@@ -211,7 +222,8 @@ func TestInteropUdaddy(t *testing.T) {
 	}
 	var p uint16
 	fmt.Sscan(port, &p)
-	ln, err := cm.ListenUD(dev, p, nil)
+	var peer *udPeer
+	ln, err := cm.ListenUD(dev, p, udServerConfig(t, &peer, 10, 100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +233,7 @@ func TestInteropUdaddy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer u.Close()
-	if err := udServer(ctx, t, u, 10, 100); err != nil {
+	if err := udServer(ctx, peer, 10, 100); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("udaddy server: 10 datagrams each way with %v", u.RemoteAddr())
