@@ -57,6 +57,7 @@ func FuzzHostCommands(f *testing.F) {
 		msg(hostif.OpCMInitQPAttr, func(m *hostif.Msg) { m.U32(1).U8(2) }),
 		msg(hostif.OpCMAccept, func(m *hostif.Msg) { m.U32(1).U32(0x11).U8(1).U8(1).U8(0).U8(7).U8(7).U8(0).Bytes(nil) }),
 		msg(hostif.OpCMDisconnect, func(m *hostif.Msg) { m.U32(1) }),
+		msg(hostif.OpCMMigrate, func(m *hostif.Msg) { m.U32(1).U32(1) }),
 		msg(hostif.OpCMDestroyID, func(m *hostif.Msg) { m.U32(1) }),
 	}
 	var all []byte

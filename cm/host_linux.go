@@ -433,6 +433,16 @@ func (h *hostCM) handle(hd hostif.Header, r *hostif.Reader, ids map[uint32]*host
 			return unix.EINVAL, nil
 		}
 		return h.initQPAttr(id, state)
+	case hostif.OpCMMigrate:
+		// rdma_migrate_id: the id's later events go to another of the
+		// program's channels (events already queued stay where they are,
+		// as the program has taken them or will from the old channel).
+		ch := h.channels[r.U32()]
+		if r.End() != nil || ch == nil || ch.pid != pid {
+			return unix.EINVAL, nil
+		}
+		id.ch = ch
+		return 0, nil
 	case hostif.OpCMNotify:
 		ev := r.U32()
 		if r.End() != nil || id.c == nil {

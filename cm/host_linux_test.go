@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/cm"
 	"github.com/rnic/rnic/internal/hostif"
@@ -22,23 +24,28 @@ type cmClient struct {
 	events *net.UnixConn
 	token  uint32
 	seq    uint32
+	path   string
 }
 
 func dialCM(t *testing.T, path string) *cmClient {
 	t.Helper()
-	c := &cmClient{t: t}
-	open := func(kind uint8) (*net.UnixConn, uint32) {
-		conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := c.call(conn, hostif.OpCMHello, 0, func(m *hostif.Msg) { m.U32(hostif.CMVersion).U8(kind) })
-		return conn, r.U32()
-	}
-	c.events, c.token = open(hostif.CMEvents)
-	c.cmd, _ = open(hostif.CMCommand)
+	c := &cmClient{t: t, path: path}
+	c.events, c.token = c.open(hostif.CMEvents)
+	c.cmd, _ = c.open(hostif.CMCommand)
 	t.Cleanup(func() { c.cmd.Close(); c.events.Close() })
 	return c
+}
+
+// open connects to the CM socket as a command or events connection (and
+// its token).
+func (c *cmClient) open(kind uint8) (*net.UnixConn, uint32) {
+	c.t.Helper()
+	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: c.path, Net: "unixpacket"})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r := c.call(conn, hostif.OpCMHello, 0, func(m *hostif.Msg) { m.U32(hostif.CMVersion).U8(kind) })
+	return conn, r.U32()
 }
 
 // call sends a command and returns the reply's fields; the reply must
@@ -197,8 +204,18 @@ func TestServeHost(t *testing.T) {
 	if e := c.expect(hostif.CMEventAddrResolved); e.uid != 42 || e.id != id {
 		t.Fatalf("ADDR_RESOLVED of uid %d id %d", e.uid, e.id)
 	}
+	// rdma_migrate_id: the id's events go to another channel of the
+	// program from then on; a token that is not the program's is refused.
+	other, tok := c.open(hostif.CMEvents)
+	defer other.Close()
+	c.call(c.cmd, hostif.OpCMMigrate, int32(unix.EINVAL), func(m *hostif.Msg) { m.U32(id).U32(tok + 100) })
+	c.do(hostif.OpCMMigrate, func(m *hostif.Msg) { m.U32(id).U32(tok) })
 	c.do(hostif.OpCMResolveRoute, func(m *hostif.Msg) { m.U32(id) })
+	first := c.events
+	c.events = other
 	c.expect(hostif.CMEventRouteResolved)
+	c.events = first
+	c.do(hostif.OpCMMigrate, func(m *hostif.Msg) { m.U32(id).U32(c.token) })
 	qp := newQP()
 	c.ready(id, qp, rnic.QPSInit)
 	c.do(hostif.OpCMConnect, func(m *hostif.Msg) {

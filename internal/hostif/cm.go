@@ -40,6 +40,7 @@ const (
 	OpCMDisconnect   Op = 110 // u32 id
 	OpCMInitQPAttr   Op = 111 // u32 id, u8 state → QP attributes
 	OpCMNotify       Op = 112 // u32 id, u32 event (IBV_EVENT_COMM_EST)
+	OpCMMigrate      Op = 113 // u32 id, u32 token: the id's events go to that events connection (rdma_migrate_id)
 	OpCMEvent        Op = 120 // pushed on an events connection: an event
 )
 

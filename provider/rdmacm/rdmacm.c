@@ -1647,12 +1647,70 @@ int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval
 	return -1;
 }
 
+/* migrate_one sends the NIC-side id x's events to channel nc. */
+static int migrate_one(struct cma_id *x, struct cma_channel *nc)
+{
+	uint32_t token;
+	struct hostif_msg m;
+	if (chan_token(nc, x->nic, &token))
+		return -1;
+	return CMD(x, OP_CM_MIGRATE, m, hostif_u32(&m, token));
+}
+
+/* rdma_migrate_id moves the id's events to channel (NULL: a channel of
+ * its own, and the id is synchronous from then on): its events not yet
+ * taken move too. As librdmacm, the program has no event of the id
+ * outstanding (unacked) when it calls this. */
 int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
 {
-	(void)cid;
-	(void)channel;
-	errno = ENOSYS; /* not built: the NIC sends an id's events to the channel it was made on */
-	return -1;
+	struct cma_id *id = (struct cma_id *)cid;
+	if (!cid) {
+		errno = EINVAL;
+		return -1;
+	}
+	int own = !channel;
+	if (own && !(channel = rdma_create_event_channel()))
+		return -1;
+	struct cma_channel *nc = (struct cma_channel *)channel, *old = id->chan;
+	if (nc == old)
+		return 0;
+	int r = 0;
+	if (id->nic)
+		r = migrate_one(id, nc);
+	for (int i = 0; !r && i < id->nsubs; i++)
+		r = migrate_one(id->subs[i], nc);
+	if (r) {
+		int e = errno;
+		if (own)
+			rdma_destroy_event_channel(channel);
+		errno = e;
+		return -1;
+	}
+	for (int i = 0; i < id->nsubs; i++) {
+		id->subs[i]->chan = nc;
+		id->subs[i]->id.channel = channel;
+	}
+	/* Its events the library holds on the old channel go along. */
+	for (;;) {
+		struct cma_event *ev = NULL;
+		pthread_mutex_lock(&old->lock);
+		for (int i = 0; i < old->nlocal; i++)
+			if (old->local[i]->ev.id == cid) {
+				ev = old->local[i];
+				memmove(old->local + i, old->local + i + 1, (--old->nlocal - i) * sizeof *old->local);
+				break;
+			}
+		pthread_mutex_unlock(&old->lock);
+		if (!ev)
+			break;
+		push_local(nc, ev, 0);
+	}
+	id->chan = nc;
+	cid->channel = channel;
+	if (id->ownchan)
+		rdma_destroy_event_channel(&old->ch);
+	id->sync = id->ownchan = own;
+	return 0;
 }
 
 /* Multicast is out of rnic's scope (no multicast on its links). */
