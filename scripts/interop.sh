@@ -38,7 +38,8 @@
 #               directions: rping -V (1000 pings) with the cm package's
 #               cm.Dial as its client and cm.Listen as its server, udaddy
 #               with cm.DialUD and cm.ListenUD; then Debian's unmodified
-#               rping, udaddy and ib_write_bw -R through rnic's librdmacm
+#               rping, udaddy, ib_write_bw -R, rstream and riostream
+#               (rsockets) through rnic's librdmacm
 #               (a NIC of rnic nic up) against the same on rxe0.
 # Environment: RXE_PEER (harness directory), TESTS, SIZES, QPS, MTUS,
 # LOSSES to narrow the matrix; OUT (results file, default
@@ -319,6 +320,11 @@ if [ $cmmode = 1 ]; then
 	libpair udaddy "udaddy -b $vm" "udaddy -s $vm" "udaddy -b $host" "udaddy -s $host" "data transfers complete"
 	libpair ib_write_bw_R "ib_write_bw -R -d rxe0 -x 1 -n 200" "ib_write_bw -R -d rnic0 -x 1 -n 200 $vm" \
 		"ib_write_bw -R -d rnic0 -x 1 -n 200" "ib_write_bw -R -d rxe0 -x 1 -n 200 $host" " 65536 "
+	# rsockets: rdma-core's rsocket protocol on rxe0 against rnic's.
+	rs="-S 65536 -C 50 -T v"
+	libpair rstream "rstream -b $vm $rs" "rstream -s $vm $rs" "rstream -b $host $rs" "rstream -s $host $rs" "custom    64k     50"
+	libpair riostream "riostream -b $vm $rs" "riostream -s $vm $rs" "riostream -b $host $rs" "riostream -s $host $rs" \
+		"custom    64k     50"
 	rm -f /tmp/rnic-cm-srv.$$
 	finish_library
 fi

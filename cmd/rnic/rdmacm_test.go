@@ -179,7 +179,8 @@ func TestRDMACM(t *testing.T) {
 	// it (provider/tests/rsocket.c): names, options, EAGAIN and rpoll's
 	// timeout, MSG_PEEK and MSG_WAITALL, iovecs, riomap/riowrite, the
 	// half close and the end of the stream; then a peer killed while
-	// connected ends the other's blocking read.
+	// connected ends the other's blocking read, and peers that break the
+	// protocol are refused or cut off.
 	t.Run("rsocket_api", func(t *testing.T) {
 		if _, err := exec.LookPath("cc"); err != nil {
 			t.Skip("skipped: no C compiler (cc); Debian: apt-get install gcc")
@@ -207,6 +208,29 @@ func TestRDMACM(t *testing.T) {
 			t.Fatalf("the server of a killed client: ended %v, %v\n%s", ended, err, v.out.String())
 		}
 		expect(t, v.out.String(), "peer gone", "ok")
+
+		// A peer that is not an rsocket (connection data of another
+		// version, or too short) is refused inside raccept, which goes
+		// on to the next request; one that sends a DATA message larger
+		// than any buffer ends the connection: rrecv fails with EPROTO.
+		ready = filepath.Join(t.TempDir(), "ready")
+		st := startBackground(t, append(env, "RSOCKET_READY="+ready), bin, "strict", srvAddr, "7546")
+		for i := 0; i < 200; i++ {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c := exec.Command(bin, "rogue", srvAddr, "7546")
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			st.kill()
+			t.Fatalf("rogue peer: %v\n%s\nserver:\n%s", err, out, st.out.String())
+		}
+		if ended, err := st.wait(20 * time.Second); !ended || err != nil {
+			t.Fatalf("the server of a rogue peer: ended %v, %v\n%s", ended, err, st.out.String())
+		}
 	})
 	// The Go API (package cm) and rping through the library, both ways: a
 	// device of this process on 127.0.0.43 dials rping's server on

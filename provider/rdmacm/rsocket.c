@@ -359,6 +359,18 @@ static void release(struct rsock *rs)
 {
 	keepalive_remove(rs);
 	table_del(rs);
+	if (rs->state == RS_LISTENING) {
+		/* Requests never accepted are refused, not left to time out. */
+		struct rdma_cm_event *ev;
+		while (!rdma_get_cm_event(rs->ch, &ev)) {
+			struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
+			if (id)
+				rdma_reject(id, NULL, 0);
+			rdma_ack_cm_event(ev);
+			if (id)
+				rdma_destroy_id(id);
+		}
+	}
 	if (rs->id && rs->id->qp)
 		rdma_destroy_qp(rs->id);
 	for (struct iomap_mr *m = rs->iomaps, *n; m; m = n) {
@@ -731,7 +743,9 @@ static int poll_cq(struct rsock *rs)
 		if (wc.status != IBV_WC_SUCCESS && (rs->state & RS_CONNECTED))
 			fail(rs, EIO);
 	}
-	if (rs->state & RS_CONNECTED) {
+	/* Receives go back while the QP lives: also before the socket has
+	 * seen its ESTABLISHED (the peer may send as soon as it has). */
+	if (rs->state & (RS_CONNECTED | RS_OPENING)) {
 		while (!ret && rcnt--)
 			ret = post_recv(rs);
 		if (ret)
@@ -1356,13 +1370,15 @@ static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 		update_credits(rs);
 	pthread_mutex_unlock(&rs->cqlock);
 	pthread_mutex_unlock(&rs->rlock);
-	if (ret && !done) {
-		if (errno == EWOULDBLOCK)
-			return -1;
-		/* an error after the peer's close: end of stream */
-		return rs->state & RS_DISCONNECTED ? 0 : -1;
-	}
-	return (ssize_t)done;
+	if (done)
+		return (ssize_t)done;
+	if (ret && errno == EWOULDBLOCK)
+		return -1;
+	/* Nothing read: the end of the stream after the peer's close, the
+	 * error after a failure. */
+	if (rs->state & RS_ERROR)
+		return ERR(rs->err ? rs->err : EIO);
+	return ret && !(rs->state & RS_DISCONNECTED) ? -1 : 0;
 }
 
 ssize_t rrecv(int socket, void *buf, size_t len, int flags)
@@ -1424,7 +1440,12 @@ static short revents_of(struct rsock *rs, short events)
 		r |= POLLIN;
 	if ((events & POLLOUT) && (rs->state & RS_WRITABLE) && can_send(rs))
 		r |= POLLOUT;
-	if (!(rs->state & RS_CONNECTED))
+	/* The end (the peer's close, an error) shows once the data that came
+	 * before it is read, as a TCP socket's hang-up: a program that reads
+	 * on POLLIN and stops at POLLHUP gets all of it. (rdma-core reports
+	 * POLLHUP at once, and rstream -T a then fails now and then when the
+	 * last data and the peer's DISCONNECT come in one poll.) */
+	if (!(rs->state & RS_CONNECTED) && !have_rdata(rs))
 		r |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
 	pthread_mutex_unlock(&rs->cqlock);
 	return r;

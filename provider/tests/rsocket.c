@@ -6,6 +6,12 @@
  *                                  $RSOCKET_READY, waits to be killed)
  *   rsocket victim ADDR PORT      (serves one "hold" client: a blocking
  *                                  rrecv must end once the client dies)
+ *   rsocket strict ADDR PORT      (listens, creates $RSOCKET_READY, and
+ *                                  serves one "rogue" client: raccept
+ *   rsocket rogue ADDR PORT        refuses connection data that is not an
+ *                                  rsocket's, and a peer that sends more
+ *                                  than its credits ends the connection
+ *                                  with EPROTO, no read outside the buffer)
  * Server and client check, in order: the names of both ends; socket
  * options; a non-blocking read with nothing there (EAGAIN) and rpoll's
  * timeout; MSG_PEEK; 8 MiB in writes of odd sizes and several iovecs,
@@ -30,6 +36,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 
 #define TOTAL (8 << 20)
@@ -198,7 +206,8 @@ static int server(const char *ip, int port, int victim)
 	inet_ntop(AF_INET, &peer.sin_addr, peer_ip, sizeof peer_ip);
 	names(s, ip, peer_ip);
 	options(s);
-	nothing_yet(s);
+	nothing_yet(s); /* the client sends nothing until it has our "g" */
+	write_full(s, "g", 1);
 
 	char hello[16];
 	CHECK(rrecv(s, hello, 5, MSG_PEEK) == 5 && !memcmp(hello, "hello", 5), "MSG_PEEK");
@@ -268,7 +277,9 @@ static int client(const char *ip, int port, const char *src, int hold)
 	if (src)
 		names(s, src, ip);
 	options(s);
-	nothing_yet(s);
+	char g;
+	read_full(s, &g, 1);
+	nothing_yet(s); /* the server sends nothing until our hello */
 	write_full(s, "hello, rsockets!", 16);
 	send_stream(s);
 
@@ -297,6 +308,97 @@ static int client(const char *ip, int port, const char *src, int hold)
 	return 0;
 }
 
+/* The rsocket connection data, as rdma-core lays it out. */
+struct conn_data {
+	uint8_t version, flags;
+	uint16_t credits;
+	uint8_t reserved[3], iomap_size;
+	struct {
+		uint64_t addr;
+		uint32_t key, length;
+	} target_sgl, data_buf;
+};
+
+/* make_ep makes an RC id with a QP, routed to ip:port, not connected. */
+static struct rdma_cm_id *make_ep(const char *ip, const char *port)
+{
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	CHECK(rdma_getaddrinfo(ip, port, &hints, &res) == 0, "rdma_getaddrinfo");
+	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+				      .sq_sig_all = 1};
+	struct rdma_cm_id *id;
+	CHECK(rdma_create_ep(&id, res, NULL, &qa) == 0, "rdma_create_ep");
+	rdma_freeaddrinfo(res);
+	return id;
+}
+
+static int rdma_connect_with(struct rdma_cm_id *id, const void *p, uint8_t len)
+{
+	struct rdma_conn_param cp = {.private_data = p, .private_data_len = len, .retry_count = 7, .rnr_retry_count = 7,
+				     .responder_resources = 1, .initiator_depth = 1};
+	return rdma_connect(id, &cp);
+}
+
+static int rogue(const char *ip, int port)
+{
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	/* Not an rsocket's connection data: refused (the server listens:
+	 * $RSOCKET_READY says so). */
+	struct conn_data c = {.version = 2, .credits = htons(16)};
+	struct rdma_cm_id *id = make_ep(ip, ps);
+	CHECK(rdma_connect_with(id, &c, sizeof c) == -1 && errno == ECONNREFUSED, "connection data of version 2");
+	rdma_destroy_ep(id);
+	id = make_ep(ip, ps);
+	CHECK(rdma_connect_with(id, "rs", 2) == -1 && errno == ECONNREFUSED, "2 bytes of connection data");
+	rdma_destroy_ep(id);
+
+	/* Well-formed, then a DATA message of 512 MiB - 1 bytes: more than
+	 * any buffer, and the server must not believe it. */
+	static uint8_t sgl[64], data[65536];
+	id = make_ep(ip, ps);
+	struct ibv_mr *smr = rdma_reg_write(id, sgl, sizeof sgl), *dmr = rdma_reg_write(id, data, sizeof data);
+	CHECK(smr && dmr, "ibv_reg_mr");
+	c = (struct conn_data){.version = 1, .credits = htons(16)};
+	c.target_sgl.addr = htobe64((uintptr_t)sgl);
+	c.target_sgl.key = htonl(smr->rkey);
+	c.target_sgl.length = htonl(2);
+	c.data_buf.addr = htobe64((uintptr_t)data);
+	c.data_buf.key = htonl(dmr->rkey);
+	c.data_buf.length = htonl(sizeof data / 2);
+	CHECK(rdma_connect_with(id, &c, sizeof c) == 0, "a well-formed connection");
+	struct ibv_send_wr wr = {.wr_id = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htonl(0x1FFFFFFF)}, *bad;
+	CHECK(ibv_post_send(id->qp, &wr, &bad) == 0, "post the forged DATA");
+	struct ibv_wc wc;
+	int n;
+	while ((n = ibv_poll_cq(id->send_cq, 1, &wc)) == 0)
+		;
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS, "the forged DATA's completion: %s", ibv_wc_status_str(wc.status));
+	printf("ok\n");
+	fflush(stdout);
+	sleep(1); /* the server reads and ends before this disconnects */
+	rdma_disconnect(id);
+	return 0;
+}
+
+static int strict(const char *ip, int port)
+{
+	int l = rsocket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = addr_of(ip, port);
+	CHECK(l >= 0 && rbind(l, (struct sockaddr *)&a, sizeof a) == 0 && rlisten(l, 4) == 0, "listen");
+	const char *ready = getenv("RSOCKET_READY");
+	if (ready)
+		fclose(fopen(ready, "w"));
+	/* The two requests with bad connection data are refused inside. */
+	int s = raccept(l, NULL, NULL);
+	CHECK(s >= 0, "raccept");
+	char buf[64];
+	ssize_t r = rrecv(s, buf, sizeof buf, 0);
+	CHECK(r == -1 && errno == EPROTO, "a read after a forged DATA: %zd", r);
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -310,6 +412,10 @@ int main(int argc, char **argv)
 		return server(argv[2], port, 1);
 	if (!strcmp(argv[1], "client"))
 		return client(argv[2], port, argc > 4 ? argv[4] : NULL, 0);
+	if (!strcmp(argv[1], "strict"))
+		return strict(argv[2], port);
+	if (!strcmp(argv[1], "rogue"))
+		return rogue(argv[2], port);
 	if (!strcmp(argv[1], "hold"))
 		return client(argv[2], port, argc > 4 ? argv[4] : NULL, 1);
 	return 2;
