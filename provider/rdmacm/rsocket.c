@@ -611,6 +611,25 @@ static int stage(struct rsock *rs, struct gather *g, uint32_t len, struct ibv_sg
 	return 2;
 }
 
+/* xfer_size is the next transfer of a send of left bytes: transfers
+ * start at 2 KiB and double to 64 KiB, so that the first bytes leave at
+ * once and a large send still uses large WRITEs; never more than the
+ * send ring has free or room (the peer's granted buffer or region). */
+static uint32_t xfer_size(struct rsock *rs, uint32_t *olen, size_t left, uint64_t room)
+{
+	uint64_t x = left;
+	if (*olen < left) {
+		x = *olen;
+		if (*olen < RS_MAX_TRANSFER)
+			*olen <<= 1;
+	}
+	if (x > rs->sbuf_avail)
+		x = rs->sbuf_avail;
+	if (x > room)
+		x = room;
+	return (uint32_t)x;
+}
+
 /* --- credits --- */
 
 static int ctrl_avail(struct rsock *rs) { return rs->ctrl_seqno != rs->ctrl_max; }
@@ -864,6 +883,23 @@ static void cm_poll(struct rsock *rs)
 
 /* --- waiting --- */
 
+/* take_cq_event takes the completion channel's event (the CQ is no
+ * longer armed); events are acknowledged in batches. */
+static void take_cq_event(struct rsock *rs)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	if (ibv_get_cq_event(rs->cc, &cq, &ctx))
+		return; /* another thread took it */
+	pthread_mutex_lock(&rs->cqlock);
+	rs->armed = 0;
+	if (++rs->unacked >= 64) {
+		ibv_ack_cq_events(rs->cq, rs->unacked);
+		rs->unacked = 0;
+	}
+	pthread_mutex_unlock(&rs->cqlock);
+}
+
 /* wait_fds blocks until one of the socket's descriptors is readable. */
 static void wait_fds(struct rsock *rs, int ms)
 {
@@ -872,19 +908,8 @@ static void wait_fds(struct rsock *rs, int ms)
 		return;
 	if (p[0].revents & POLLIN)
 		rs->cm_due = 0;
-	if (p[1].revents & POLLIN) {
-		struct ibv_cq *cq;
-		void *ctx;
-		if (!ibv_get_cq_event(rs->cc, &cq, &ctx)) {
-			pthread_mutex_lock(&rs->cqlock);
-			rs->armed = 0;
-			if (++rs->unacked >= 64) {
-				ibv_ack_cq_events(rs->cq, rs->unacked);
-				rs->unacked = 0;
-			}
-			pthread_mutex_unlock(&rs->cqlock);
-		}
-	}
+	if (p[1].revents & POLLIN)
+		take_cq_event(rs);
 }
 
 /* process takes completions and CM events until test holds: 0; -1 with
@@ -1152,19 +1177,8 @@ static ssize_t send_data(struct rsock *rs, struct gather *g, size_t len, int fla
 			}
 		}
 		pthread_mutex_lock(&rs->cqlock);
-		/* Transfers start small and double, so that the first bytes
-		 * leave at once and large sends still use large WRITEs. */
-		uint32_t x = left;
-		if (olen < left) {
-			x = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		}
-		if (x > rs->sbuf_avail)
-			x = rs->sbuf_avail;
 		volatile struct rs_sge *t = &rs->target_sgl[rs->target_sge];
-		if (x > t->length)
-			x = t->length;
+		uint32_t x = xfer_size(rs, &olen, left, t->length);
 		struct ibv_sge sgl[2];
 		int sflags, n = stage(rs, g, x, sgl, &sflags);
 		uint64_t addr = t->addr;
@@ -1534,17 +1548,7 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				rs->cm_due = 0;
 			if (rs && rs->cc && (p[2 * i + 1].revents & POLLIN)) {
 				pthread_mutex_lock(&rs->waitlock);
-				struct ibv_cq *cq;
-				void *ctx;
-				if (!ibv_get_cq_event(rs->cc, &cq, &ctx)) {
-					pthread_mutex_lock(&rs->cqlock);
-					rs->armed = 0;
-					if (++rs->unacked >= 64) {
-						ibv_ack_cq_events(rs->cq, rs->unacked);
-						rs->unacked = 0;
-					}
-					pthread_mutex_unlock(&rs->cqlock);
-				}
+				take_cq_event(rs);
 				pthread_mutex_unlock(&rs->waitlock);
 			}
 		}
@@ -2186,17 +2190,7 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 			}
 		}
 		pthread_mutex_lock(&rs->cqlock);
-		uint32_t x = left;
-		if (olen < left) {
-			x = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		}
-		if (x > rs->sbuf_avail)
-			x = rs->sbuf_avail;
-		uint64_t room = iom->offset + iom->sge.length - (uint64_t)offset;
-		if (x > room)
-			x = (uint32_t)room;
+		uint32_t x = xfer_size(rs, &olen, left, iom->offset + iom->sge.length - (uint64_t)offset);
 		struct ibv_sge sgl[2];
 		int sflags, n = stage(rs, &g, x, sgl, &sflags);
 		rs->sqe_avail--;
