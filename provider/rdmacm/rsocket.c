@@ -1159,6 +1159,17 @@ int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	return finish_connect(rs, rs->nonblock);
 }
 
+/* wait_send waits (or not: flags, the socket) until a message can go:
+ * 0, or -1 (EWOULDBLOCK, ECONNRESET once not writable, the error). */
+static int wait_send(struct rsock *rs, int flags)
+{
+	if (can_send(rs))
+		return 0;
+	if (process(rs, nonblocking(rs, flags), conn_can_send))
+		return -1;
+	return rs->state & RS_WRITABLE ? 0 : ERR(ECONNRESET);
+}
+
 /* send_data sends what g holds (len bytes) on the stream. */
 static ssize_t send_data(struct rsock *rs, struct gather *g, size_t len, int flags)
 {
@@ -1167,15 +1178,8 @@ static ssize_t send_data(struct rsock *rs, struct gather *g, size_t len, int fla
 	int ret = 0;
 	pthread_mutex_lock(&rs->slock);
 	while (left) {
-		if (!can_send(rs)) {
-			ret = process(rs, nonblocking(rs, flags), conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & RS_WRITABLE)) {
-				ret = ERR(ECONNRESET);
-				break;
-			}
-		}
+		if ((ret = wait_send(rs, flags)))
+			break;
 		pthread_mutex_lock(&rs->cqlock);
 		volatile struct rs_sge *t = &rs->target_sgl[rs->target_sge];
 		uint32_t x = xfer_size(rs, &olen, left, t->length);
@@ -1203,17 +1207,28 @@ static ssize_t send_data(struct rsock *rs, struct gather *g, size_t len, int fla
 
 static int send_iomaps(struct rsock *rs, int flags);
 
-static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+/* io_begin finds the socket of a send or receive and completes its
+ * connection if it is under way: NULL with errno (EAGAIN while it is). */
+static struct rsock *io_begin(int socket, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct rsock *rs = lookup(socket);
 	if (!rs)
-		return ERR(EBADF);
+		return errno = EBADF, NULL;
 	if (iovcnt < 0 || (iovcnt && !iov))
-		return ERR(EINVAL);
-	if (rs->state & RS_OPENING) {
-		if (finish_connect(rs, nonblocking(rs, flags)))
-			return errno == EINPROGRESS ? ERR(EAGAIN) : -1;
+		return errno = EINVAL, NULL;
+	if ((rs->state & RS_OPENING) && finish_connect(rs, nonblocking(rs, flags))) {
+		if (errno == EINPROGRESS)
+			errno = EAGAIN;
+		return NULL;
 	}
+	return rs;
+}
+
+static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct rsock *rs = io_begin(socket, iov, iovcnt, flags);
+	if (!rs)
+		return -1;
 	if (!(rs->state & RS_CONNECTED)) {
 		if (rs->state & (RS_DISCONNECTED | RS_ERROR))
 			return ERR(rs->state & RS_ERROR && rs->err ? rs->err : EPIPE);
@@ -1320,15 +1335,9 @@ static size_t copy_out(struct rsock *rs, const struct iovec *iov, int iovcnt, si
 
 static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct rsock *rs = lookup(socket);
+	struct rsock *rs = io_begin(socket, iov, iovcnt, flags);
 	if (!rs)
-		return ERR(EBADF);
-	if (iovcnt < 0 || (iovcnt && !iov))
-		return ERR(EINVAL);
-	if (rs->state & RS_OPENING) {
-		if (finish_connect(rs, nonblocking(rs, flags)))
-			return errno == EINPROGRESS ? ERR(EAGAIN) : -1;
-	}
+		return -1;
 	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
 		return ERR(ENOTCONN);
 	size_t len = 0;
@@ -2113,15 +2122,8 @@ static int send_iomaps(struct rsock *rs, int flags)
 	for (struct iomap_mr *m = rs->iomaps; m && !ret; m = m->next) {
 		if (m->sent)
 			continue;
-		if (!can_send(rs)) {
-			ret = process(rs, nonblocking(rs, flags), conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & RS_WRITABLE)) {
-				ret = ERR(ECONNRESET);
-				break;
-			}
-		}
+		if ((ret = wait_send(rs, flags)))
+			break;
 		struct rs_iomap iom = {.offset = m->offset,
 				       .sge = {.addr = (uintptr_t)m->mr->addr, .key = m->mr->rkey, .length = (uint32_t)m->mr->length}};
 		if (rs->swap) {
@@ -2180,15 +2182,8 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 				ret = ERR(EINVAL); /* no region of the peer there */
 			break;
 		}
-		if (!can_send(rs)) {
-			ret = process(rs, nonblocking(rs, flags), conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & RS_WRITABLE)) {
-				ret = ERR(ECONNRESET);
-				break;
-			}
-		}
+		if ((ret = wait_send(rs, flags)))
+			break;
 		pthread_mutex_lock(&rs->cqlock);
 		uint32_t x = xfer_size(rs, &olen, left, iom->offset + iom->sge.length - (uint64_t)offset);
 		struct ibv_sge sgl[2];
