@@ -51,6 +51,12 @@ const (
 	// from socket metadata, so fields the sender's kernel wrote (the IPv4
 	// Identification) are unknown and the ICRC cannot be verified.
 	FlagIPRebuilt Flags = 1 << iota
+	// FlagNoICRC: the sender did not compute the ICRC because its link
+	// promised to deliver the frame intact (Intact); the receiver takes
+	// it unchecked. A link that changes the frame (a corruption fault) or
+	// shows it to anyone (a capture) computes the ICRC first and clears
+	// the flag (FixICRC).
+	FlagNoICRC
 )
 
 var pools = [...]struct {

@@ -11,7 +11,12 @@
 // fits at compile time with `var _ link.Link = (*X)(nil)`.
 package link
 
-import "net/netip"
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/rnic/rnic/wire"
+)
 
 // Link is a NIC's port onto a network.
 type Link interface {
@@ -40,6 +45,32 @@ type Dispatcher interface {
 	// buffer. The slice itself is only valid during the call. Deliver must
 	// not block on the sender (it queues and returns).
 	Deliver(bufs []*Buf)
+}
+
+// Intact is implemented by links that can promise that a frame arrives
+// exactly as it was sent: nothing on the way can change a bit (link/mem
+// without corruption faults). A sender may then leave the ICRC out and
+// mark the frame FlagNoICRC, and the receiver takes it unchecked, as
+// checksum offload on a loopback device. The answer may change (faults
+// configured later): a sender asks for each frame it builds, and a link
+// that changes or shows a FlagNoICRC frame calls FixICRC first. Links over
+// a real medium (link/udp) never promise it.
+type Intact interface {
+	Intact() bool
+}
+
+// FixICRC computes the ICRC of a frame sent with FlagNoICRC and clears
+// the flag, for a link about to change the frame or show it (a capture
+// must be Wireshark-clean). Other frames are left as they are.
+func FixICRC(b *Buf) {
+	if b.Flags&FlagNoICRC == 0 {
+		return
+	}
+	f := b.Bytes()
+	if crc, err := wire.ComputeICRC(f); err == nil {
+		binary.LittleEndian.PutUint32(f[len(f)-wire.ICRCSize:], crc)
+	}
+	b.Flags &^= FlagNoICRC
 }
 
 // SourcePorter is implemented by links whose transport writes the UDP

@@ -203,6 +203,9 @@ func New(cfg Config) (*Device, error) {
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
 		Kick: d.wake, Event: d.event, Trace: cfg.Trace,
 	}
+	if in, ok := link.Find[link.Intact](cfg.Link); ok {
+		hw.Engine.ICRCOffload = in.Intact
+	}
 	core, err := transport.NewCore(hw)
 	if err != nil {
 		return nil, fmt.Errorf("nic: %w", err)

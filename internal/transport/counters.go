@@ -67,6 +67,8 @@ const (
 	CQCCacheHit
 	CQCCacheMiss
 	CQOverruns
+	TxICRCOffloaded // frames sent without an ICRC: the link delivers them intact (link.Intact), as checksum offload on a loopback device
+	RxICRCOffloaded // frames taken without checking the ICRC, for the same reason
 	numCounters
 )
 
@@ -126,6 +128,8 @@ var counterNames = [numCounters]string{
 	CQCCacheHit:             "cqc_cache_hit",
 	CQCCacheMiss:            "cqc_cache_miss",
 	CQOverruns:              "cq_overruns",
+	TxICRCOffloaded:         "tx_icrc_offloaded",
+	RxICRCOffloaded:         "rx_icrc_offloaded",
 }
 
 // String returns the counter's name as `rnic stat` prints it.

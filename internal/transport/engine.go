@@ -76,6 +76,10 @@ type Config struct {
 	// computed or checked. Frames carry their headers and an undefined
 	// payload.
 	Metadata bool
+	// ICRCOffload, when set, says whether the link delivers frames intact
+	// right now (link.Intact): the engine then sends them without an ICRC
+	// (FlagNoICRC) and counts TxICRCOffloaded.
+	ICRCOffload func() bool
 }
 
 // Engine is one protocol engine: the requester, responder and completer of
@@ -435,9 +439,14 @@ func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.
 // send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
 func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	f := b.Bytes()
-	if e.cfg.Metadata {
+	switch {
+	case e.cfg.Metadata:
 		r.WriteHeaders(f)
-	} else {
+	case e.cfg.ICRCOffload != nil && !r.UDPChecksum && e.cfg.ICRCOffload():
+		r.WriteHeaders(f)
+		b.Flags |= link.FlagNoICRC
+		e.c[TxICRCOffloaded]++
+	default:
 		r.Finish(f)
 	}
 	e.out = append(e.out, b)

@@ -33,6 +33,10 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		if e.cfg.Metadata {
 			return true
 		}
+		if b.Flags&link.FlagNoICRC != 0 {
+			e.c[RxICRCOffloaded]++
+			return true
+		}
 		if b.Flags&link.FlagIPRebuilt != 0 {
 			e.c[RxICRCUnverified]++
 			return true

@@ -20,6 +20,7 @@ type Port struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	perfect   atomic.Bool // faults do nothing: Send skips the egress lock
+	intact    atomic.Bool // faults change no bits (no Corrupt): link.Intact
 
 	// rx is the receiving side.
 	rx struct {
@@ -95,8 +96,15 @@ func (p *Port) SetFaults(f Faults) error {
 	defer p.eg.Unlock()
 	p.eg.inj.reset(f, p.addr)
 	p.perfect.Store(f.perfect())
+	p.intact.Store(f.Corrupt == 0)
 	return nil
 }
+
+// Intact reports whether the port delivers frames exactly as sent (its
+// faults corrupt none): the NIC may then leave their ICRC out
+// (link.Intact). Frames that a corruption fault hits get their ICRC
+// computed before the bit flips, so that the receiver's check finds it.
+func (p *Port) Intact() bool { return p.intact.Load() }
 
 // Stats returns the port's counters, each read atomically (but not all at
 // one instant while frames are moving).

@@ -61,8 +61,11 @@ func (p *Port) sendFaulty(bufs []*link.Buf) {
 			t.dropped++
 			continue
 		}
-		if in.hit(in.f.Corrupt) && in.corrupt(b.Bytes()) {
-			t.corrupted++
+		if in.hit(in.f.Corrupt) {
+			link.FixICRC(b) // sent before the faults changed: the receiver must check it
+			if in.corrupt(b.Bytes()) {
+				t.corrupted++
+			}
 		}
 		var dup *link.Buf
 		if in.hit(in.f.Duplicate) {

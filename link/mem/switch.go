@@ -115,6 +115,7 @@ func (s *Switch) Port(addr netip.Addr, f Faults, opts ...Option) (*Port, error) 
 	}
 	p.eg.inj.reset(f, addr)
 	p.perfect.Store(f.perfect())
+	p.intact.Store(f.Corrupt == 0)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

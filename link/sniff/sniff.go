@@ -166,6 +166,7 @@ func (l *Link) record(dir Direction, bufs []*link.Buf) {
 func (l *Link) recordLocked(dir Direction, bufs []*link.Buf) {
 	ts := l.clock() // under the lock, so that records are in time order
 	for _, b := range bufs {
+		link.FixICRC(b) // a capture shows the ICRC a frame would carry on a wire
 		frame := b.Bytes()
 		if l.wire != nil {
 			l.scratch = append(l.scratch[:0], frame...)
