@@ -54,6 +54,15 @@ const (
 
 // nodeConfig describes one engine and its QP. The zero value of every field
 // means the default given in defaults.
+// offload is Config.ICRCOffload for a link that is always intact (on),
+// or none (off).
+func offload(on bool) func() bool {
+	if !on {
+		return nil
+	}
+	return func() bool { return true }
+}
+
 type nodeConfig struct {
 	qpType          QPType
 	localMTU        wire.MTU // the port's active MTU (Config.LocalMTU)
@@ -76,6 +85,7 @@ type nodeConfig struct {
 	memSize         int
 	sigAll          bool
 	host            bus.Mapper // the DMA bus (nil: a bus.Local)
+	icrcOffload     bool       // Config.ICRCOffload always true: frames go without an ICRC
 	// noDefaults keeps zero values of timeout, retryCnt, rnrRetry and
 	// minRNRTimer (0 is meaningful for each).
 	noDefaults bool
@@ -181,7 +191,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
 		Host: cfg.host,
 		Engine: Config{
-			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid,
+			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload),
 			Event: func(ev Event) { n.events = append(n.events, ev) },
 			Trace: func(s string) { n.trace = append(n.trace, s) },
 		},
