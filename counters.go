@@ -26,6 +26,7 @@ func (d *Device) Counters() []Counter {
 	add("mtt_cache_evictions", p.MTT.Evictions)
 	add("mpt_cache_evictions", p.MPT.Evictions)
 	add("atu_translations", p.ATU.Translations)
+	add("atu_utlb_hit", p.ATU.UTLBHits)
 	var faults uint64
 	for _, f := range p.ATU.Faults[1:] {
 		faults += f

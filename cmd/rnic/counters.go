@@ -35,6 +35,7 @@ var counterGroups = []struct {
 		{"mtt_cache_hit", "page translation (MTT entry) found on chip"},
 		{"mtt_cache_miss", "page translation fetched from host memory"},
 		{"atu_translations", "address translations (key, VA, length → pages)"},
+		{"atu_utlb_hit", "MPT and MTT entries found in the ATU's micro-TLB, before the caches"},
 	}},
 	{"DMA engines", []counterRow{
 		{"dma_descriptors", "scatter/gather descriptors executed"},

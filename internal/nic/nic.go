@@ -199,6 +199,7 @@ func New(cfg Config) (*Device, error) {
 	// queue holds, plenty for any bandwidth-delay product (4 MiB in flight
 	// at MTU 4096).
 	hw.MaxReadPSNs = uint32(2 * cfg.RxQueue)
+	hw.UTLB = true
 	hw.Engine = transport.Config{
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
 		Kick: d.wake, Event: d.event, Trace: cfg.Trace,

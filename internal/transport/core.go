@@ -38,6 +38,8 @@ type CoreConfig struct {
 	// Host is the DMA bus to host memory; nil: the program's own memory
 	// (a bus.Local).
 	Host bus.Mapper
+	// UTLB gives the ATU its micro-TLB (atu.Config.UTLB).
+	UTLB bool
 
 	// Engine carries what the driver of a clock adds: the MTU, the GID,
 	// and its hooks (Kick, Event, Trace, Doorbell, Billing, Metadata).
@@ -145,7 +147,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	if cfg.Host == nil {
 		cfg.Host = new(bus.Local)
 	}
-	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache, Host: cfg.Host})
+	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache, Host: cfg.Host, UTLB: cfg.UTLB})
 	if err != nil {
 		return nil, err
 	}

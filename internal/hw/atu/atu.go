@@ -64,6 +64,10 @@ type Config struct {
 	// Host is the DMA bus behind the regions. RegMR with a Buf maps the
 	// buffer on it (it must be a bus.Mapper); nil: a bus.Local of its own.
 	Host bus.Bus
+	// UTLB puts a micro-TLB in front of the MPT and MTT caches (see
+	// utlb). The wall-clock NIC has one; the timing model's profiles are
+	// calibrated without it.
+	UTLB bool
 }
 
 // Control-path errors. They wrap into messages that name the object.
@@ -79,6 +83,7 @@ type Stats struct {
 	Translations uint64
 	Faults       [numFaults]uint64
 	MPT, MTT     cache.Stats
+	UTLBHits     uint64 // MPT and MTT entries the micro-TLB gave (the caches never saw those lookups)
 	MRs, MWs     int
 	MTTEntries   uint32
 }
@@ -103,6 +108,75 @@ type ATU struct {
 	xread     []Seg // Read's scratch
 	loadMPTFn func(uint32) (MPTEntry, bool)
 	loadMTTFn func(uint32) (MTTEntry, bool)
+	utlb      utlb
+}
+
+// utlb is the ATU's micro-TLB: a few direct-mapped slots in front of the
+// MPT and MTT caches, each keeping an entry read through them, valid
+// while the tables stay as they were (gen, which every change to an MPT
+// or MTT entry advances). A hardware ATU keeps such a TLB per engine, for
+// the packets that follow one another through the same region and pages:
+// they find their entries without searching a cache set. Its hits are
+// counted apart; what it misses goes to the caches, counted as before.
+type utlb struct {
+	gen  uint64 // 0: off
+	hits uint64
+	mpt  [16]struct {
+		gen uint64
+		idx uint32
+		e   MPTEntry
+	}
+	mtt [64]struct {
+		gen uint64
+		i   uint32
+		e   MTTEntry
+	}
+}
+
+// changed marks the tables changed: every entry the micro-TLB holds is
+// stale.
+func (u *ATU) changed() {
+	if u.utlb.gen != 0 {
+		u.utlb.gen++
+	}
+}
+
+// invalidateMPT drops an MPT entry that changed from the cache and the
+// micro-TLB.
+func (u *ATU) invalidateMPT(idx uint32) {
+	u.mptCache.Invalidate(idx)
+	u.changed()
+}
+
+// mptGet reads MPT entry idx through the micro-TLB and the MPT cache; hit
+// is false when it came from host memory.
+func (u *ATU) mptGet(idx uint32) (e MPTEntry, ok, hit bool) {
+	t := &u.utlb
+	s := &t.mpt[idx%uint32(len(t.mpt))]
+	if t.gen != 0 && s.gen == t.gen && s.idx == idx {
+		t.hits++
+		return s.e, true, true
+	}
+	e, ok, hit = u.mptCache.Get(idx, u.loadMPTFn)
+	if ok && t.gen != 0 {
+		s.gen, s.idx, s.e = t.gen, idx, e
+	}
+	return e, ok, hit
+}
+
+// mttGet is mptGet for MTT entry i.
+func (u *ATU) mttGet(i uint32) (e MTTEntry, ok, hit bool) {
+	t := &u.utlb
+	s := &t.mtt[i%uint32(len(t.mtt))]
+	if t.gen != 0 && s.gen == t.gen && s.i == i {
+		t.hits++
+		return s.e, true, true
+	}
+	e, ok, hit = u.mttCache.Get(i, u.loadMTTFn)
+	if ok && t.gen != 0 {
+		s.gen, s.i, s.e = t.gen, i, e
+	}
+	return e, ok, hit
 }
 
 // New builds an ATU.
@@ -137,6 +211,9 @@ func New(cfg Config) (*ATU, error) {
 	}
 	u.loadMPTFn = u.loadMPT
 	u.loadMTTFn = u.loadMTT
+	if cfg.UTLB {
+		u.utlb.gen = 1
+	}
 	return u, nil
 }
 
@@ -165,6 +242,7 @@ func (u *ATU) allocIndex() (uint32, bool) {
 
 func (u *ATU) freeIndex(idx uint32) {
 	u.mpt[idx] = MPTEntry{}
+	u.changed()
 	u.refs[idx] = 0
 	u.freeIdx = append(u.freeIdx, idx)
 }
@@ -269,6 +347,7 @@ func (u *ATU) RegMR(s MRSpec) (uint32, error) {
 		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base,
 		Space: sp, mapped: mapped,
 	}
+	u.changed()
 	u.nMR++
 	return key, nil
 }
@@ -289,6 +368,7 @@ func (u *ATU) regImplicit(s MRSpec) (uint32, error) {
 		Key: key, Kind: KindMR, Valid: true, PageShift: u.cfg.PageShift, Implicit: true,
 		PD: s.PD, Access: s.Access, Length: ImplicitLength, Space: s.Space,
 	}
+	u.changed()
 	u.nMR++
 	return key, nil
 }
@@ -326,7 +406,7 @@ func (u *ATU) DeregMR(key uint32) error {
 		return fmt.Errorf("%w: region %#x has %d memory windows bound", ErrBusy, key, u.refs[idx])
 	}
 	u.releaseMTT(e)
-	u.mptCache.Invalidate(idx)
+	u.invalidateMPT(idx)
 	if e.mapped {
 		// The engine lock is held (control path): no DMA into the region
 		// is in flight, and the caches hold no translation to it now.
@@ -386,7 +466,7 @@ func (u *ATU) ReregMR(key uint32, s MRSpec) error {
 		Key: key, Kind: KindMR, Valid: true, PageShift: shift,
 		PD: s.PD, Access: s.Access, VA: s.IOVA, Length: n, MTTBase: base, Space: s.Space,
 	}
-	u.mptCache.Invalidate(idx)
+	u.invalidateMPT(idx)
 	return nil
 }
 
@@ -411,6 +491,7 @@ func (u *ATU) releaseMTT(e *MPTEntry) {
 	for i := uint32(0); i < pages; i++ {
 		u.mttCache.Invalidate(e.MTTBase + i)
 		u.mtt[e.MTTBase+i] = MTTEntry{}
+		u.changed()
 	}
 	u.mttAlloc.release(e.MTTBase, pages)
 	u.mtt = u.mtt[:u.mttAlloc.top]
@@ -479,6 +560,7 @@ func (u *ATU) AllocMW(pd uint32, kind Kind) (uint32, error) {
 	}
 	key := u.nextKey(idx)
 	u.mpt[idx] = MPTEntry{Key: key, Kind: kind, PD: pd}
+	u.changed()
 	u.nMW++
 	return key, nil
 }
@@ -507,7 +589,7 @@ func (u *ATU) DeallocMW(key uint32) error {
 	if e.Valid {
 		u.refs[e.Parent]--
 	}
-	u.mptCache.Invalidate(idx)
+	u.invalidateMPT(idx)
 	u.freeIndex(idx)
 	u.nMW--
 	return nil
@@ -583,7 +665,7 @@ func (u *ATU) BindMW(b Bind) Fault {
 		w.Valid = false
 		w.Key = b.NewKey
 		u.variant[idx] = uint8(b.NewKey) + 1
-		u.mptCache.Invalidate(idx)
+		u.invalidateMPT(idx)
 		return OK
 	}
 	if w.Valid {
@@ -595,7 +677,7 @@ func (u *ATU) BindMW(b Bind) Fault {
 		VA: b.VA, Length: b.Length, Parent: b.MR >> 8, QPN: b.QPN,
 	}
 	u.variant[idx] = uint8(b.NewKey) + 1
-	u.mptCache.Invalidate(idx)
+	u.invalidateMPT(idx)
 	return OK
 }
 
@@ -629,7 +711,7 @@ func (u *ATU) Invalidate(key, pd, qpn uint32, remote bool) Fault {
 	}
 	u.refs[w.Parent]--
 	w.Valid = false
-	u.mptCache.Invalidate(idx)
+	u.invalidateMPT(idx)
 	return OK
 }
 
@@ -652,7 +734,7 @@ func (u *ATU) UnbindQP(qpn uint32) int {
 		}
 		u.refs[w.Parent]--
 		w.Valid = false
-		u.mptCache.Invalidate(uint32(idx))
+		u.invalidateMPT(uint32(idx))
 		n++
 	}
 	return n
@@ -721,7 +803,7 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 	if idx == 0 || idx > uint32(u.cfg.MaxMR) {
 		return dst, FaultKey
 	}
-	e, ok, hit := u.mptCache.Get(idx, u.loadMPTFn)
+	e, ok, hit := u.mptGet(idx)
 	if !hit {
 		r.MPTMisses++
 	}
@@ -754,7 +836,7 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 		} else if !inRange(&e, va, r.Len) {
 			return dst, FaultBounds
 		}
-		p, ok, hit := u.mptCache.Get(e.Parent, u.loadMPTFn)
+		p, ok, hit := u.mptGet(e.Parent)
 		if !hit {
 			r.MPTMisses++
 		}
@@ -795,7 +877,7 @@ func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
 	mask := uint64(1)<<shift - 1
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
 	for n > 0 {
-		pe, ok, hit := u.mttCache.Get(i, u.loadMTTFn)
+		pe, ok, hit := u.mttGet(i)
 		if !hit {
 			*misses++
 		}
@@ -821,6 +903,7 @@ func (u *ATU) Stats() Stats {
 		Faults:       u.faults,
 		MPT:          u.mptCache.Stats(),
 		MTT:          u.mttCache.Stats(),
+		UTLBHits:     u.utlb.hits,
 		MRs:          u.nMR,
 		MWs:          u.nMW,
 		MTTEntries:   u.mttAlloc.used(),

@@ -25,6 +25,7 @@ import (
 type cacheShape struct {
 	name     string
 	mpt, mtt cache.Config
+	utlb     bool // the micro-TLB in front of the caches
 }
 
 // cacheShapes are the geometries the table-walking tests run under:
@@ -37,17 +38,26 @@ type cacheShape struct {
 //	      register, so every entry stays resident and a stale entry that was
 //	      not invalidated would be hit.
 //	off:  caches disabled: every access reads the host tables.
+//	tiny+utlb, big+utlb: with the micro-TLB in front, which keeps entries
+//	      the tiny caches evict, and which must drop every entry a change
+//	      makes stale as the caches do.
 var cacheShapes = []cacheShape{
 	{"tiny",
 		cache.Config{Name: "mpt", CapacityBytes: 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}},
+		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, false},
 	{"nic",
 		cache.Config{Name: "mpt", CapacityBytes: 4096 * 64, EntryBytes: 64, Ways: 8},
-		cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}},
+		cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}, false},
 	{"big",
 		cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}},
-	{"off", cache.Config{Name: "mpt"}, cache.Config{Name: "mtt"}},
+		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, false},
+	{"off", cache.Config{Name: "mpt"}, cache.Config{Name: "mtt"}, false},
+	{"tiny+utlb",
+		cache.Config{Name: "mpt", CapacityBytes: 64, EntryBytes: 64},
+		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, true},
+	{"big+utlb",
+		cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64},
+		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, true},
 }
 
 func shapeNamed(tb testing.TB, name string) cacheShape {
@@ -64,7 +74,7 @@ func shapeNamed(tb testing.TB, name string) cacheShape {
 // newATU builds an ATU with 4 KiB default pages.
 func newATU(tb testing.TB, maxMR int, cs cacheShape) *ATU {
 	tb.Helper()
-	u, err := New(Config{MaxMR: maxMR, PageShift: 12, MPTCache: cs.mpt, MTTCache: cs.mtt})
+	u, err := New(Config{MaxMR: maxMR, PageShift: 12, MPTCache: cs.mpt, MTTCache: cs.mtt, UTLB: cs.utlb})
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
