@@ -59,6 +59,16 @@ type Intact interface {
 	Intact() bool
 }
 
+// Inline is implemented by links that hand frames to the dispatcher on
+// the sender's goroutine and hold no lock of theirs while they do
+// (link/mem): the receiving NIC may then do its work on that goroutine
+// before Deliver returns, instead of waking its own. A wrapper that holds
+// a lock across delivery (a capture) does not implement it, and the NIC
+// looks only at the link it was given, not through wrappers.
+type Inline interface {
+	DeliversInline() bool
+}
+
 // FixICRC computes the ICRC of a frame sent with FlagNoICRC and clears
 // the flag, for a link about to change the frame or show it (a capture
 // must be Wireshark-clean). Other frames are left as they are.

@@ -125,6 +125,8 @@ type Device struct {
 	poller    link.Poller     // the link's receive path, if the caller can drive it
 	lastPoll  atomic.Int64    // when a poller last called Progress (d.now)
 	linkSpin  atomic.Int64    // how long the engine goroutine polls the link before it parks (SetLinkSpin)
+	inline    bool            // the link delivers on the sender's goroutine: frames are taken in there (runInline)
+	parked    atomic.Bool     // the engine goroutine sleeps (waking it costs a futex and a context switch)
 	drainer   link.Drainer    // a lossless link holding frames for a full receive queue
 	backlog   link.Backlogger // a lossless link's count of this NIC's frames waiting
 	holdReqs  bool            // the engine holds new requests (a pause)
@@ -215,6 +217,9 @@ func New(cfg Config) (*Device, error) {
 	d.timer = time.AfterFunc(time.Hour, d.wake)
 	d.timer.Stop()
 	d.linkSpin.Store(int64(DefaultLinkSpin))
+	if in, ok := cfg.Link.(link.Inline); ok {
+		d.inline = in.DeliversInline()
+	}
 	d.poller, _ = link.Find[link.Poller](cfg.Link)
 	d.drainer, _ = link.Find[link.Drainer](cfg.Link)
 	d.backlog, _ = link.Find[link.Backlogger](cfg.Link)
@@ -284,10 +289,40 @@ func (d *Device) TryDeliver(bufs []*link.Buf) int {
 	d.rx.q = append(d.rx.q, bufs[:n]...)
 	d.rxPending.Store(int32(len(d.rx.q)))
 	d.rx.Unlock()
-	if n > 0 {
+	if n > 0 && !(d.inline && d.parked.Load() && d.runInline()) {
 		d.wake()
 	}
 	return n
+}
+
+// inlineTurn is held while a NIC runs a turn on a deliverer's goroutine:
+// one at a time in the process, so that the frames that turn sends make
+// their receivers wake their own goroutines instead of nesting turns.
+var inlineTurn atomic.Bool
+
+// runInline runs one turn of the engine loop on the goroutine that
+// delivered frames (an in-process link: the peer NIC's sender, or a
+// program's poller driving it), so that an answer needs no hand-off to
+// this NIC's goroutine: a WRITE, its placement and its ACK all happen on
+// the poller's goroutine. It reports whether it ran; the engine goroutine
+// takes what the turn leaves. Only a parked engine goroutine is spared
+// this way: a running one takes the frames itself, in parallel with the
+// sender (small messages streamed both ways need both cores).
+func (d *Device) runInline() bool {
+	if !inlineTurn.CompareAndSwap(false, true) {
+		return false
+	}
+	defer inlineTurn.Store(false)
+	if d.stopping.Load() || !d.mu.TryLock() {
+		return false
+	}
+	busy, _ := d.stepLocked()
+	d.mu.Unlock()
+	d.flushTx()
+	if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
+		d.wake()
+	}
+	return true
 }
 
 // Wake makes the engine look at the link's backlog again (link.Waker): a
@@ -372,7 +407,9 @@ func (d *Device) routineEngine() {
 			continue
 		}
 		// Sleep until a doorbell, a frame or the next deadline.
+		d.parked.Store(true)
 		<-d.kick
+		d.parked.Store(false)
 	}
 }
 

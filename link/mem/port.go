@@ -106,6 +106,10 @@ func (p *Port) SetFaults(f Faults) error {
 // computed before the bit flips, so that the receiver's check finds it.
 func (p *Port) Intact() bool { return p.intact.Load() }
 
+// DeliversInline reports that the port hands frames over on the sender's
+// goroutine with no lock held (link.Inline).
+func (p *Port) DeliversInline() bool { return true }
+
 // Stats returns the port's counters, each read atomically (but not all at
 // one instant while frames are moving).
 func (p *Port) Stats() Stats {
