@@ -204,7 +204,7 @@ func New(cfg Config) (*Device, error) {
 	hw.UTLB = true
 	hw.Engine = transport.Config{
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
-		Kick: d.wake, Event: d.event, Trace: cfg.Trace,
+		Kick: d.wake, KickIdle: d.doorbell, Event: d.event, Trace: cfg.Trace,
 	}
 	if in, ok := link.Find[link.Intact](cfg.Link); ok {
 		hw.Engine.ICRCOffload = in.Intact
@@ -295,10 +295,25 @@ func (d *Device) TryDeliver(bufs []*link.Buf) int {
 	return n
 }
 
-// inlineTurn is held while a NIC runs a turn on a deliverer's goroutine:
-// one at a time in the process, so that the frames that turn sends make
-// their receivers wake their own goroutines instead of nesting turns.
-var inlineTurn atomic.Bool
+// inlineTurns counts the turns running on a poster's or deliverer's
+// goroutine, nested: a WRITE posted to an idle NIC, its placement by the
+// idle peer and the ACK's completion are three, and no more nest (a turn's
+// frames then wake their receivers' goroutines), so the nesting is
+// bounded however the NICs answer each other.
+var inlineTurns atomic.Int32
+
+const maxInlineTurns = 2
+
+// doorbell is the engine's KickIdle: a doorbell for a QP that had nothing
+// outstanding, whose poster most likely waits for it next. An idle NIC on
+// an in-process link does the work on the poster's goroutine
+// (runInline); a busy one, or any other, has its engine goroutine woken.
+func (d *Device) doorbell() {
+	if d.inline && d.parked.Load() && d.runInline() {
+		return
+	}
+	d.wake()
+}
 
 // runInline runs one turn of the engine loop on the goroutine that
 // delivered frames (an in-process link: the peer NIC's sender, or a
@@ -309,10 +324,11 @@ var inlineTurn atomic.Bool
 // this way: a running one takes the frames itself, in parallel with the
 // sender (small messages streamed both ways need both cores).
 func (d *Device) runInline() bool {
-	if !inlineTurn.CompareAndSwap(false, true) {
+	if inlineTurns.Add(1) > maxInlineTurns {
+		inlineTurns.Add(-1)
 		return false
 	}
-	defer inlineTurn.Store(false)
+	defer inlineTurns.Add(-1)
 	if d.stopping.Load() || !d.mu.TryLock() {
 		return false
 	}

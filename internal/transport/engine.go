@@ -54,6 +54,12 @@ type Config struct {
 	// (a doorbell). The driver wakes the engine's loop. Sans-IO: the engine
 	// never runs by itself.
 	Kick func()
+	// KickIdle, if set, is called instead of Kick for a doorbell whose
+	// WQEs are all the QP has outstanding (its send queue was empty): a
+	// program that posts and then waits for the completion, whose driver
+	// may do the work on the poster's goroutine. A program that keeps
+	// work in flight gets Kick.
+	KickIdle func()
 	// Event receives asynchronous events (on the engine's goroutine).
 	Event func(Event)
 	// Trace, if set, receives a line for every protocol event worth a
@@ -197,11 +203,18 @@ func (e *Engine) ring(qp *QP, wqes int) {
 		e.cfg.Doorbell(qp, wqes, last)
 		return
 	}
+	if e.cfg.KickIdle != nil && wqes > 0 && qp.SendOutstanding() == wqes {
+		e.ringWith(qp, e.cfg.KickIdle)
+		return
+	}
 	e.Ring(qp)
 }
 
 // Ring is the doorbell arriving at the NIC for qp.
-func (e *Engine) Ring(qp *QP) {
+func (e *Engine) Ring(qp *QP) { e.ringWith(qp, e.cfg.Kick) }
+
+// ringWith is Ring with the kick to give when the QP was not queued yet.
+func (e *Engine) ringWith(qp *QP, kick func()) {
 	e.db.Lock()
 	e.db.rings++
 	queued := qp.dbQueued.Swap(true)
@@ -211,7 +224,7 @@ func (e *Engine) Ring(qp *QP) {
 	}
 	e.db.Unlock()
 	if !queued {
-		e.cfg.Kick()
+		kick()
 	}
 }
 
