@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrCQOverrun is returned by CQ.Wait once the CQ has overflowed: the NIC
@@ -257,11 +258,27 @@ func (c *CQ) Reveal(n int) {
 // that an empty busy poll can ask at no cost.
 func (c *CQ) Overrun() bool { return c.overrun.Load() }
 
+// waitSpin is how long Wait polls before it parks.
+const waitSpin = 10 * time.Microsecond
+
 // Wait blocks until at least one completion is available (then polls like
 // Poll), ctx is done, or Shutdown is called.
 func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 	if len(dst) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
+	}
+	// A short spin first, yielding the processor between looks: with
+	// completions microseconds apart (a stream, a round trip in process),
+	// parking and being woken costs more than the wait (the waker's futex
+	// call alone was a fifth of a 64 B WRITE stream's CPU).
+	for start := time.Now(); time.Since(start) < waitSpin; {
+		if n := c.poll(dst); n > 0 {
+			return n, nil
+		}
+		if ctx.Err() != nil || c.Overrun() {
+			break
+		}
+		runtime.Gosched()
 	}
 	for {
 		if n := c.poll(dst); n > 0 {
