@@ -258,8 +258,13 @@ func (c *CQ) Reveal(n int) {
 // that an empty busy poll can ask at no cost.
 func (c *CQ) Overrun() bool { return c.overrun.Load() }
 
-// waitSpin is how long Wait polls before it parks.
-const waitSpin = 10 * time.Microsecond
+// waitSpin is how long Wait polls before it parks, and waitSpinLooks
+// how many looks at most: in a synctest bubble no time passes while the
+// waiter spins.
+const (
+	waitSpin      = 10 * time.Microsecond
+	waitSpinLooks = 64
+)
 
 // Wait blocks until at least one completion is available (then polls like
 // Poll), ctx is done, or Shutdown is called.
@@ -271,7 +276,7 @@ func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 	// completions microseconds apart (a stream, a round trip in process),
 	// parking and being woken costs more than the wait (the waker's futex
 	// call alone was a fifth of a 64 B WRITE stream's CPU).
-	for start := time.Now(); time.Since(start) < waitSpin; {
+	for start, i := time.Now(), 0; i < waitSpinLooks && time.Since(start) < waitSpin; i++ {
 		if n := c.poll(dst); n > 0 {
 			return n, nil
 		}
