@@ -19,6 +19,13 @@
 // the queue is FIFO and one sender at a time drains it, so frames leave in
 // the order the engine made them.
 //
+// On an in-process link (link.Inline: link/mem) work for a NIC whose
+// engine goroutine sleeps is done on the goroutine that brought it
+// (runInline): frames on the deliverer's, and a doorbell for a QP that had
+// nothing outstanding on the poster's; at most two such turns nest, so a
+// WRITE posted to idle NICs is sent and placed before PostSend returns,
+// with no futex wake-up on the way.
+//
 // The engine goroutine (routineEngine) runs turns while there is work,
 // busy-polls its link for a while after a turn that moved frames (NAPI
 // style), and then sleeps until a doorbell, a frame or the timer. A
