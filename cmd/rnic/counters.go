@@ -47,6 +47,8 @@ var counterGroups = []struct {
 		{"tx_bytes", "bytes sent"},
 		{"rx_packets", "packets received"},
 		{"rx_bytes", "bytes received"},
+		{"tx_icrc_offloaded", "frames sent without an ICRC: the in-process link delivers them intact"},
+		{"rx_icrc_offloaded", "frames taken without checking the ICRC, for the same reason"},
 	}},
 	{"protocol engine", []counterRow{
 		{"rx_write_requests", "RDMA WRITE messages placed in memory"},
