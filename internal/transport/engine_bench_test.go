@@ -11,10 +11,10 @@ import (
 // to B, frames move straight from one outbox to the other engine. No
 // link, no goroutines: what is left is translation, DMA, headers, ICRC
 // and the protocol work. b.SetBytes makes the MB/s the single-core rate.
-// "icrc" computes and checks every ICRC; "offload" leaves them out, as
-// the NICs on an intact link (link/mem) do: the same work as the root
-// package's BenchmarkWriteBW/1MiB, which runs each engine on its own
-// goroutine.
+// "icrc" computes and checks every ICRC; "offload" leaves them out and
+// has the ATU's micro-TLB, as the wall-clock NICs on an intact link
+// (link/mem) do: the same work as the root package's
+// BenchmarkWriteBW/1MiB, which runs each engine on its own goroutine.
 func BenchmarkEnginePair(b *testing.B) {
 	for _, mode := range []string{"icrc", "offload"} {
 		b.Run(mode, func(b *testing.B) { benchEnginePair(b, mode == "offload") })
@@ -23,8 +23,8 @@ func BenchmarkEnginePair(b *testing.B) {
 
 func benchEnginePair(b *testing.B, icrcOffload bool) {
 	const size = 1 << 20
-	p := newPair(b, nodeConfig{pathMTU: wire.MTU4096, memSize: 2 * size, sqDepth: 64, icrcOffload: icrcOffload},
-		nodeConfig{pathMTU: wire.MTU4096, memSize: 2 * size, icrcOffload: icrcOffload})
+	p := newPair(b, nodeConfig{pathMTU: wire.MTU4096, memSize: 2 * size, sqDepth: 64, icrcOffload: icrcOffload, utlb: icrcOffload},
+		nodeConfig{pathMTU: wire.MTU4096, memSize: 2 * size, icrcOffload: icrcOffload, utlb: icrcOffload})
 	move := func(from, to *node) int {
 		out := from.e.Outbox()
 		n := len(out)
