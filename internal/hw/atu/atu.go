@@ -121,16 +121,29 @@ type ATU struct {
 type utlb struct {
 	gen  uint64 // 0: off
 	hits uint64
-	mpt  [16]struct {
-		gen uint64
-		idx uint32
-		e   MPTEntry
+	mpt  [16]utlbSlot[MPTEntry]
+	mtt  [64]utlbSlot[MTTEntry]
+}
+
+type utlbSlot[V any] struct {
+	gen uint64
+	key uint32
+	e   V
+}
+
+// viaUTLB reads entry key through slot s of the micro-TLB, then cache c
+// (load reads the host table on a miss); hit is false when the entry came
+// from host memory.
+func viaUTLB[V any](t *utlb, s *utlbSlot[V], key uint32, c *cache.Cache[uint32, V], load func(uint32) (V, bool)) (e V, ok, hit bool) {
+	if t.gen != 0 && s.gen == t.gen && s.key == key {
+		t.hits++
+		return s.e, true, true
 	}
-	mtt [64]struct {
-		gen uint64
-		i   uint32
-		e   MTTEntry
+	e, ok, hit = c.Get(key, load)
+	if ok && t.gen != 0 {
+		*s = utlbSlot[V]{gen: t.gen, key: key, e: e}
 	}
+	return e, ok, hit
 }
 
 // changed marks the tables changed: every entry the micro-TLB holds is
@@ -148,35 +161,14 @@ func (u *ATU) invalidateMPT(idx uint32) {
 	u.changed()
 }
 
-// mptGet reads MPT entry idx through the micro-TLB and the MPT cache; hit
-// is false when it came from host memory.
-func (u *ATU) mptGet(idx uint32) (e MPTEntry, ok, hit bool) {
-	t := &u.utlb
-	s := &t.mpt[idx%uint32(len(t.mpt))]
-	if t.gen != 0 && s.gen == t.gen && s.idx == idx {
-		t.hits++
-		return s.e, true, true
-	}
-	e, ok, hit = u.mptCache.Get(idx, u.loadMPTFn)
-	if ok && t.gen != 0 {
-		s.gen, s.idx, s.e = t.gen, idx, e
-	}
-	return e, ok, hit
+// mptGet reads MPT entry idx through the micro-TLB and the MPT cache.
+func (u *ATU) mptGet(idx uint32) (MPTEntry, bool, bool) {
+	return viaUTLB(&u.utlb, &u.utlb.mpt[idx%uint32(len(u.utlb.mpt))], idx, u.mptCache, u.loadMPTFn)
 }
 
-// mttGet is mptGet for MTT entry i.
-func (u *ATU) mttGet(i uint32) (e MTTEntry, ok, hit bool) {
-	t := &u.utlb
-	s := &t.mtt[i%uint32(len(t.mtt))]
-	if t.gen != 0 && s.gen == t.gen && s.i == i {
-		t.hits++
-		return s.e, true, true
-	}
-	e, ok, hit = u.mttCache.Get(i, u.loadMTTFn)
-	if ok && t.gen != 0 {
-		s.gen, s.i, s.e = t.gen, i, e
-	}
-	return e, ok, hit
+// mttGet reads MTT entry i through the micro-TLB and the MTT cache.
+func (u *ATU) mttGet(i uint32) (MTTEntry, bool, bool) {
+	return viaUTLB(&u.utlb, &u.utlb.mtt[i%uint32(len(u.utlb.mtt))], i, u.mttCache, u.loadMTTFn)
 }
 
 // New builds an ATU.
