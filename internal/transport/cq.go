@@ -272,18 +272,18 @@ func (c *CQ) Wait(ctx context.Context, dst []WC) (int, error) {
 	if len(dst) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
 	}
-	// A short spin first, yielding the processor between looks: with
+	// A short spin first, polling as Poll does (driving the NIC, yielding
+	// the processor between looks): with
 	// completions microseconds apart (a stream, a round trip in process),
 	// parking and being woken costs more than the wait (the waker's futex
 	// call alone was a fifth of a 64 B WRITE stream's CPU).
 	for start, i := time.Now(), 0; i < waitSpinLooks && time.Since(start) < waitSpin; i++ {
-		if n := c.poll(dst); n > 0 {
+		if n := c.Poll(dst); n > 0 { // drives the NIC as a poller does, and yields
 			return n, nil
 		}
 		if ctx.Err() != nil || c.Overrun() {
 			break
 		}
-		runtime.Gosched()
 	}
 	for {
 		if n := c.poll(dst); n > 0 {
