@@ -127,7 +127,9 @@ func TestMW2DiesWithItsQP(t *testing.T) {
 func TestHugeClaimedLengthIsCheap(t *testing.T) {
 	p := newPair(t, pairOpts{typ: rnic.UC, conn: rnic.ConnParams{Access: rnic.AccessLocalWrite | rnic.AccessRemoteWrite}})
 	const size = 1 << 30
-	big := must(p.pdb.RegMR(make([]byte, size), rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+	// 4 KiB MTT pages, as the test counts them (a region registered
+	// without a page size gets the largest its length calls for).
+	big := must(p.pdb.RegMRPageSize(make([]byte, size), 1<<32, rnic.AccessLocalWrite|rnic.AccessRemoteWrite, 4096))
 	src := must(p.pda.RegMR(make([]byte, 2<<20), rnic.AccessLocalWrite))
 	before := mttLookups(p.b)
 	// 2 MiB WRITEs each claim 2 MiB of the region: 512 pages checked per

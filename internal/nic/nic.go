@@ -208,7 +208,7 @@ func New(cfg Config) (*Device, error) {
 	// queue holds, plenty for any bandwidth-delay product (4 MiB in flight
 	// at MTU 4096).
 	hw.MaxReadPSNs = uint32(2 * cfg.RxQueue)
-	hw.UTLB = true
+	hw.UTLB, hw.BestPageSize = true, true
 	hw.Engine = transport.Config{
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
 		Kick: d.wake, KickIdle: d.doorbell, Event: d.event, Trace: cfg.Trace,

@@ -38,8 +38,9 @@ type CoreConfig struct {
 	// Host is the DMA bus to host memory; nil: the program's own memory
 	// (a bus.Local).
 	Host bus.Mapper
-	// UTLB gives the ATU its micro-TLB (atu.Config.UTLB).
-	UTLB bool
+	// UTLB gives the ATU its micro-TLB (atu.Config.UTLB), BestPageSize
+	// its choice of MTT page (atu.Config.BestPageSize).
+	UTLB, BestPageSize bool
 
 	// Engine carries what the driver of a clock adds: the MTU, the GID,
 	// and its hooks (Kick, Event, Trace, Doorbell, Billing, Metadata).
@@ -147,7 +148,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	if cfg.Host == nil {
 		cfg.Host = new(bus.Local)
 	}
-	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache, Host: cfg.Host, UTLB: cfg.UTLB})
+	u, err := atu.New(atu.Config{MaxMR: cfg.MaxMR, PageShift: cfg.PageShift, MPTCache: cfg.MPTCache, MTTCache: cfg.MTTCache, Host: cfg.Host, UTLB: cfg.UTLB, BestPageSize: cfg.BestPageSize})
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,14 @@ type Config struct {
 	// utlb). The wall-clock NIC has one; the timing model's profiles are
 	// calibrated without it.
 	UTLB bool
+	// BestPageSize gives a region registered without a page size the
+	// largest MTT page its length calls for (at most two entries, up to
+	// 1 GiB) instead of PageShift, as mlx5 picks the best page size for
+	// memory that is contiguous on the bus: a region's host memory is one
+	// run of bus addresses here (a buffer of the program, or a range of
+	// another process's address space). The wall-clock NIC does this; the
+	// timing model keeps the profile's pages, whose MTT traffic it models.
+	BestPageSize bool
 }
 
 // Control-path errors. They wrap into messages that name the object.
@@ -507,6 +515,9 @@ func (u *ATU) checkRange(s *MRSpec, n uint64) (uint8, error) {
 	shift := s.PageShift
 	if shift == 0 {
 		shift = u.cfg.PageShift
+		if u.cfg.BestPageSize {
+			shift = max(shift, min(uint8(bits.Len64(n-1)), 30))
+		}
 	}
 	if shift < 12 || shift > 30 {
 		return 0, fmt.Errorf("%w: page shift %d out of range [12, 30]", ErrInvalid, shift)

@@ -26,6 +26,7 @@ type cacheShape struct {
 	name     string
 	mpt, mtt cache.Config
 	utlb     bool // the micro-TLB in front of the caches
+	best     bool // BestPageSize (TestBestPageSize: the oracle counts 4 KiB pages)
 }
 
 // cacheShapes are the geometries the table-walking tests run under:
@@ -44,20 +45,20 @@ type cacheShape struct {
 var cacheShapes = []cacheShape{
 	{"tiny",
 		cache.Config{Name: "mpt", CapacityBytes: 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, false},
+		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, false, false},
 	{"nic",
 		cache.Config{Name: "mpt", CapacityBytes: 4096 * 64, EntryBytes: 64, Ways: 8},
-		cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}, false},
+		cache.Config{Name: "mtt", CapacityBytes: 65536 * 8, EntryBytes: 8, Ways: 8}, false, false},
 	{"big",
 		cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, false},
-	{"off", cache.Config{Name: "mpt"}, cache.Config{Name: "mtt"}, false},
+		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, false, false},
+	{"off", cache.Config{Name: "mpt"}, cache.Config{Name: "mtt"}, false, false},
 	{"tiny+utlb",
 		cache.Config{Name: "mpt", CapacityBytes: 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, true},
+		cache.Config{Name: "mtt", CapacityBytes: 2 * 8, EntryBytes: 8, Ways: 1}, true, false},
 	{"big+utlb",
 		cache.Config{Name: "mpt", CapacityBytes: 1024 * 64, EntryBytes: 64},
-		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, true},
+		cache.Config{Name: "mtt", CapacityBytes: 8 << 16, EntryBytes: 8}, true, false},
 }
 
 func shapeNamed(tb testing.TB, name string) cacheShape {
@@ -74,7 +75,7 @@ func shapeNamed(tb testing.TB, name string) cacheShape {
 // newATU builds an ATU with 4 KiB default pages.
 func newATU(tb testing.TB, maxMR int, cs cacheShape) *ATU {
 	tb.Helper()
-	u, err := New(Config{MaxMR: maxMR, PageShift: 12, MPTCache: cs.mpt, MTTCache: cs.mtt, UTLB: cs.utlb})
+	u, err := New(Config{MaxMR: maxMR, PageShift: 12, MPTCache: cs.mpt, MTTCache: cs.mtt, UTLB: cs.utlb, BestPageSize: cs.best})
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
