@@ -12,7 +12,7 @@ import (
 // link, no goroutines: what is left is translation, DMA, headers, ICRC
 // and the protocol work. b.SetBytes makes the MB/s the single-core rate.
 // "icrc" computes and checks every ICRC; "offload" leaves them out and
-// has the ATU's micro-TLB, as the wall-clock NICs on an intact link
+// has the ATU's micro-TLB and page choice, as the wall-clock NICs on an intact link
 // (link/mem) do: the same work as the root package's
 // BenchmarkWriteBW/1MiB, which runs each engine on its own goroutine.
 func BenchmarkEnginePair(b *testing.B) {

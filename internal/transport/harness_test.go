@@ -86,7 +86,7 @@ type nodeConfig struct {
 	sigAll          bool
 	host            bus.Mapper // the DMA bus (nil: a bus.Local)
 	icrcOffload     bool       // Config.ICRCOffload always true: frames go without an ICRC
-	utlb            bool       // CoreConfig.UTLB: the ATU's micro-TLB, as the wall-clock NIC has
+	utlb            bool       // CoreConfig.UTLB and BestPageSize: the ATU as the wall-clock NIC has it
 	// noDefaults keeps zero values of timeout, retryCnt, rnrRetry and
 	// minRNRTimer (0 is meaningful for each).
 	noDefaults bool
@@ -190,7 +190,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
 		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16},
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
-		Host: cfg.host, UTLB: cfg.utlb,
+		Host: cfg.host, UTLB: cfg.utlb, BestPageSize: cfg.utlb,
 		Engine: Config{
 			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload),
 			Event: func(ev Event) { n.events = append(n.events, ev) },
