@@ -64,6 +64,13 @@ func TestRDMACM(t *testing.T) {
 				!strings.Contains(o, "Connection refused") {
 				break
 			}
+			// Refused: the server did not listen yet. A client of several
+			// connections (ucmatose -c 4) may have had some taken and the
+			// rest refused, and the server then gave up on those: a
+			// server that ended starts again.
+			if s.exited() {
+				s = startBackground(t, env, srv...)
+			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil {
@@ -328,19 +335,30 @@ func TestRDMACM(t *testing.T) {
 type background struct {
 	cmd  *exec.Cmd
 	out  strings.Builder
-	done chan error
+	done chan struct{} // closed when the program has ended
+	err  error         // its end, once done is closed
 }
 
 func startBackground(t *testing.T, env []string, argv ...string) *background {
 	t.Helper()
-	b := &background{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan error, 1)}
+	b := &background{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	b.cmd.Env = env
 	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { b.done <- b.cmd.Wait() }()
+	go func() { b.err = b.cmd.Wait(); close(b.done) }()
 	return b
+}
+
+// exited reports whether the program has ended.
+func (b *background) exited() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // kill ends the program and waits for it.
@@ -353,8 +371,8 @@ func (b *background) kill() {
 // killed, and its error.
 func (b *background) wait(d time.Duration) (bool, error) {
 	select {
-	case err := <-b.done:
-		return true, err
+	case <-b.done:
+		return true, b.err
 	case <-time.After(d):
 		b.kill()
 		return false, nil
