@@ -55,7 +55,7 @@ func TestRDMACM(t *testing.T) {
 		s := startBackground(t, env, srv...)
 		var out []byte
 		var err error
-		for try := 0; try < 50; try++ {
+		for try := 0; try < 150; try++ { // 15 s and more: a server that gave up first times out its half-made connections
 			c := exec.Command(cli[0], cli[1:]...)
 			c.Env = env
 			out, err = c.CombinedOutput()
