@@ -94,10 +94,16 @@ func (p *Port) SetFaults(f Faults) error {
 	}
 	p.eg.Lock()
 	defer p.eg.Unlock()
+	p.setFaults(f)
+	return nil
+}
+
+// setFaults makes f the port's egress faults (egress lock held, or the
+// port not yet in use): the injector and the flags Send reads without it.
+func (p *Port) setFaults(f Faults) {
 	p.eg.inj.reset(f, p.addr)
 	p.perfect.Store(f.perfect())
 	p.intact.Store(f.Corrupt == 0)
-	return nil
 }
 
 // Intact reports whether the port delivers frames exactly as sent (its

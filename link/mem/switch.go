@@ -113,9 +113,7 @@ func (s *Switch) Port(addr netip.Addr, f Faults, opts ...Option) (*Port, error) 
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
-	p.eg.inj.reset(f, addr)
-	p.perfect.Store(f.perfect())
-	p.intact.Store(f.Corrupt == 0)
+	p.setFaults(f)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

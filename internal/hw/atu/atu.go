@@ -491,8 +491,8 @@ func (u *ATU) releaseMTT(e *MPTEntry) {
 	for i := uint32(0); i < pages; i++ {
 		u.mttCache.Invalidate(e.MTTBase + i)
 		u.mtt[e.MTTBase+i] = MTTEntry{}
-		u.changed()
 	}
+	u.changed()
 	u.mttAlloc.release(e.MTTBase, pages)
 	u.mtt = u.mtt[:u.mttAlloc.top]
 }
