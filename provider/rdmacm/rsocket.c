@@ -132,8 +132,7 @@ struct iomap_mr {
 };
 
 struct rmsg {
-	uint32_t op;
-	uint32_t len;
+	uint32_t len; /* a DATA message's bytes not yet read */
 };
 
 struct rsock {
@@ -718,7 +717,7 @@ static void arrived(struct rsock *rs, uint32_t msg)
 		}
 		if (!len)
 			break;
-		rs->rmsg[rs->rmsg_tail] = (struct rmsg){.op = OP_DATA, .len = len};
+		rs->rmsg[rs->rmsg_tail] = (struct rmsg){.len = len};
 		rs->rmsg_tail = next;
 		rs->rbuf_unread += len;
 		break;
@@ -1065,7 +1064,8 @@ static int accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	struct rdma_conn_param p = ev->param.conn;
 	uint8_t priv[256];
 	size_t plen = p.private_data_len;
-	memcpy(priv, p.private_data, plen);
+	if (plen)
+		memcpy(priv, p.private_data, plen);
 	rs->id = id;
 	id->context = rs;
 	struct conn_data c;
@@ -1143,8 +1143,10 @@ int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 		return ERR(EBADF);
 	if (!addr || addrlen < sizeof(struct sockaddr_in))
 		return ERR(EINVAL);
-	if (rs->state & RS_OPENING)
-		return finish_connect(rs, rs->nonblock) && errno == EINPROGRESS ? ERR(EALREADY) : 0;
+	if (rs->state & RS_OPENING) {
+		int r = finish_connect(rs, rs->nonblock);
+		return r && errno == EINPROGRESS ? ERR(EALREADY) : r;
+	}
 	if (rs->state & (RS_CONNECTED | RS_DISCONNECTED))
 		return ERR(EISCONN);
 	if (rs->state != RS_INIT && rs->state != RS_BOUND)
