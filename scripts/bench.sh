@@ -12,7 +12,7 @@ out=${OUT:-/tmp/rnic-bench.txt}
 bt=${BENCHTIME:-2s}
 {
 	go test -run '^$' -bench 'BenchmarkWriteBW|BenchmarkWriteLat|BenchmarkIdleQPMemory/queues1' -benchtime "$bt" .
-	go test -run '^$' -bench 'BenchmarkEnginePair' -benchtime "$bt" ./internal/transport
+	go test -run '^$' -bench 'BenchmarkEnginePair|BenchmarkQPContextMemory' -benchtime "$bt" ./internal/transport
 	go test -run '^$' -bench 'BenchmarkLoopback' -benchtime 1x ./perftest
 	GOMAXPROCS=1 go test -run '^$' -bench 'BenchmarkSimSpeed/qps=(1|4096)/metadata' -benchtime 1x ./sim/perf
 } 2>&1 | tee "$out" | grep -E '^(Benchmark|ok|FAIL|---)' >&2

@@ -137,7 +137,7 @@ func (cpl *completer) completerRecv(qp *QP, p *wire.Packet) {
 func (cpl *completer) afterCompletion(qp *QP, progress bool) {
 	e := cpl.e
 	req := &qp.req
-	req.rd.forget(req.una)
+	qp.rd.forget(req.una)
 	if progress {
 		cpl.resetRetries(qp)
 		e.req.growWindow(qp)

@@ -206,14 +206,14 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 	if mask&AttrSQPSN != 0 {
 		at.SQPSN = a.SQPSN
 		qp.req.psn, qp.req.una, qp.req.maxPSN = a.SQPSN, a.SQPSN, a.SQPSN
-		qp.req.rd = readRecovery{} // nothing kept from the old PSN space
+		qp.rd = nil // nothing kept from the old PSN space
 	}
 	if mask&AttrMaxDestRdAtomic != 0 {
 		at.MaxDestRdAtomic = a.MaxDestRdAtomic
 		n := max(int(a.MaxDestRdAtomic), 1)
 		if len(qp.resp.res) != n {
 			qp.resp.res = make([]respRes, n)
-			qp.resp.queue = resQueue{buf: make([]uint8, n)}
+			qp.resp.queue.reset()
 		}
 	}
 	if mask&AttrDestQPN != 0 {
@@ -347,12 +347,11 @@ func (e *Engine) reset(qp *QP) {
 		qp.rq.ci.Store(0)
 		qp.rq.post.Unlock()
 	}
-	res, q := qp.resp.res, qp.resp.queue
+	res := qp.resp.res
 	clear(res)
-	q.reset()
 	e.req.releaseReads(qp)
 	qp.req = reqState{}
-	qp.resp = respState{res: res, queue: q, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
+	qp.resp = respState{res: res, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
 	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0
@@ -429,4 +428,9 @@ func (e *Engine) flushSQ(qp *QP) {
 func (e *Engine) ForgetCQ(cqn uint32) { e.cqc.Invalidate(cqn) }
 
 // QPCounters returns a QP's counters.
-func (e *Engine) QPCounters(qp *QP) QPCounters { return qp.counters }
+func (e *Engine) QPCounters(qp *QP) QPCounters {
+	if qp.counters == nil {
+		return QPCounters{}
+	}
+	return *qp.counters
+}

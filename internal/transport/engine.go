@@ -429,15 +429,25 @@ func (e *Engine) tracef(format string, args ...any) {
 func (e *Engine) count(qp *QP, c Counter) {
 	e.c[c]++
 	if qp != nil && c < numQPCounters {
-		qp.counters[c]++
+		qp.qpCounters()[c]++
 	}
 }
 
 func (e *Engine) countN(qp *QP, c Counter, n uint64) {
 	e.c[c] += n
 	if qp != nil && c < numQPCounters {
-		qp.counters[c] += n
+		qp.qpCounters()[c] += n
 	}
+}
+
+// qpCounters returns the QP's counters, allocating them at its first
+// counted event: a QP that never did anything keeps none (64 K idle QPs
+// would otherwise hold 18 MiB of zeros).
+func (qp *QP) qpCounters() *QPCounters {
+	if qp.counters == nil {
+		qp.counters = new(QPCounters)
+	}
+	return qp.counters
 }
 
 // newFrame allocates a frame for op with payloadLen bytes of payload and

@@ -64,9 +64,25 @@ type QPAttr struct {
 // Fields below "engine-owned" are touched only by the engine that owns the
 // QP (or by the control path under that engine's lock).
 type QP struct {
-	QPN    uint32
-	Type   QPType
-	PD     uint32
+	QPN       uint32
+	PD        uint32
+	Type      QPType
+	sigAll    bool
+	gsi       bool // QP1
+	destroyed bool // engine-owned
+
+	// state mirrors the QPC state for the posting path, which must not
+	// take the engine lock.
+	state    atomic.Uint32
+	dbQueued atomic.Bool // a doorbell for this QP is in the engine's queue
+
+	// Engine-owned (with destroyed above). The fields are ordered so that
+	// the context has no padding (64 K QPs hold 64 K of it), and what an
+	// idle QP does not need (counters, READ recovery) is allocated when
+	// first used.
+	mtu    uint32 // path MTU in bytes
+	index  uint32 // the arbiter's queue index
+	req    reqState
 	Opaque any
 
 	// Refill, if set, is called (under the engine's lock) when a message
@@ -77,29 +93,18 @@ type QP struct {
 	// waits for the engine's lock.
 	Refill func() bool
 
-	scq    *CQ
-	rcq    *CQ
-	srq    *SRQ
-	sq     *sendRing
-	rq     *recvRing
-	sigAll bool
-	engine *Engine
+	scq      *CQ
+	rcq      *CQ
+	srq      *SRQ
+	sq       *sendRing
+	rq       *recvRing
+	engine   *Engine
+	counters *QPCounters   // nil until the first counted event
+	rd       *readRecovery // the requester's READ responses past a gap; nil until the first
 
-	// state mirrors the QPC state for the posting path, which must not
-	// take the engine lock.
-	state    atomic.Uint32
-	dbQueued atomic.Bool // a doorbell for this QP is in the engine's queue
-
-	// Engine-owned.
-	attr      QPAttr
-	mtu       uint32 // path MTU in bytes
-	index     uint32 // the arbiter's queue index
-	req       reqState
-	resp      respState
-	timer     qpTimers
-	counters  QPCounters
-	destroyed bool
-	gsi       bool // QP1
+	attr  QPAttr
+	resp  respState
+	timer qpTimers
 }
 
 func (qp *QP) sendCQN() uint32 { return qp.scq.CQN }

@@ -59,7 +59,7 @@ type readRecovery struct {
 }
 
 func (r *readRecovery) has(psn wire.PSN) bool {
-	if r.win == nil {
+	if r == nil || r.win == nil {
 		return false
 	}
 	i := uint32(psn) % readWindow
@@ -88,7 +88,7 @@ func (r *readRecovery) clear(psn wire.PSN) {
 // a response of another READ had been placed when it had not, and that
 // READ would complete without its bytes.
 func (r *readRecovery) forget(una wire.PSN) {
-	if r.win == nil {
+	if r == nil || r.win == nil {
 		return
 	}
 	d := una.Diff(r.base)
@@ -106,6 +106,9 @@ func (r *readRecovery) forget(una wire.PSN) {
 }
 
 func (r *readRecovery) cancelResend() {
+	if r == nil {
+		return
+	}
 	r.resendSet, r.resendPending, r.replayEnded = false, false, false
 }
 
@@ -131,7 +134,11 @@ func (cpl *completer) headRead(qp *QP) (*sendWQE, uint32, bool) {
 // the requester made progress (never: una does not move).
 func (cpl *completer) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 	e := cpl.e
-	req, sq, rd := &qp.req, qp.sq, &qp.req.rd
+	req, sq := &qp.req, qp.sq
+	if qp.rd == nil {
+		qp.rd = new(readRecovery) // the first response past a gap
+	}
+	rd := qp.rd
 	// The READ it belongs to: among the pending READs from the head on,
 	// with nothing but READs before it (their PSNs are contiguous and no
 	// ACK has to come first).
@@ -193,8 +200,8 @@ func (cpl *completer) readAhead(qp *QP, p *wire.Packet, psn wire.PSN) bool {
 // readAdvance moves una over the responses kept past it, completing the
 // READs it passes. It reports whether una moved.
 func (cpl *completer) readAdvance(qp *QP) bool {
-	req, rd := &qp.req, &qp.req.rd
-	if rd.win == nil {
+	req, rd := &qp.req, qp.rd
+	if rd == nil || rd.win == nil {
 		return false
 	}
 	moved := false
@@ -219,7 +226,7 @@ func (cpl *completer) readDone(qp *QP, w *sendWQE, idx uint32) {
 	e := cpl.e
 	e.wqeDone(qp, w, WCSuccess)
 	qp.req.compIdx = idx + 1
-	if rd := &qp.req.rd; rd.resendSet && rd.resendIdx == idx {
+	if rd := qp.rd; rd != nil && rd.resendSet && rd.resendIdx == idx {
 		rd.cancelResend()
 	}
 }
@@ -228,8 +235,8 @@ func (cpl *completer) readDone(qp *QP, w *sendWQE, idx uint32) {
 // has sent all of it and una did not come: once per round (see above).
 func (cpl *completer) readRecover(qp *QP) {
 	e := cpl.e
-	req, rd := &qp.req, &qp.req.rd
-	if req.retry || !rd.highValid {
+	req, rd := &qp.req, qp.rd
+	if req.retry || rd == nil || !rd.highValid {
 		return
 	}
 	if !rd.high.After(req.una) {
@@ -267,7 +274,10 @@ func (cpl *completer) readRecover(qp *QP) {
 // bytes sent (-1: nothing to send any more) and false if the WQE failed.
 func (cpl *completer) resendRead(qp *QP) (int, bool) {
 	e := cpl.e
-	req, rd := &qp.req, &qp.req.rd
+	req, rd := &qp.req, qp.rd
+	if rd == nil {
+		return -1, true
+	}
 	w := qp.sq.slot(rd.resendIdx)
 	if !rd.resendSet || w.state != wqePending || w.op != WRRDMARead ||
 		rd.resendPSN.Before(w.firstPSN) || rd.resendPSN.After(w.lastPSN) || rd.resendPSN.Before(req.una) {

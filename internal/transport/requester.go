@@ -23,18 +23,7 @@ type reqState struct {
 	next    uint32
 	off     uint32
 	compIdx uint32
-
-	rdAtomic   int   // READ/atomic WQEs outstanding
-	retries    uint8 // retry_cnt left
-	rnrRetries uint8 // rnr_retry left (7: infinite)
-	rnrWait    bool  // waiting for the RNR timer
-	retry      bool  // go back to una at the next turn
-	recovering bool  // went back; ignore stale evidence until progress
-	nakPSN     wire.PSN
-	nakSeen    bool // a sequence NAK for nakPSN was acted on
-	drainSent  bool // SQ_DRAINED reported
-
-	rd readRecovery // READ responses received past a gap
+	nakPSN  wire.PSN
 
 	// The retry window. A local ACK timeout says the responder did not
 	// answer in time: it may be slow, its intake overflowing. Resending
@@ -53,6 +42,15 @@ type reqState struct {
 	// share of the engine's read budget; readWait says it waits for room.
 	readPSNs uint32
 	readWait bool
+
+	rdAtomic   uint8 // READ/atomic WQEs outstanding (at most max_rd_atomic)
+	retries    uint8 // retry_cnt left
+	rnrRetries uint8 // rnr_retry left (7: infinite)
+	rnrWait    bool  // waiting for the RNR timer
+	retry      bool  // go back to una at the next turn
+	recovering bool  // went back; ignore stale evidence until progress
+	nakSeen    bool  // a sequence NAK for nakPSN was acted on
+	drainSent  bool  // SQ_DRAINED reported
 }
 
 // requestOpcodes maps (WR opcode, first, last) to the RC opcode; UC adds
@@ -139,7 +137,7 @@ func (rqr *requester) requesterReady(qp *QP) bool {
 		if w.flags&SendFence != 0 && req.rdAtomic > 0 {
 			return false
 		}
-		if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
+		if info.readAtom && req.rdAtomic >= qp.attr.MaxRdAtomic {
 			return false
 		}
 		if w.op == WRRDMARead && !rqr.readFits(qp, w) {
@@ -334,8 +332,8 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 	if req.retry {
 		rqr.rewind(qp)
 	}
-	if req.rd.resendPending {
-		req.rd.resendPending = false
+	if qp.rd != nil && qp.rd.resendPending {
+		qp.rd.resendPending = false
 		n, ok := e.comp.resendRead(qp)
 		if !ok {
 			e.retire(qp)
@@ -373,7 +371,7 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 				}
 				continue
 			}
-			if info.readAtom && req.rdAtomic >= int(qp.attr.MaxRdAtomic) {
+			if info.readAtom && req.rdAtomic >= qp.attr.MaxRdAtomic {
 				break
 			}
 			if w.op == WRRDMARead && !rqr.readFits(qp, w) {
@@ -713,7 +711,7 @@ func (rqr *requester) pendingEnd(qp *QP) uint32 {
 func (rqr *requester) rewind(qp *QP) {
 	req, sq := &qp.req, qp.sq
 	req.retry = false
-	req.rd.cancelResend() // go-back-N asks for everything from una again
+	qp.rd.cancelResend() // go-back-N asks for everything from una again
 	end := rqr.pendingEnd(qp)
 	if n := end - req.compIdx; n > sq.depth {
 		panic("transport: send queue indices out of order (compIdx past next)")

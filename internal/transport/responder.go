@@ -10,33 +10,33 @@ import (
 
 // respState is the responder's part of the QPC.
 type respState struct {
-	epsn    wire.PSN // expected PSN
-	msn     uint32   // message sequence number (24 bits)
-	nakSent bool     // a sequence NAK for epsn is outstanding (sent once)
-	commEst bool     // COMM_EST reported
-
 	// The message in progress (multi-packet SEND or WRITE).
-	msg      msgKind
-	recv     recvSlot
-	haveRecv bool
-	recvOff  uint64
-	wva      uint64
-	wrkey    uint32
-	wlen     uint32
-	woff     uint32
-	ucDrop   bool // UC: drop until the next FIRST or ONLY
+	recv    recvSlot
+	recvOff uint64
+	wva     uint64
 
 	// READ and atomic resources (max_dest_rd_atomic of them), kept after
 	// they are answered so that a duplicate request is answered again
 	// (READ) or replayed from the saved result (atomic), never executed
 	// twice.
-	res     []respRes
-	resNext uint32
-	queue   resQueue // resources with responses to send, oldest first
+	res   []respRes
+	queue resQueue // resources with responses to send, oldest first
 
-	// The cumulative ACK (or NAK) to send once queued responses are out.
-	ack       bool
-	ackPSN    wire.PSN
+	epsn    wire.PSN // expected PSN
+	msn     uint32   // message sequence number (24 bits)
+	wrkey   uint32
+	wlen    uint32
+	woff    uint32
+	resNext uint32
+	ackPSN  wire.PSN // the cumulative ACK (or NAK) to send once queued responses are out
+
+	nakSent  bool // a sequence NAK for epsn is outstanding (sent once)
+	commEst  bool // COMM_EST reported
+	msg      msgKind
+	haveRecv bool
+	ucDrop   bool // UC: drop until the next FIRST or ONLY
+
+	ack       bool // ackPSN and ackSyn are to be sent
 	ackSyn    wire.Syndrome
 	onAckList bool
 	lastWQE   bool // LAST_WQE_REACHED reported (SRQ QPs)
@@ -61,7 +61,8 @@ const (
 
 type respRes struct {
 	atomic    bool
-	nonPosted bool // FLUSH or ATOMIC WRITE: a zero-length READ response, never executed again
+	nonPosted bool  // FLUSH or ATOMIC WRITE: a zero-length READ response, never executed again
+	qslot     uint8 // not this resource's: slot k of the response queue (see resQueue)
 	first     wire.PSN
 	last      wire.PSN
 	cur       wire.PSN // next response to send
@@ -74,41 +75,51 @@ type respRes struct {
 	replay    bool // queued again for a duplicate request
 }
 
+// set gives the resource new state; qslot belongs to the queue and stays.
+func (r *respRes) set(v respRes) {
+	v.qslot = r.qslot
+	*r = v
+}
+
 func (r *respState) queueLen() int { return int(r.queue.n) }
 
-// resQueue is a FIFO of resource indices, a ring over a slice sized at RTR.
+// resQueue is a FIFO of resource indices, a ring of len(res) slots. Slot
+// k is res[k].qslot, whichever resource res[k] is, so that the queue costs
+// the QPC two bytes rather than a slice of its own.
 type resQueue struct {
-	buf     []uint8
 	head, n uint8
 }
 
-func (q *resQueue) push(i uint8) {
-	q.buf[(int(q.head)+int(q.n))%len(q.buf)] = i
+func (q *resQueue) slot(res []respRes, k int) *uint8 {
+	return &res[(int(q.head)+k)%len(res)].qslot
+}
+
+func (q *resQueue) push(res []respRes, i uint8) {
+	*q.slot(res, int(q.n)) = i
 	q.n++
 }
-func (q *resQueue) front() uint8 { return q.buf[q.head] }
-func (q *resQueue) pop() {
-	q.head = uint8((int(q.head) + 1) % len(q.buf))
+func (q *resQueue) front(res []respRes) uint8 { return *q.slot(res, 0) }
+func (q *resQueue) pop(res []respRes) {
+	q.head = uint8((int(q.head) + 1) % len(res))
 	q.n--
 }
-func (q *resQueue) reset()      { q.head, q.n = 0, 0 }
-func (q *resQueue) back() uint8 { return q.buf[(int(q.head)+int(q.n)-1)%len(q.buf)] }
-func (q *resQueue) popBack()    { q.n-- }
-func (q *resQueue) remove(i uint8) {
+func (q *resQueue) reset()                   { q.head, q.n = 0, 0 }
+func (q *resQueue) back(res []respRes) uint8 { return *q.slot(res, int(q.n)-1) }
+func (q *resQueue) popBack()                 { q.n-- }
+func (q *resQueue) remove(res []respRes, i uint8) {
 	k := 0
 	for j := 0; j < int(q.n); j++ {
-		v := q.buf[(int(q.head)+j)%len(q.buf)]
-		if v != i {
-			q.buf[(int(q.head)+k)%len(q.buf)] = v
+		if v := *q.slot(res, j); v != i {
+			*q.slot(res, k) = v
 			k++
 		}
 	}
 	q.n = uint8(k)
 }
 
-func (q *resQueue) contains(i uint8) bool {
+func (q *resQueue) contains(res []respRes, i uint8) bool {
 	for k := 0; k < int(q.n); k++ {
-		if q.buf[(int(q.head)+k)%len(q.buf)] == i {
+		if *q.slot(res, k) == i {
 			return true
 		}
 	}
@@ -422,13 +433,13 @@ func (rsp *responder) allocRes(qp *QP) (*respRes, uint8, bool) {
 		return nil, 0, false
 	}
 	i := uint8(resp.resNext % uint32(len(resp.res)))
-	if resp.queue.contains(i) {
+	if resp.queue.contains(resp.res, i) {
 		if !resp.res[i].replay {
 			return nil, 0, false // never answered: the requester exceeded the limit
 		}
 		// Answering an old duplicate again (one the link delayed or
 		// duplicated) is worth less than the new request.
-		resp.queue.remove(i)
+		resp.queue.remove(resp.res, i)
 	}
 	resp.resNext++
 	return &resp.res[i], i, true
@@ -461,8 +472,8 @@ func (rsp *responder) recvRead(qp *QP, p *wire.Packet, psn wire.PSN) {
 		return
 	}
 	np := packets(length, qp.mtu)
-	*r = respRes{first: psn, last: psn.Add(np - 1), cur: psn, start: psn, va: va, rkey: rkey, length: length, valid: true}
-	resp.queue.push(i)
+	r.set(respRes{first: psn, last: psn.Add(np - 1), cur: psn, start: psn, va: va, rkey: rkey, length: length, valid: true})
+	resp.queue.push(resp.res, i)
 	resp.epsn = r.last.Next()
 	resp.nakSent = false
 	resp.msn = (resp.msn + 1) & wire.PSNMask
@@ -510,8 +521,8 @@ func (rsp *responder) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		return
 	}
 	e.bill.Atomics++
-	*r = respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true}
-	resp.queue.push(i)
+	r.set(respRes{atomic: true, first: psn, last: psn, cur: psn, start: psn, orig: orig, valid: true})
+	resp.queue.push(resp.res, i)
 	resp.epsn = psn.Next()
 	resp.nakSent = false
 	resp.msn = (resp.msn + 1) & wire.PSNMask
@@ -625,8 +636,8 @@ func (rsp *responder) recvFlush(qp *QP, p *wire.Packet, psn wire.PSN) {
 // a FLUSH or ATOMIC WRITE at psn, from resource r (index i).
 func (rsp *responder) answerNonPosted(qp *QP, r *respRes, i uint8, psn wire.PSN) {
 	resp := &qp.resp
-	*r = respRes{nonPosted: true, first: psn, last: psn, cur: psn, start: psn, valid: true}
-	resp.queue.push(i)
+	r.set(respRes{nonPosted: true, first: psn, last: psn, cur: psn, start: psn, valid: true})
+	resp.queue.push(resp.res, i)
 	resp.epsn = psn.Next()
 	resp.nakSent = false
 	resp.msn = (resp.msn + 1) & wire.PSNMask
@@ -664,15 +675,15 @@ func (rsp *responder) duplicate(qp *QP, p *wire.Packet, psn wire.PSN) {
 			// after it again: responses queued for later PSNs are
 			// dropped (their requests come again), and this one is
 			// answered (again) from psn. The queue stays in PSN order.
-			for resp.queue.n > 0 && int(resp.queue.back()) != i && !resp.res[resp.queue.back()].first.Before(psn) {
+			for resp.queue.n > 0 && int(resp.queue.back(resp.res)) != i && !resp.res[resp.queue.back(resp.res)].first.Before(psn) {
 				resp.queue.popBack()
 			}
 			if e.cfg.Trace != nil {
 				e.tracef("qp %#x responder: duplicate %v at psn %v: answer again (resource %v..%v, was at %v, queue %d)", qp.QPN, p.Op, psn, r.first, r.last, r.cur, resp.queue.n)
 			}
 			r.cur, r.start, r.replay = psn, psn, true
-			if resp.queue.n == 0 || int(resp.queue.back()) != i {
-				resp.queue.push(uint8(i))
+			if resp.queue.n == 0 || int(resp.queue.back(resp.res)) != i {
+				resp.queue.push(resp.res, uint8(i))
 			}
 			e.arb.Ring(qp.index)
 			return
@@ -712,7 +723,7 @@ func (rsp *responder) flushAcks() {
 		if !resp.ack || qp.destroyed {
 			continue
 		}
-		if resp.queue.n > 0 && !resp.ackPSN.Before(resp.res[resp.queue.front()].first) {
+		if resp.queue.n > 0 && !resp.ackPSN.Before(resp.res[resp.queue.front(resp.res)].first) {
 			continue // sent by serveResponses after the queue drains
 		}
 		rsp.sendAck(qp)
@@ -739,14 +750,14 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 	resp := &qp.resp
 	route := &qp.attr.AV
 	for resp.queue.n > 0 && pkts < g.Packets && bytes < g.Bytes {
-		r := &resp.res[resp.queue.front()]
+		r := &resp.res[resp.queue.front(resp.res)]
 		if r.atomic {
 			b, f, h := e.newFrame(route, wire.OpRCAtomicAck, 0)
 			wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: wire.OpRCAtomicAck, PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: r.first})
 			wire.AETH(f[h+wire.BTHSize:]).Encode(wire.SyndromeACK(wire.CreditsInvalid), resp.msn)
 			wire.AtomicAckETH(f[h+wire.BTHSize+wire.AETHSize:]).SetOrigData(r.orig)
 			e.send(qp, b, route)
-			resp.queue.pop()
+			resp.queue.pop(resp.res)
 			pkts++
 			continue
 		}
@@ -786,7 +797,7 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				e.releaseSegs(segs)
 				b.Release()
 				e.count(qp, ReadReplayAborted)
-				resp.queue.pop()
+				resp.queue.pop(resp.res)
 				continue
 			}
 			if fault != atu.OK {
@@ -813,7 +824,7 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 		pkts++
 		bytes += int(n)
 		if r.cur == r.last {
-			resp.queue.pop()
+			resp.queue.pop(resp.res)
 		} else {
 			r.cur = r.cur.Next()
 		}
@@ -867,7 +878,7 @@ func (rsp *responder) accessError(qp *QP, psn wire.PSN) {
 func (rsp *responder) fatalNAK(qp *QP, psn wire.PSN, code wire.NAKCode, ev EventType) {
 	e := rsp.e
 	resp := &qp.resp
-	if resp.queue.n > 0 && resp.res[resp.queue.front()].cur.Before(psn) {
+	if resp.queue.n > 0 && resp.res[resp.queue.front(resp.res)].cur.Before(psn) {
 		resp.ack, resp.ackPSN, resp.ackSyn = true, psn, wire.SyndromeNAK(code)
 		resp.errPending, resp.errEvent = true, ev
 		e.arb.Ring(qp.index)
