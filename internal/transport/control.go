@@ -210,9 +210,12 @@ func (e *Engine) Modify(qp *QP, a *QPAttr, mask AttrMask) error {
 	}
 	if mask&AttrMaxDestRdAtomic != 0 {
 		at.MaxDestRdAtomic = a.MaxDestRdAtomic
+		// The resources are allocated at the first READ or atomic
+		// request (allocRes): a QP that only sends and writes never
+		// holds them.
 		n := max(int(a.MaxDestRdAtomic), 1)
-		if len(qp.resp.res) != n {
-			qp.resp.res = make([]respRes, n)
+		if int(qp.resp.resCap) != n {
+			qp.resp.res, qp.resp.resCap = nil, uint8(n)
 			qp.resp.queue.reset()
 		}
 	}
@@ -351,7 +354,7 @@ func (e *Engine) reset(qp *QP) {
 	clear(res)
 	e.req.releaseReads(qp)
 	qp.req = reqState{}
-	qp.resp = respState{res: res, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
+	qp.resp = respState{res: res, resCap: qp.resp.resCap, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
 	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -59,5 +60,31 @@ func BenchmarkQPContextMemory(b *testing.B) {
 		b.ReportMetric(ring, "ring_B/QP")
 		runtime.KeepAlive(qps)
 		runtime.KeepAlive(rings)
+	}
+}
+
+// TestResponderResourcesOnDemand: a connected QP holds no READ/atomic
+// responder resources until a READ or atomic request arrives; then it has
+// max_dest_rd_atomic of them, and the READ is answered.
+func TestResponderResourcesOnDemand(t *testing.T) {
+	p := newPair(t, nodeConfig{}, nodeConfig{})
+	resp := &p.B.qp.resp
+	if resp.res != nil || resp.resCap == 0 {
+		t.Fatalf("connected QP: %d resources allocated, %d configured; want 0 and some", len(resp.res), resp.resCap)
+	}
+	p.A.post(SendWR{WRID: 1, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{p.A.sge(0, 64)}, RemoteAddr: p.B.addr(0), RKey: p.B.key})
+	p.pump()
+	if resp.res != nil {
+		t.Fatalf("a WRITE allocated %d responder resources", len(resp.res))
+	}
+	fill(p.B.mem[8192:12288], 7)
+	p.A.post(SendWR{WRID: 2, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{p.A.sge(4096, 4096)}, RemoteAddr: p.B.addr(8192), RKey: p.B.key})
+	p.pump()
+	if want := max(int(p.B.qp.attr.MaxDestRdAtomic), 1); len(resp.res) != want {
+		t.Errorf("after a READ: %d responder resources, want %d", len(resp.res), want)
+	}
+	wcs := p.A.sendWCs()
+	if len(wcs) != 2 || wcs[1].Status != WCSuccess || !bytes.Equal(p.A.mem[4096:8192], p.B.mem[8192:12288]) {
+		t.Errorf("completions %+v; READ data equal: %v", wcs, bytes.Equal(p.A.mem[4096:8192], p.B.mem[8192:12288]))
 	}
 }

@@ -18,9 +18,11 @@ type respState struct {
 	// READ and atomic resources (max_dest_rd_atomic of them), kept after
 	// they are answered so that a duplicate request is answered again
 	// (READ) or replayed from the saved result (atomic), never executed
-	// twice.
-	res   []respRes
-	queue resQueue // resources with responses to send, oldest first
+	// twice. Allocated at the first READ or atomic request (a QP that
+	// only sends and writes holds none).
+	res    []respRes
+	queue  resQueue // resources with responses to send, oldest first
+	resCap uint8    // len(res) once allocated; 0 if max_dest_rd_atomic was never set
 
 	epsn    wire.PSN // expected PSN
 	msn     uint32   // message sequence number (24 bits)
@@ -429,8 +431,11 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 // answering (the requester exceeded max_dest_rd_atomic).
 func (rsp *responder) allocRes(qp *QP) (*respRes, uint8, bool) {
 	resp := &qp.resp
-	if len(resp.res) == 0 {
-		return nil, 0, false
+	if resp.res == nil {
+		if resp.resCap == 0 {
+			return nil, 0, false // max_dest_rd_atomic never set
+		}
+		resp.res = make([]respRes, resp.resCap)
 	}
 	i := uint8(resp.resNext % uint32(len(resp.res)))
 	if resp.queue.contains(resp.res, i) {
