@@ -52,7 +52,15 @@ func (c Cache) CacheConfig(name string) cache.Config {
 		CapacityBytes: c.Entries * c.EntryBytes,
 		EntryBytes:    c.EntryBytes,
 		Ways:          c.Ways,
+		Policy:        policy(c.Policy),
 	}
+}
+
+// policy returns the replacement policy named s; Validate has refused any
+// other name.
+func policy(s string) cache.Policy {
+	p, _ := cache.ParsePolicy(s)
+	return p
 }
 
 // FabricConfig returns the configuration of a fabric whose hosts all have

@@ -77,6 +77,11 @@ func Load(r io.Reader) (*HardwareProfile, error) {
 		}
 		return nil, fmt.Errorf("profile %q: unknown parameters: %s", p.Name, strings.Join(keys, ", "))
 	}
+	for _, c := range []*Cache{&p.Caches.QPC, &p.Caches.MPT, &p.Caches.MTT, &p.Caches.CQC} {
+		if c.Policy == "" {
+			c.Policy = "lru" // profiles written before the key existed
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

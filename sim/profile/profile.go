@@ -70,6 +70,9 @@ type Cache struct {
 	EntryBytes int `toml:"entry_bytes"`
 	// Ways is the associativity; 0 means fully associative.
 	Ways int `toml:"ways"`
+	// Policy is the replacement policy: "lru" (the default), "fifo" or
+	// "random" (reproducible: a fixed seed per cache).
+	Policy string `toml:"policy"`
 }
 
 // Caches are the NIC's context caches.

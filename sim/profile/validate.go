@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rnic/rnic/internal/hw/cache"
 	"github.com/rnic/rnic/sim/timing"
 	"github.com/rnic/rnic/wire"
 )
@@ -94,6 +95,9 @@ func (p *HardwareProfile) Validate() error {
 		f := "caches." + cc.name + "."
 		v.atLeast(f+"entries", int64(cc.c.Entries), 0)
 		v.atLeast(f+"ways", int64(cc.c.Ways), 0)
+		if _, err := cache.ParsePolicy(cc.c.Policy); err != nil {
+			v.fail(f+"policy", "%q is not a replacement policy (lru, fifo or random)", cc.c.Policy)
+		}
 		if cc.c.Entries > 0 {
 			v.atLeast(f+"entry_bytes", int64(cc.c.EntryBytes), 1)
 		}

@@ -8,7 +8,7 @@ import "fmt"
 // nanosecond per way beyond while the index stays flat.
 const scanWays = 8
 
-// Cache is a set-associative LRU cache of entries of a host-memory table,
+// Cache is a set-associative cache of entries of a host-memory table,
 // modelling one SRAM of the RNIC. Construct it with New. It is not safe for
 // concurrent use: one NIC engine owns it.
 type Cache[K comparable, V any] struct {
@@ -26,6 +26,8 @@ type Cache[K comparable, V any] struct {
 	vals []V
 	lru  lru
 	idx  index
+
+	rng uint64 // Random's generator state (splitmix64)
 
 	count int // slots in use
 	st    Stats
@@ -62,6 +64,13 @@ func build[K comparable, V any](cfg Config, g geometry, hash func(K) uint64, ind
 		vals:    make([]V, g.entries),
 		lru:     newLRU(g.sets, g.ways),
 		names:   counterNames(cfg.Name),
+	}
+	c.rng = cfg.Seed
+	if c.rng == 0 {
+		for _, b := range []byte(cfg.Name) {
+			c.rng = c.rng*131 + uint64(b)
+		}
+		c.rng = mix(c.rng ^ 0x9e3779b97f4a7c15)
 	}
 	if g.sets > 1 && g.sets&(g.sets-1) == 0 {
 		c.setMask = uint64(g.sets - 1)

@@ -20,6 +20,52 @@ type Config struct {
 	// Ways is the associativity; 0 or >= the number of entries means fully
 	// associative.
 	Ways int
+	// Policy chooses the entry of a full set that a fill evicts; the zero
+	// value is LRU.
+	Policy Policy
+	// Seed seeds Random's generator (0: a constant derived from Name), so
+	// that a simulation is reproducible.
+	Seed uint64
+}
+
+// Policy is a replacement policy.
+type Policy uint8
+
+const (
+	// LRU evicts the set's least recently used entry (a hit or an update
+	// makes an entry the most recent). Under a cyclic scan of one entry
+	// more than the set holds it misses every time.
+	LRU Policy = iota
+	// FIFO evicts the entry filled longest ago; hits do not reorder.
+	FIFO
+	// Random evicts a pseudo-random entry of the set, as many hardware
+	// caches do for want of LRU state: no cliff under cyclic scans.
+	Random
+	numPolicies
+)
+
+var policyNames = [numPolicies]string{LRU: "lru", FIFO: "fifo", Random: "random"}
+
+// String returns the policy's name as profiles write it.
+func (p Policy) String() string {
+	if p < numPolicies {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// ParsePolicy returns the policy named s ("lru", "fifo", "random"; ""
+// is LRU).
+func ParsePolicy(s string) (Policy, error) {
+	if s == "" {
+		return LRU, nil
+	}
+	for p, name := range policyNames {
+		if s == name {
+			return Policy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: replacement policy %q (want lru, fifo or random)", ErrConfig, s)
 }
 
 // ErrConfig is wrapped by every error New returns for an invalid Config, so
@@ -52,6 +98,8 @@ func geometryOf(cfg Config) (geometry, error) {
 		return bad("EntryBytes is negative (%d)", cfg.EntryBytes)
 	case cfg.Ways < 0:
 		return bad("Ways is negative (%d)", cfg.Ways)
+	case cfg.Policy >= numPolicies:
+		return bad("Policy %v is unknown", cfg.Policy)
 	case cfg.CapacityBytes == 0:
 		return geometry{}, nil
 	case cfg.EntryBytes == 0:

@@ -13,18 +13,18 @@ func TestNewGeometry(t *testing.T) {
 		sets, ways, entries int
 		indexed             bool
 	}{
-		{"qpc 4-way", Config{"qpc", 256 * 256, 256, 4}, 64, 4, 256, false},
-		{"mtt fully associative", Config{"mtt", 50000 * 8, 8, 0}, 1, 50000, 50000, true},
-		{"direct mapped", Config{"mpt", 128 * 64, 64, 1}, 128, 1, 128, false},
-		{"ways above entries is fully associative", Config{"cqc", 10 * 64, 64, 32}, 1, 10, 10, true},
-		{"ways equal to entries", Config{"cqc", 16 * 64, 64, 16}, 1, 16, 16, true},
-		{"small fully associative is scanned", Config{"cqc", 8 * 64, 64, 0}, 1, 8, 8, false},
-		{"widest scanned set", Config{"t", 4 * scanWays * 8, 8, scanWays}, 4, scanWays, 4 * scanWays, false},
-		{"narrowest indexed set", Config{"t", 4 * (scanWays + 1) * 8, 8, scanWays + 1}, 4, scanWays + 1, 4 * (scanWays + 1), true},
-		{"partial set dropped", Config{"t", 100 * 8, 8, 8}, 12, 8, 96, false},
-		{"capacity not a multiple of entry size", Config{"t", 1000, 64, 4}, 3, 4, 12, false},
-		{"disabled", Config{"qpc", 0, 256, 4}, 0, 0, 0, false},
-		{"disabled without entry size", Config{"qpc", 0, 0, 0}, 0, 0, 0, false},
+		{"qpc 4-way", Config{Name: "qpc", CapacityBytes: 256 * 256, EntryBytes: 256, Ways: 4}, 64, 4, 256, false},
+		{"mtt fully associative", Config{Name: "mtt", CapacityBytes: 50000 * 8, EntryBytes: 8, Ways: 0}, 1, 50000, 50000, true},
+		{"direct mapped", Config{Name: "mpt", CapacityBytes: 128 * 64, EntryBytes: 64, Ways: 1}, 128, 1, 128, false},
+		{"ways above entries is fully associative", Config{Name: "cqc", CapacityBytes: 10 * 64, EntryBytes: 64, Ways: 32}, 1, 10, 10, true},
+		{"ways equal to entries", Config{Name: "cqc", CapacityBytes: 16 * 64, EntryBytes: 64, Ways: 16}, 1, 16, 16, true},
+		{"small fully associative is scanned", Config{Name: "cqc", CapacityBytes: 8 * 64, EntryBytes: 64, Ways: 0}, 1, 8, 8, false},
+		{"widest scanned set", Config{Name: "t", CapacityBytes: 4 * scanWays * 8, EntryBytes: 8, Ways: scanWays}, 4, scanWays, 4 * scanWays, false},
+		{"narrowest indexed set", Config{Name: "t", CapacityBytes: 4 * (scanWays + 1) * 8, EntryBytes: 8, Ways: scanWays + 1}, 4, scanWays + 1, 4 * (scanWays + 1), true},
+		{"partial set dropped", Config{Name: "t", CapacityBytes: 100 * 8, EntryBytes: 8, Ways: 8}, 12, 8, 96, false},
+		{"capacity not a multiple of entry size", Config{Name: "t", CapacityBytes: 1000, EntryBytes: 64, Ways: 4}, 3, 4, 12, false},
+		{"disabled", Config{Name: "qpc", CapacityBytes: 0, EntryBytes: 256, Ways: 4}, 0, 0, 0, false},
+		{"disabled without entry size", Config{Name: "qpc", CapacityBytes: 0, EntryBytes: 0, Ways: 0}, 0, 0, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,15 +53,16 @@ func TestNewRejects(t *testing.T) {
 		nilFn bool
 		field string // the error must name it
 	}{
-		{"empty name", Config{"", 1024, 64, 4}, false, "Name"},
-		{"negative capacity", Config{"qpc", -1, 64, 4}, false, "CapacityBytes"},
-		{"negative entry size", Config{"qpc", 1024, -64, 4}, false, "EntryBytes"},
-		{"negative entry size when disabled", Config{"qpc", 0, -64, 4}, false, "EntryBytes"},
-		{"negative ways", Config{"qpc", 1024, 64, -1}, false, "Ways"},
-		{"zero entry size", Config{"qpc", 1024, 0, 4}, false, "EntryBytes"},
-		{"capacity below one entry", Config{"qpc", 100, 256, 4}, false, "CapacityBytes"},
-		{"too many entries", Config{"mtt", maxEntries + 1, 1, 0}, false, "CapacityBytes"},
-		{"nil hash", Config{"qpc", 1024, 64, 4}, true, "hash"},
+		{"empty name", Config{Name: "", CapacityBytes: 1024, EntryBytes: 64, Ways: 4}, false, "Name"},
+		{"negative capacity", Config{Name: "qpc", CapacityBytes: -1, EntryBytes: 64, Ways: 4}, false, "CapacityBytes"},
+		{"negative entry size", Config{Name: "qpc", CapacityBytes: 1024, EntryBytes: -64, Ways: 4}, false, "EntryBytes"},
+		{"negative entry size when disabled", Config{Name: "qpc", CapacityBytes: 0, EntryBytes: -64, Ways: 4}, false, "EntryBytes"},
+		{"negative ways", Config{Name: "qpc", CapacityBytes: 1024, EntryBytes: 64, Ways: -1}, false, "Ways"},
+		{"zero entry size", Config{Name: "qpc", CapacityBytes: 1024, EntryBytes: 0, Ways: 4}, false, "EntryBytes"},
+		{"capacity below one entry", Config{Name: "qpc", CapacityBytes: 100, EntryBytes: 256, Ways: 4}, false, "CapacityBytes"},
+		{"too many entries", Config{Name: "mtt", CapacityBytes: maxEntries + 1, EntryBytes: 1, Ways: 0}, false, "CapacityBytes"},
+		{"nil hash", Config{Name: "qpc", CapacityBytes: 1024, EntryBytes: 64, Ways: 4}, true, "hash"},
+		{"unknown policy", Config{Name: "qpc", CapacityBytes: 1024, EntryBytes: 64, Ways: 4, Policy: numPolicies}, false, "Policy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,21 +48,29 @@ func TestDifferential(t *testing.T) {
 		ops = 2000
 	}
 	for _, g := range diffGeometries {
-		for _, indexed := range []bool{false, true} {
-			name := fmt.Sprintf("%s/indexed=%v", g.name, indexed)
-			for seed := uint64(1); seed <= 2; seed++ {
-				t.Run(fmt.Sprintf("%s/identity/seed=%d", name, seed), func(t *testing.T) {
-					runDifferential(t, g.cfg, indexed, seed, ops, hashIdentity, func(i int) uint32 { return uint32(i) })
-				})
-				t.Run(fmt.Sprintf("%s/coarse/seed=%d", name, seed), func(t *testing.T) {
-					runDifferential(t, g.cfg, indexed, seed, ops, hashCoarse, func(i int) uint32 { return uint32(i) })
-				})
-				t.Run(fmt.Sprintf("%s/mtt-key/seed=%d", name, seed), func(t *testing.T) {
-					runDifferential(t, g.cfg, indexed, seed, ops, hashMTT, func(i int) mttKey { return mttKey{uint32(i % 3), uint64(i / 3)} })
-				})
+		for _, cfg := range []Config{g.cfg, withPolicy(g.cfg, FIFO)} {
+			for _, indexed := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%v/indexed=%v", g.name, cfg.Policy, indexed)
+				g := struct{ cfg Config }{cfg}
+				for seed := uint64(1); seed <= 2; seed++ {
+					t.Run(fmt.Sprintf("%s/identity/seed=%d", name, seed), func(t *testing.T) {
+						runDifferential(t, g.cfg, indexed, seed, ops, hashIdentity, func(i int) uint32 { return uint32(i) })
+					})
+					t.Run(fmt.Sprintf("%s/coarse/seed=%d", name, seed), func(t *testing.T) {
+						runDifferential(t, g.cfg, indexed, seed, ops, hashCoarse, func(i int) uint32 { return uint32(i) })
+					})
+					t.Run(fmt.Sprintf("%s/mtt-key/seed=%d", name, seed), func(t *testing.T) {
+						runDifferential(t, g.cfg, indexed, seed, ops, hashMTT, func(i int) mttKey { return mttKey{uint32(i % 3), uint64(i / 3)} })
+					})
+				}
 			}
 		}
 	}
+}
+
+func withPolicy(c Config, p Policy) Config {
+	c.Policy = p
+	return c
 }
 
 type opKind int

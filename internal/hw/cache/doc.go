@@ -1,6 +1,6 @@
 // Package cache models the on-chip SRAM caches of an RNIC: one generic
-// set-associative LRU cache, instantiated once per host-memory table the NIC
-// reads on its data path.
+// set-associative cache (LRU, FIFO or random replacement), instantiated once
+// per host-memory table the NIC reads on its data path.
 //
 // # What it models
 //
@@ -39,8 +39,11 @@
 // so that the caller's hash can be as simple as the identity. CapacityBytes 0
 // models a NIC without that cache: every lookup misses and nothing is stored.
 //
-// Replacement is true LRU within a set, kept as a doubly linked list per set
-// in fixed arrays. Sets of at most 8 ways are searched by comparing all the
+// Replacement is chosen by Config.Policy: true LRU within a set (the
+// default), FIFO (hits do not reorder), or Random (a way drawn from a
+// splitmix64 generator seeded by Config.Seed, so runs are reproducible).
+// The order is kept as a doubly linked list per set in fixed arrays, with
+// free slots at its tail under every policy. Sets of at most 8 ways are searched by comparing all the
 // set's tags at once, as a hardware comparator per way would; wider sets (a
 // fully associative MTT cache of tens of thousands of entries) use a hash
 // index from key to slot, where a scan would cost a nanosecond per way. Both

@@ -1,7 +1,7 @@
 package cache
 
 // Lookup is the NIC asking the SRAM for k. On a hit it returns the entry,
-// makes it the most recently used of its set and counts a hit; on a miss it
+// makes it the most recently used of its set (LRU) and counts a hit; on a miss it
 // counts a miss and the caller reads the host table and calls Fill.
 func (c *Cache[K, V]) Lookup(k K) (V, bool) {
 	if c.entries == 0 {
@@ -21,13 +21,16 @@ func (c *Cache[K, V]) lookup(k K, h uint64, set int) (V, bool) {
 		return zero, false
 	}
 	c.st.Hits++
-	c.lru.touch(set, s)
+	if c.cfg.Policy == LRU {
+		c.lru.touch(set, s)
+	}
 	return c.vals[s], true
 }
 
 // Fill stores the entry read from the host table after a miss and makes it
-// the most recently used of its set. If the set is full, its least recently
-// used entry is evicted and returned, so a caller modelling write-back can
+// the most recently used (and filled) of its set. If the set is full, the
+// policy's victim (LRU: the least recently used entry) is evicted and
+// returned, so a caller modelling write-back can
 // write it to the host. If k is already cached its value is replaced in
 // place (an update, nothing evicted). A disabled cache stores nothing.
 func (c *Cache[K, V]) Fill(k K, v V) (evictedKey K, evictedVal V, evicted bool) {
@@ -42,10 +45,18 @@ func (c *Cache[K, V]) fill(k K, v V, h uint64, set int) (evictedKey K, evictedVa
 	if s := c.find(k, h, set); s >= 0 {
 		c.st.Updates++
 		c.vals[s] = v
-		c.lru.touch(set, s)
+		if c.cfg.Policy == LRU {
+			c.lru.touch(set, s)
+		}
 		return evictedKey, evictedVal, false
 	}
+	// The list keeps free slots at its tail under every policy (a fill
+	// moves its slot to the head): LRU and FIFO evict the tail, Random a
+	// random way once the set is full.
 	s := c.lru.tail(set)
+	if c.used(s) && c.cfg.Policy == Random {
+		s = int32(set*c.ways + int(c.next()%uint64(c.ways)))
+	}
 	if c.used(s) {
 		evictedKey, evictedVal, evicted = c.keys[s], c.vals[s], true
 		c.st.Evictions++
@@ -154,4 +165,13 @@ func (c *Cache[K, V]) drop(s int32) {
 	c.lru.demote(int(s)/c.ways, s)
 	c.count--
 	c.st.Invalidations++
+}
+
+// next steps Random's generator (splitmix64).
+func (c *Cache[K, V]) next() uint64 {
+	c.rng += 0x9e3779b97f4a7c15
+	z := c.rng
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }

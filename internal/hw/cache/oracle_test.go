@@ -2,11 +2,12 @@ package cache
 
 import "slices"
 
-// oracle is the most obvious set-associative LRU cache: a slice per set,
-// most recently used first, searched and reordered by copying. It derives
+// oracle is the most obvious set-associative LRU (or FIFO) cache: a slice
+// per set, most recently used (filled) first, searched and reordered by copying. It derives
 // the geometry and the set index from the documentation, not from the
 // package, and is what the differential test holds Cache to.
 type oracle[K comparable] struct {
+	fifo       bool // FIFO: hits and updates leave the order alone
 	sets, ways int
 	hash       func(K) uint64
 	lists      [][]pair[K]
@@ -31,7 +32,7 @@ func newOracle[K comparable](cfg Config, hash func(K) uint64) *oracle[K] {
 	if ways > 0 {
 		sets = entries / ways
 	}
-	return &oracle[K]{sets: sets, ways: ways, hash: hash, lists: make([][]pair[K], sets)}
+	return &oracle[K]{fifo: cfg.Policy == FIFO, sets: sets, ways: ways, hash: hash, lists: make([][]pair[K], sets)}
 }
 
 // fmix64 is MurmurHash3's finalizer, written out from its reference.
@@ -71,7 +72,9 @@ func (o *oracle[K]) lookup(k K) (uint64, bool) {
 	}
 	o.st.Hits++
 	v := list[i].v
-	o.toFront(k, i)
+	if !o.fifo {
+		o.toFront(k, i)
+	}
 	return v, true
 }
 
@@ -83,7 +86,9 @@ func (o *oracle[K]) fill(k K, v uint64) (ek K, ev uint64, evicted bool) {
 	if i >= 0 {
 		o.st.Updates++
 		list[i].v = v
-		o.toFront(k, i)
+		if !o.fifo {
+			o.toFront(k, i)
+		}
 		return ek, 0, false
 	}
 	s := o.set(k)
