@@ -113,12 +113,28 @@ func applyOverrides(base *profile.HardwareProfile, text []byte, overrides []Over
 		if err := set(schema, doc, o); err != nil {
 			return nil, fmt.Errorf("--set %s: %w", o, err)
 		}
+		clearSizeSibling(doc, o.Key)
 	}
 	var out bytes.Buffer
 	if err := toml.NewEncoder(&out).Encode(doc); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// clearSizeSibling removes the other way of giving a cache's size when key
+// gives one ("caches.qpc.entries" replaces "caches.qpc.capacity_bytes" and
+// the other way round), so that --set of either works on any profile.
+func clearSizeSibling(doc map[string]any, key string) {
+	path := strings.Split(key, ".")
+	if len(path) != 3 || path[0] != "caches" {
+		return
+	}
+	other := map[string]string{"entries": "capacity_bytes", "capacity_bytes": "entries"}[path[2]]
+	caches, _ := doc["caches"].(map[string]any)
+	if c, ok := caches[path[1]].(map[string]any); ok && other != "" {
+		delete(c, other)
+	}
 }
 
 // set puts o's value at o's key in doc, if schema has a parameter there

@@ -16,7 +16,8 @@ func TestOverrides(t *testing.T) {
 		key, value string
 		check      func(p *profile.HardwareProfile) bool
 	}{
-		{"caches.qpc.entries", "100", func(p *profile.HardwareProfile) bool { return p.Caches.QPC.Entries == 100 }},
+		{"caches.qpc.entries", "100", func(p *profile.HardwareProfile) bool { return p.Caches.QPC.Capacity() == 100*256 }},
+		{"caches.qpc.capacity_bytes", "32768", func(p *profile.HardwareProfile) bool { return p.Caches.QPC.Capacity() == 32768 }},
 		{"link.rate_gbps", "200", func(p *profile.HardwareProfile) bool { return p.Link.RateGbps == 200 }},
 		{"link.rate_gbps", "25.5", func(p *profile.HardwareProfile) bool { return p.Link.RateGbps == 25.5 }},
 		{"link.vlan", "true", func(p *profile.HardwareProfile) bool { return p.Link.VLAN }},
@@ -34,8 +35,8 @@ func TestOverrides(t *testing.T) {
 		if !tc.check(p) {
 			t.Errorf("--set %s=%s: not applied: %+v", tc.key, tc.value, p)
 		}
-		if p.Caches.MTT.Entries != 16384 {
-			t.Errorf("--set %s=%s changed caches.mtt.entries to %d", tc.key, tc.value, p.Caches.MTT.Entries)
+		if p.Caches.MTT.Capacity() != 16384*8 {
+			t.Errorf("--set %s=%s changed the MTT cache to %d bytes", tc.key, tc.value, p.Caches.MTT.Capacity())
 		}
 	}
 }

@@ -14,7 +14,7 @@ func TestCachePolicyCliff(t *testing.T) {
 	got := map[string]result{}
 	for _, policy := range []string{"lru", "fifo", "random"} {
 		p := mustProfile(t, "cx6")
-		p.Caches.QPC.Entries, p.Caches.QPC.Ways, p.Caches.QPC.Policy = 64, 0, policy
+		p.Caches.QPC.CapacityBytes, p.Caches.QPC.Ways, p.Caches.QPC.Policy = 64*256, 0, policy
 		p.Engine.Units = 1 // a miss stalls the one unit: the rate follows the hit rate
 		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 80, Iters: 400, Warmup: 100, TxDepth: 1, Threads: 1, CQMod: 1, Metadata: true})
 		if err != nil {

@@ -49,7 +49,7 @@ func (p *HardwareProfile) WireConfig() timing.WireConfig {
 func (c Cache) CacheConfig(name string) cache.Config {
 	return cache.Config{
 		Name:          name,
-		CapacityBytes: c.Entries * c.EntryBytes,
+		CapacityBytes: c.Capacity(),
 		EntryBytes:    c.EntryBytes,
 		Ways:          c.Ways,
 		Policy:        policy(c.Policy),

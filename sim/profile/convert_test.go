@@ -32,8 +32,8 @@ func TestBuiltinsBuildModels(t *testing.T) {
 				t.Errorf("%s: %s cache: %v", name, tbl, err)
 				continue
 			}
-			if got := cc.Sets() * max(c.Ways, 1); c.Ways > 0 && got != c.Entries {
-				t.Errorf("%s: %s cache holds %d entries, want %d", name, tbl, got, c.Entries)
+			if got, want := cc.Sets()*max(c.Ways, 1), c.Capacity()/c.EntryBytes; c.Ways > 0 && got != want {
+				t.Errorf("%s: %s cache holds %d entries, want %d", name, tbl, got, want)
 			}
 		}
 	}

@@ -66,13 +66,25 @@ type PCIe struct {
 // Cache is one on-chip SRAM cache of a host-memory table. A miss costs a
 // PCIe read of EntryBytes.
 type Cache struct {
-	Entries    int `toml:"entries"`
-	EntryBytes int `toml:"entry_bytes"`
+	// CapacityBytes is the SRAM's size; Entries says it in entries
+	// instead (CapacityBytes = Entries × EntryBytes). A profile gives one
+	// of the two (both only if they agree); --set of one clears the other.
+	CapacityBytes int `toml:"capacity_bytes"`
+	Entries       int `toml:"entries"`
+	EntryBytes    int `toml:"entry_bytes"`
 	// Ways is the associativity; 0 means fully associative.
 	Ways int `toml:"ways"`
 	// Policy is the replacement policy: "lru" (the default), "fifo" or
 	// "random" (reproducible: a fixed seed per cache).
 	Policy string `toml:"policy"`
+}
+
+// Capacity returns the cache's SRAM size in bytes.
+func (c Cache) Capacity() int {
+	if c.CapacityBytes > 0 {
+		return c.CapacityBytes
+	}
+	return c.Entries * c.EntryBytes
 }
 
 // Caches are the NIC's context caches.

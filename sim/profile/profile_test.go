@@ -107,6 +107,8 @@ func TestValidateNamesFields(t *testing.T) {
 		{"pcie.mmio_write_ns", func(p *HardwareProfile) { p.PCIe.MMIOWriteNs = -1 }},
 		{"caches.mtt.entry_bytes", func(p *HardwareProfile) { p.Caches.MTT.EntryBytes = 0 }},
 		{"caches.qpc.ways", func(p *HardwareProfile) { p.Caches.QPC.Ways = -1 }},
+		{"caches.qpc.capacity_bytes", func(p *HardwareProfile) { p.Caches.QPC.CapacityBytes, p.Caches.QPC.Entries = 4096, 100 }},
+		{"caches.mpt.policy", func(p *HardwareProfile) { p.Caches.MPT.Policy = "mru" }},
 		{"dma.engines", func(p *HardwareProfile) { p.DMA.Engines = 0 }},
 		{"engine.units", func(p *HardwareProfile) { p.Engine.Units = 0 }},
 		{"engine.wqe_by_mmio_max_bytes", func(p *HardwareProfile) { p.Engine.WQEByMMIOMaxBytes = 0 }},

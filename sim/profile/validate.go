@@ -93,12 +93,16 @@ func (p *HardwareProfile) Validate() error {
 		c    Cache
 	}{{"qpc", p.Caches.QPC}, {"mpt", p.Caches.MPT}, {"mtt", p.Caches.MTT}, {"cqc", p.Caches.CQC}} {
 		f := "caches." + cc.name + "."
+		v.atLeast(f+"capacity_bytes", int64(cc.c.CapacityBytes), 0)
 		v.atLeast(f+"entries", int64(cc.c.Entries), 0)
 		v.atLeast(f+"ways", int64(cc.c.Ways), 0)
+		if c := cc.c; c.CapacityBytes > 0 && c.Entries > 0 && c.CapacityBytes != c.Entries*c.EntryBytes {
+			v.fail(f+"capacity_bytes", "%d disagrees with entries %d × entry_bytes %d: give one of the two", c.CapacityBytes, c.Entries, c.EntryBytes)
+		}
 		if _, err := cache.ParsePolicy(cc.c.Policy); err != nil {
 			v.fail(f+"policy", "%q is not a replacement policy (lru, fifo or random)", cc.c.Policy)
 		}
-		if cc.c.Entries > 0 {
+		if cc.c.Entries > 0 || cc.c.CapacityBytes > 0 {
 			v.atLeast(f+"entry_bytes", int64(cc.c.EntryBytes), 1)
 		}
 	}
