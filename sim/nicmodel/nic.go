@@ -13,7 +13,9 @@
 //	port ─▶ unit: [QPC miss]─[MPT/MTT misses]─[receive WQE]─process ─▶ DMA write ─▶ CQE write ─▶ host sees it
 //
 // A processing unit stalls on its dependent PCIe reads (a cache miss must
-// come back before the next step of the packet can start); payload DMA
+// come back before the next step of the packet can start), or, with
+// engine.misses_in_flight, parks the step with its reads issued and
+// serves other QPs until they are back; payload DMA
 // runs on the DMA engines, overlapped with the units; everything crosses
 // one PCIe link model (sim/timing) with TLP framing and a measured read
 // latency curve. A QP's sends are processed in order by one unit at a
@@ -30,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/dma"
@@ -74,6 +77,7 @@ const (
 	evTimer                 // the engine's retransmission/RNR deadline
 	evCQE                   // completions become visible to the host (Ptr: *transport.CQ, Arg: count)
 	evWrite                 // written data becomes visible (Arg: qpn<<32 | bytes)
+	evResume                // a parked step's reads are back (Ptr: *parkedStep)
 )
 
 // CQEHandler is told when completions become visible to the host.
@@ -121,6 +125,9 @@ type NIC struct {
 	parked   []*transport.QP
 	isParked []bool   // per QP slot: in parked
 	lastTx   sim.Time // packets enter the port in order
+	// inFlight counts the steps parked waiting for their reads
+	// (engine.misses_in_flight bounds it).
+	inFlight int
 
 	rxq      []rxFrame
 	rxMax    int      // receive buffer, bytes (0: no limit)
@@ -153,6 +160,8 @@ type Costs struct {
 	Steps        int
 	UnitBusy     sim.Time // processing units, summed
 	MissStall    sim.Time // of which waiting for cache misses and WQE fetches
+	MissParked   sim.Time // steps' reads waited for parked, the unit serving others (engine.misses_in_flight)
+	Parked       int      // steps parked
 	DMAReadTime  sim.Time
 	DMAWriteTime sim.Time
 	RxDrops      int
@@ -293,13 +302,15 @@ func (n *NIC) Handle(s *sim.Sim, ev sim.Event) {
 			n.wr.WriteVisible(uint32(ev.Arg>>32), int(uint32(ev.Arg)))
 		}
 		return
+	case evResume:
+		n.resume(ev.Ptr.(*parkedStep))
 	}
 	n.progress()
 }
 
 // KindName names the NIC's events in traces.
 func (n *NIC) KindName(k int32) string {
-	return [...]string{"progress", "doorbell", "timer", "cqe", "write"}[k]
+	return [...]string{"progress", "doorbell", "timer", "cqe", "write", "resume"}[k]
 }
 
 // Deliver is the fabric's way in: frames wait for a processing unit in the
@@ -449,6 +460,14 @@ func (n *NIC) busy(qpn uint32, side int, now sim.Time) bool {
 	return ok && n.qpAt[side][slot] > now
 }
 
+// rxParked reports whether QP qpn's receive step is parked waiting for
+// its reads: what the QP sends may follow from it, so it sends nothing
+// meanwhile.
+func (n *NIC) rxParked(qpn uint32) bool {
+	slot, ok := n.slot(qpn)
+	return ok && n.qpAt[rxSide][slot] == sim.Never
+}
+
 // firstQPN is the number of the first QP; QP qpn's per-QP state is at
 // slot qpn-firstQPN.
 const firstQPN = transport.FirstQPN
@@ -482,7 +501,7 @@ type busyGate struct{ n *NIC }
 func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	n := g.n
 	qp := n.QPs.ByIndex(q)
-	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) {
+	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) && !n.rxParked(qp.QPN) {
 		return gr, true
 	}
 	if slot := qp.QPN - firstQPN; !n.isParked[slot] { // a parked QP rung again is refused again
@@ -505,11 +524,11 @@ func (n *NIC) charge(unit int, now sim.Time) {
 	n.chargeBill(unit, now, &bill)
 }
 
-// chargeBill turns one step's bill into time: the processing unit stalls
-// on its dependent reads and then processes the packet; payload DMA runs
-// on a DMA engine; the step's packets leave when their payload is in, in
-// order; its completions are written after its payload writes and become
-// visible to the host a PCIe write later.
+// chargeBill turns one step's bill into time: the step's dependent reads
+// (cache misses, WQE fetches) are issued, and the unit either stalls on
+// them or, while fewer than engine.misses_in_flight steps are parked, parks
+// the step until they are back (park, resume); finishStep charges the
+// rest.
 func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	p := n.prof
 	slot, hasQP := n.slot(b.QP)
@@ -524,9 +543,9 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		// (a READ response, requests the ACK let through) follows from
 		// what that step received. (A step without a QP, for a frame
 		// the engine dropped, waits for nothing.)
-		start = max(start, n.qpAt[kind][slot])
+		start = max(start, n.after(kind, slot))
 		if kind == txSide {
-			start = max(start, n.qpAt[rxSide][slot])
+			start = max(start, n.after(rxSide, slot))
 		}
 	}
 	t := start
@@ -557,6 +576,69 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	for range b.MTTMisses {
 		read(p.Caches.MTT.EntryBytes)
 	}
+	stall := t - start
+	if stall > 0 && hasQP && n.inFlight < p.Engine.MissesInFlight {
+		n.park(start, t, kind, slot, b)
+		return
+	}
+	n.finishStep(unit, start, t, kind, slot, hasQP, b, n.Engine.Outbox())
+	n.Engine.ClearOutbox()
+}
+
+// after returns when QP slot's last step on one side finishes; a parked
+// step (Never) is not waited for by a step that got past the gate.
+func (n *NIC) after(side, slot int) sim.Time {
+	if at := n.qpAt[side][slot]; at != sim.Never {
+		return at
+	}
+	return 0
+}
+
+// parkedStep is a step whose reads (cache misses, WQE fetches) were
+// issued at issued and are back at ready; its unit serves others
+// meanwhile, and it resumes then on the first free unit.
+type parkedStep struct {
+	ready      sim.Time
+	kind, slot int
+	bill       transport.Bill
+	out        []*link.Buf // its packets, built, waiting to leave
+}
+
+// park sets a step aside until its reads are back: the QP's side is busy
+// (frames for it wait; the arbiter passes it over) until it resumes.
+func (n *NIC) park(issued, ready sim.Time, kind, slot int, b *transport.Bill) {
+	ps := &parkedStep{ready: ready, kind: kind, slot: slot, bill: *b}
+	ps.bill.CQs = slices.Clone(b.CQs) // the engine reuses its array
+	ps.out = slices.Clone(n.Engine.Outbox())
+	n.Engine.ClearOutbox()
+	n.qpAt[kind][slot] = sim.Never
+	n.inFlight++
+	n.costs.MissParked += ready - issued
+	n.costs.Parked++
+	n.tracef(issued, "parked for its reads", b.QP)
+	n.s.Schedule(sim.Event{At: ready, Kind: evResume, Ptr: ps, H: n})
+}
+
+// resume finishes a parked step on the unit free first, now that its reads
+// are back.
+func (n *NIC) resume(ps *parkedStep) {
+	now := n.s.Now()
+	n.inFlight--
+	n.qpAt[ps.kind][ps.slot] = 0
+	unit, start := n.units.Earliest(now)
+	n.finishStep(unit, start, start, ps.kind, ps.slot, true, &ps.bill, ps.out)
+	// The QP's side is busy until the step is done: look again then.
+	n.scheduleProgress(n.qpAt[ps.kind][ps.slot])
+}
+
+// finishStep charges a step whose reads are back at t (start <= t: the
+// unit has stalled from start for them): the unit processes its packets,
+// payload DMA runs on a DMA engine, its packets (out) leave when their
+// payload is in, in order, and its completions are written after its
+// payload writes and become visible to the host a PCIe write later.
+func (n *NIC) finishStep(unit int, start, t sim.Time, kind, slot int, hasQP bool, b *transport.Bill, out []*link.Buf) {
+	p := n.prof
+	qpn := b.QP
 	stall := t - start
 	if stall > 0 {
 		n.tracef(t, stageNames[kind][1], qpn)
@@ -617,14 +699,12 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	// The port is handed the packets now with the time they leave: it
 	// queues them for the wire from then, without an event per packet.
-	out := n.Engine.Outbox()
 	depart := max(ready, n.lastTx)
 	if len(out) > 0 {
 		n.port.SendAt(depart, out)
 		n.lastTx = depart
 		n.tracef(depart, leaveNames[kind], qpn)
 	}
-	n.Engine.ClearOutbox()
 	if b.CQEWrites > 0 {
 		_, visible := n.pcie.Write(max(writesDone, placed), b.CQEWrites*p.Engine.CQEBytes)
 		n.tracef(visible, "CQE visible to host", qpn)

@@ -15,7 +15,7 @@ func TestCachePolicyCliff(t *testing.T) {
 	for _, policy := range []string{"lru", "fifo", "random"} {
 		p := mustProfile(t, "cx6")
 		p.Caches.QPC.CapacityBytes, p.Caches.QPC.Ways, p.Caches.QPC.Policy = 64*256, 0, policy
-		p.Engine.Units = 1 // a miss stalls the one unit: the rate follows the hit rate
+		p.Engine.Units, p.Engine.MissesInFlight = 1, 0 // a miss stalls the one unit: the rate follows the hit rate
 		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 80, Iters: 400, Warmup: 100, TxDepth: 1, Threads: 1, CQMod: 1, Metadata: true})
 		if err != nil {
 			t.Fatal(err)
@@ -26,5 +26,28 @@ func TestCachePolicyCliff(t *testing.T) {
 	}
 	if lru, rnd := got["lru"], got["random"]; lru.hit > 0.55 || rnd.hit < lru.hit+0.15 || rnd.mops < 1.3*lru.mops {
 		t.Errorf("LRU %+v, random %+v: want LRU's hit rate at most 0.55, random's 0.15 above it and its rate 1.3 times LRU's", lru, rnd)
+	}
+}
+
+// TestMissesInFlight: the same thrashing workload with one unit, with
+// steps waiting for their reads parked (engine.misses_in_flight) instead
+// of stalling the unit: the unit serves other QPs meanwhile, so the rate
+// grows with the steps allowed in flight, and with none it is the
+// blocking model's.
+func TestMissesInFlight(t *testing.T) {
+	var last float64
+	for i, n := range []int{0, 1, 4, 16} {
+		p := mustProfile(t, "cx6")
+		p.Caches.QPC.CapacityBytes, p.Caches.QPC.Ways = 64*256, 0
+		p.Engine.Units, p.Engine.MissesInFlight = 1, n
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 80, Iters: 400, Warmup: 100, TxDepth: 1, Threads: 1, CQMod: 1, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("misses_in_flight %d: %.2f Mops, client QPC hit rate %.3f", n, res.Mops, res.Client.QPCHit/(res.Client.QPCHit+res.Client.QPCMiss))
+		if i > 0 && res.Mops < 1.2*last {
+			t.Errorf("misses_in_flight %d: %.2f Mops, not 1.2 times the %.2f with fewer", n, res.Mops, last)
+		}
+		last = res.Mops
 	}
 }

@@ -129,6 +129,12 @@ type Engine struct {
 	// NIC would pause its link (PFC) rather than drop, which the model
 	// approximates by letting the frames wait in the buffer unbounded.
 	RxBufferBytes int `toml:"rx_buffer_bytes"`
+	// MissesInFlight is how many steps waiting for their cache misses and
+	// WQE fetches the NIC keeps aside while its units serve other QPs (a
+	// QP whose step waits is parked until the reads are back; HanGu's
+	// reorder_cap). 0: a unit stalls on its step's reads, serving no one
+	// meanwhile.
+	MissesInFlight int `toml:"misses_in_flight"`
 }
 
 // Host is the CPU side of the verbs data path.
