@@ -46,7 +46,7 @@ func TestOverrideErrors(t *testing.T) {
 		key, value string
 		want       []string // in the error
 	}{
-		{"caches.qpc.entrys", "100", []string{"--set caches.qpc.entrys=100", `"entrys"`, "[caches.qpc]", "entries, entry_bytes, policy, ways"}},
+		{"caches.qpc.entrys", "100", []string{"--set caches.qpc.entrys=100", `"entrys"`, "[caches.qpc]", "entries, entry_bytes, outstanding_misses, policy, ways"}},
 		{"cache.qpc.entries", "100", []string{`"cache"`, "caches, description"}},
 		{"caches.qpc", "1", []string{"caches.qpc is a table"}},
 		{"link.mtu_bytes.x", "1", []string{"link.mtu_bytes is a parameter"}},

@@ -128,6 +128,13 @@ type NIC struct {
 	// inFlight counts the steps parked waiting for their reads
 	// (engine.misses_in_flight bounds it).
 	inFlight int
+	// The caches' miss tables: per cache, when each entry's read is back
+	// (nil: unbounded).
+	mshr [numCaches][]sim.Time
+	// qpcFill is, per QP slot, when the last read of its context is back:
+	// a step that finds the context in the cache before then waits for
+	// that read (the miss is merged) rather than reading it again.
+	qpcFill []sim.Time
 
 	rxq      []rxFrame
 	rxMax    int      // receive buffer, bytes (0: no limit)
@@ -157,16 +164,18 @@ func (n *NIC) Kick() { n.scheduleProgress(n.s.Now()) }
 // Costs accumulates where the NIC's time went, for the latency breakdown
 // and the pipeline's utilisation.
 type Costs struct {
-	Steps        int
-	UnitBusy     sim.Time // processing units, summed
-	MissStall    sim.Time // of which waiting for cache misses and WQE fetches
-	MissParked   sim.Time // steps' reads waited for parked, the unit serving others (engine.misses_in_flight)
-	Parked       int      // steps parked
-	DMAReadTime  sim.Time
-	DMAWriteTime sim.Time
-	RxDrops      int
-	WQEByMMIO    int
-	WQEFetched   int
+	Steps         int
+	UnitBusy      sim.Time // processing units, summed
+	MissStall     sim.Time // of which waiting for cache misses and WQE fetches
+	MissParked    sim.Time // steps' reads waited for parked, the unit serving others (engine.misses_in_flight)
+	Parked        int      // steps parked
+	MergedMisses  int      // steps that found their context still being read by another's miss, and waited for it
+	MissTableWait sim.Time // misses' waits for a free entry of their cache's miss table
+	DMAReadTime   sim.Time
+	DMAWriteTime  sim.Time
+	RxDrops       int
+	WQEByMMIO     int
+	WQEFetched    int
 }
 
 // New builds a NIC attached to a fabric port.
@@ -213,8 +222,14 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		wqeMM:    make([]int32, cfg.MaxQP),
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		isParked: make([]bool, cfg.MaxQP),
+		qpcFill:  make([]sim.Time, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
+	}
+	for i, c := range [numCaches]profile.Cache{p.Caches.QPC, p.Caches.CQC, p.Caches.MPT, p.Caches.MTT} {
+		if c.OutstandingMisses > 0 {
+			n.mshr[i] = make([]sim.Time, c.OutstandingMisses)
+		}
 	}
 	hw.Engine = transport.Config{
 		LocalMTU: mtu, GID: n.gid,
@@ -552,11 +567,20 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	qpn := b.QP
 	n.tracef(start, stageNames[kind][0], qpn)
 	read := func(bytes int) { t = n.pcie.Read(t, bytes) }
+	miss := func(c int, bytes int) { t = n.missRead(c, t, bytes) }
+	if hasQP && n.qpcFill[slot] > t {
+		// The context is on its way (another step's miss): wait for it.
+		t = n.qpcFill[slot]
+		n.costs.MergedMisses++
+	}
 	for range b.QPCMisses {
-		read(p.Caches.QPC.EntryBytes)
+		miss(qpcCache, p.Caches.QPC.EntryBytes)
+		if hasQP {
+			n.qpcFill[slot] = t
+		}
 	}
 	for range b.CQCMisses {
-		read(p.Caches.CQC.EntryBytes)
+		miss(cqcCache, p.Caches.CQC.EntryBytes)
 	}
 	for range b.WQEFetches {
 		if hasQP && n.wqeMM[slot] > 0 {
@@ -571,10 +595,10 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		read(b.RecvWQEBytes)
 	}
 	for range b.MPTMisses {
-		read(p.Caches.MPT.EntryBytes)
+		miss(mptCache, p.Caches.MPT.EntryBytes)
 	}
 	for range b.MTTMisses {
-		read(p.Caches.MTT.EntryBytes)
+		miss(mttCache, p.Caches.MTT.EntryBytes)
 	}
 	stall := t - start
 	if stall > 0 && hasQP && n.inFlight < p.Engine.MissesInFlight {
@@ -583,6 +607,37 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	}
 	n.finishStep(unit, start, t, kind, slot, hasQP, b, n.Engine.Outbox())
 	n.Engine.ClearOutbox()
+}
+
+// The caches, as the miss tables index them.
+const (
+	qpcCache = iota
+	cqcCache
+	mptCache
+	mttCache
+	numCaches
+)
+
+// missRead reads a cache entry of bytes that missed at t, through the
+// cache's miss table: with every entry busy, the read waits for the first
+// to free. It returns when the entry is back.
+func (n *NIC) missRead(c int, t sim.Time, bytes int) sim.Time {
+	tbl := n.mshr[c]
+	if tbl == nil {
+		return n.pcie.Read(t, bytes)
+	}
+	e := 0
+	for i, at := range tbl {
+		if at < tbl[e] {
+			e = i
+		}
+	}
+	if tbl[e] > t {
+		n.costs.MissTableWait += tbl[e] - t
+		t = tbl[e]
+	}
+	tbl[e] = n.pcie.Read(t, bytes)
+	return tbl[e]
 }
 
 // after returns when QP slot's last step on one side finishes; a parked

@@ -51,3 +51,25 @@ func TestMissesInFlight(t *testing.T) {
 		last = res.Mops
 	}
 }
+
+// TestMissTable: with 16 steps allowed to park, the QPC cache's miss table
+// bounds how many of their context reads are in flight: one entry makes
+// the misses queue behind each other (little better than a unit that
+// stalls), more entries let them overlap.
+func TestMissTable(t *testing.T) {
+	var rates []float64
+	for _, depth := range []int{1, 4, 0} {
+		p := mustProfile(t, "cx6")
+		p.Caches.QPC.CapacityBytes, p.Caches.QPC.Ways, p.Caches.QPC.OutstandingMisses = 64*256, 0, depth
+		p.Engine.Units, p.Engine.MissesInFlight = 1, 16
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 80, Iters: 400, Warmup: 100, TxDepth: 1, Threads: 1, CQMod: 1, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("QPC miss table of %d entries (0: unbounded): %.2f Mops", depth, res.Mops)
+		rates = append(rates, res.Mops)
+	}
+	if rates[1] < 1.2*rates[0] || rates[2] < 1.2*rates[1] {
+		t.Errorf("rates %.2f Mops with 1, 4 and unbounded miss table entries: want each 1.2 times the one before", rates)
+	}
+}

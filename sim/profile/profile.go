@@ -77,6 +77,11 @@ type Cache struct {
 	// Policy is the replacement policy: "lru" (the default), "fifo" or
 	// "random" (reproducible: a fixed seed per cache).
 	Policy string `toml:"policy"`
+	// OutstandingMisses is the depth of the cache's miss table: how many
+	// of its misses may be reading the host at once; a miss beyond waits
+	// for an entry to free (0: unbounded). It binds where steps are
+	// parked with their reads (engine.misses_in_flight).
+	OutstandingMisses int `toml:"outstanding_misses"`
 }
 
 // Capacity returns the cache's SRAM size in bytes.

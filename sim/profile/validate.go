@@ -96,6 +96,7 @@ func (p *HardwareProfile) Validate() error {
 		v.atLeast(f+"capacity_bytes", int64(cc.c.CapacityBytes), 0)
 		v.atLeast(f+"entries", int64(cc.c.Entries), 0)
 		v.atLeast(f+"ways", int64(cc.c.Ways), 0)
+		v.atLeast(f+"outstanding_misses", int64(cc.c.OutstandingMisses), 0)
 		if c := cc.c; c.CapacityBytes > 0 && c.Entries > 0 && c.CapacityBytes != c.Entries*c.EntryBytes {
 			v.fail(f+"capacity_bytes", "%d disagrees with entries %d × entry_bytes %d: give one of the two", c.CapacityBytes, c.Entries, c.EntryBytes)
 		}
