@@ -1,0 +1,53 @@
+package nicmodel
+
+import (
+	"testing"
+
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
+)
+
+// TestMissTableQueues: with a QPC miss table of two entries, two misses at
+// the same time read the host together and a third waits for the first
+// entry to free; without a table all three go at once.
+func TestMissTableQueues(t *testing.T) {
+	_, a, _ := newTestHosts(t)
+	n := a.nic
+	bytes := n.prof.Caches.QPC.EntryBytes
+	one := n.pcie.Read(0, bytes) // an idle link's read: the latency alone
+	start := sim.Time(10 * one)  // past that read, on an idle link again
+	n.mshr[qpcCache] = make([]sim.Time, 2)
+	r1 := n.missRead(qpcCache, start, bytes)
+	r2 := n.missRead(qpcCache, start, bytes)
+	r3 := n.missRead(qpcCache, start, bytes)
+	if r1 > start+2*one || r2 > start+2*one {
+		t.Errorf("the first two misses back at %v and %v, want about %v", r1, r2, start+one)
+	}
+	if r3 < min(r1, r2)+one/2 {
+		t.Errorf("the third miss back at %v: it did not wait for an entry (the first two at %v, %v)", r3, r1, r2)
+	}
+	if n.costs.MissTableWait == 0 {
+		t.Error("no wait for a miss table entry counted")
+	}
+}
+
+// TestMergedQPCMiss: a step of a QP whose context is still being read for
+// another step (qpcFill in the future) starts its work when that read is
+// back, even though the cache already says hit.
+func TestMergedQPCMiss(t *testing.T) {
+	s, a, _ := newTestHosts(t)
+	cq := a.newCQ()
+	qp := a.newQP(cq, cq)
+	n := a.nic
+	slot, _ := n.slot(qp.QPN)
+	back := s.Now() + 5000
+	n.qpcFill[slot] = back
+	unit, now := n.units.Earliest(s.Now())
+	n.chargeBill(unit, now, &transport.Bill{QP: qp.QPN, TxPackets: 1})
+	if done := n.qpAt[txSide][slot]; done < back+sim.Time(n.prof.Engine.TxPacketNs) {
+		t.Errorf("step done at %v, before the context read back at %v plus its processing", done, back)
+	}
+	if n.costs.MergedMisses != 1 {
+		t.Errorf("%d merged misses counted, want 1", n.costs.MergedMisses)
+	}
+}
