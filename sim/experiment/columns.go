@@ -138,6 +138,7 @@ var paramColumns = []Column{
 	param("iters", "operations per QP", func(s *perf.Spec) any { return int64(s.Iters) }),
 	param("warmup", "operations per QP not measured", func(s *perf.Spec) any { return int64(s.Warmup) }),
 	param("tx_depth", "operations outstanding per QP", func(s *perf.Spec) any { return int64(s.TxDepth) }),
+	param("post_list", "send work requests per post, one doorbell each", func(s *perf.Spec) any { return int64(s.PostList) }),
 	param("footprint", "registered bytes per QP", func(s *perf.Spec) any { return int64(s.Footprint) }),
 	param("page_size", "MTT page size, bytes", func(s *perf.Spec) any { return int64(s.PageSize) }),
 	param("random", "offsets drawn uniformly from the footprint (else in order)", func(s *perf.Spec) any { return s.Random }),

@@ -30,6 +30,7 @@ type Sweep struct {
 	Iters     []int
 	Warmup    []int
 	TxDepth   []int
+	PostList  []int
 	Footprint []int
 	PageSize  []int
 	MRPerQP   []bool
@@ -119,6 +120,7 @@ func (s *Sweep) dims() []dim {
 		list("iters", s.Iters, func(p *Point, v int) { p.Spec.Iters = v }),
 		list("warmup", s.Warmup, func(p *Point, v int) { p.Spec.Warmup = v }),
 		list("tx_depth", s.TxDepth, func(p *Point, v int) { p.Spec.TxDepth = v }),
+		list("post_list", s.PostList, func(p *Point, v int) { p.Spec.PostList = v }),
 		list("footprint", s.Footprint, func(p *Point, v int) { p.Spec.Footprint = v }),
 		list("page_size", s.PageSize, func(p *Point, v int) { p.Spec.PageSize = v }),
 		list("mr_per_qp", s.MRPerQP, func(p *Point, v bool) { p.Spec.MRPerQP = v }),

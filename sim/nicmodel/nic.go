@@ -115,6 +115,10 @@ type NIC struct {
 	units   *timing.Pool
 	dmaq    *timing.Pool
 	wqeMM   []int32 // per QP slot: WQEs delivered with their doorbell (BlueFlame)
+	// Per QP slot: WQEs read ahead at a doorbell (engine.wqe_prefetch)
+	// and not used yet, and when the last such read is back.
+	wqePF   []int32
+	wqePFAt []sim.Time
 	// Per QP slot and direction (0 send, 1 receive): when its last step
 	// finishes. A QP's sends are processed in order one at a time, and so
 	// are its receives; the two are separate pipelines, as the
@@ -169,6 +173,7 @@ type Costs struct {
 	MissStall     sim.Time // of which waiting for cache misses and WQE fetches
 	MissParked    sim.Time // steps' reads waited for parked, the unit serving others (engine.misses_in_flight)
 	Parked        int      // steps parked
+	WQEPrefetched int      // WQEs a step found read ahead at their doorbell
 	MergedMisses  int      // steps that found their context still being read by another's miss, and waited for it
 	MissTableWait sim.Time // misses' waits for a free entry of their cache's miss table
 	DMAReadTime   sim.Time
@@ -220,6 +225,8 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		units:    timing.NewPool(max(p.Engine.Units, 1)),
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
 		wqeMM:    make([]int32, cfg.MaxQP),
+		wqePF:    make([]int32, cfg.MaxQP),
+		wqePFAt:  make([]sim.Time, cfg.MaxQP),
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		isParked: make([]bool, cfg.MaxQP),
 		qpcFill:  make([]sim.Time, cfg.MaxQP),
@@ -357,6 +364,15 @@ func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 	}
 	at := n.pcie.MMIO(n.s.Now(), size)
 	n.tracef(at, "doorbell arrives (MMIO)", qp.QPN)
+	if k := min(wqes, e.WQEPrefetch); k > 1 {
+		// A post list: its WQEs are read in one go from the doorbell's
+		// arrival (as many as the prefetch takes; the rest one by one).
+		slot := qp.QPN - firstQPN
+		ready := n.pcie.Read(at, k*max(e.WQEBytes, lastWQEBytes))
+		n.wqePF[slot] += int32(k)
+		n.wqePFAt[slot] = max(n.wqePFAt[slot], ready)
+		n.tracef(ready, "WQEs prefetched", qp.QPN)
+	}
 	n.s.Schedule(sim.Event{At: at, Kind: evDoorbell, Ptr: qp, H: n})
 }
 
@@ -586,6 +602,12 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 		if hasQP && n.wqeMM[slot] > 0 {
 			n.wqeMM[slot]--
 			n.costs.WQEByMMIO++
+			continue
+		}
+		if hasQP && n.wqePF[slot] > 0 {
+			n.wqePF[slot]--
+			n.costs.WQEPrefetched++
+			t = max(t, n.wqePFAt[slot])
 			continue
 		}
 		n.costs.WQEFetched++

@@ -126,9 +126,7 @@ func (q *qpRun) start() bool {
 	case sp.Test.latency():
 		q.post()
 	default:
-		for range min(sp.TxDepth, sp.Iters) {
-			q.post()
-		}
+		q.fill(sp.TxDepth)
 	}
 	return true
 }
@@ -144,12 +142,53 @@ func (q *qpRun) finish() {
 
 // post posts the QP's next operation: the post time passes, then the
 // doorbell.
-func (q *qpRun) post() {
+func (q *qpRun) post() { q.postList(1) }
+
+// postList posts the QP's next k operations (fewer if the run has fewer
+// left) in one call: the post time of each passes, then one doorbell.
+func (q *qpRun) postList(k int) {
 	r := q.h.run
 	sp := &r.spec
-	if q.client && q.posted >= sp.Iters {
+	if q.client {
+		k = min(k, sp.Iters-q.posted)
+	}
+	if k <= 0 {
 		return
 	}
+	start := r.now()
+	for i := range k {
+		q.wr[i] = q.next(i, start)
+	}
+	err := q.qp.PostSend(q.wr[:k]...)
+	if r.trace != nil && q.wr[0].Opcode == rnic.WRRDMAWrite {
+		r.trace(start, q.h, "host starts posting the WRITE")
+		r.trace(r.now(), q.h, "WQE built, doorbell written")
+	}
+	if err != nil {
+		r.errors++
+	}
+}
+
+// fill posts lists of the spec's length while the send queue has room
+// for one (free slots counted in q.room), as perftest -l does; the run's
+// last list may be shorter.
+func (q *qpRun) fill(freed int) {
+	sp := &q.h.run.spec
+	q.room += freed
+	for q.posted < sp.Iters {
+		k := min(sp.PostList, sp.Iters-q.posted)
+		if q.room < k {
+			return
+		}
+		q.room -= k
+		q.postList(k)
+	}
+}
+
+// next builds the QP's next work request in list slot i, posted at start.
+func (q *qpRun) next(i int, start sim.Time) rnic.SendWR {
+	r := q.h.run
+	sp := &r.spec
 	wr := rnic.SendWR{WRID: uint64(q.posted)}
 	if !q.client || (q.posted+1)%sp.CQMod == 0 || q.posted+1 == sp.Iters {
 		wr.Flags = rnic.SendSignaled
@@ -167,8 +206,8 @@ func (q *qpRun) post() {
 		}
 	}
 	q.lastOff = off // a SEND lands at the start of the receive buffer: the check needs the last one's source
-	q.sge[0] = rnic.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx].LKey()}
-	wr.SGL = q.sge[:] // PostSend copies the WR into the send queue
+	q.sge[i] = rnic.SGE{Addr: q.h.base[q.idx] + uint64(off), Length: uint32(sp.Size), LKey: q.h.mrs[q.idx].LKey()}
+	wr.SGL = q.sge[i : i+1] // PostSend copies the WR into the send queue
 	wr.RemoteAddr, wr.RKey = q.raddr+uint64(off), q.rkey
 	switch sp.Test {
 	case WriteBW, WriteLat:
@@ -186,7 +225,6 @@ func (q *qpRun) post() {
 	if sp.Size <= sp.Inline && (wr.Opcode == rnic.WRRDMAWrite || wr.Opcode == rnic.WRSend) {
 		wr.Flags |= rnic.SendInline
 	}
-	start := r.now()
 	if q.client {
 		q.posted++
 		if sp.Test.latency() {
@@ -194,15 +232,7 @@ func (q *qpRun) post() {
 			q.started = append(q.started, start)
 		}
 	}
-	q.wr[0] = wr
-	err := q.qp.PostSend(q.wr[:]...)
-	if r.trace != nil && wr.Opcode == rnic.WRRDMAWrite {
-		r.trace(start, q.h, "host starts posting the WRITE")
-		r.trace(r.now(), q.h, "WQE built, doorbell written")
-	}
-	if err != nil {
-		r.errors++
-	}
+	return wr
 }
 
 // postRecvs posts n receive work requests.
@@ -262,9 +292,7 @@ func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 			q.finish()
 			return
 		}
-		for range n {
-			q.post()
-		}
+		q.fill(n)
 	}
 }
 

@@ -75,6 +75,11 @@ type Spec struct {
 	// (bandwidth tests; perftest's -t, default 128). Latency tests keep
 	// one and refuse more.
 	TxDepth int
+	// PostList is how many send work requests a bandwidth test posts in
+	// one call, with one doorbell (perftest's -l; default 1): a QP posts
+	// when that many slots of its queue are free, and the last list of a
+	// run may be shorter.
+	PostList int
 	// Footprint is the registered memory per QP, in bytes, at least one
 	// message: successive operations move through it (default: one
 	// message, at least 64 bytes), so a large footprint spreads accesses
@@ -203,7 +208,7 @@ func (s *Spec) defaults() error {
 		v     int64
 	}{
 		{"size", int64(s.Size)}, {"qps", int64(s.QPs)}, {"pairs", int64(s.Pairs)}, {"iters", int64(s.Iters)},
-		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"footprint", int64(s.Footprint)},
+		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"footprint", int64(s.Footprint)},
 		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
 		{"mr_churn_ns", int64(s.MRChurn)}, {"limit", int64(s.Limit)},
 	} {
@@ -243,6 +248,8 @@ func (s *Spec) defaults() error {
 		return bad("cq_mod", s.CQMod, "%s signals every operation (it waits for each one)", s.Test)
 	case lat && s.Random:
 		return bad("random", true, "%s ping-pongs one buffer; random offsets apply to bandwidth tests", s.Test)
+	case lat && s.PostList > 1:
+		return bad("post_list", s.PostList, "%s posts one operation at a time", s.Test)
 	}
 	if s.TxDepth == 0 {
 		s.TxDepth = 128
@@ -276,6 +283,12 @@ func (s *Spec) defaults() error {
 	}
 	if s.CQMod == 0 {
 		s.CQMod = 1
+	}
+	if s.PostList == 0 {
+		s.PostList = 1
+	}
+	if s.PostList > s.TxDepth {
+		return bad("post_list", s.PostList, "above tx_depth (%d): a list must fit in the send queue", s.TxDepth)
 	}
 	if s.TxDepth < s.CQMod {
 		return bad("tx_depth", s.TxDepth, "below the completion moderation (cq_mod %d): the queue would fill before a completion frees it", s.CQMod)
@@ -314,15 +327,16 @@ type qpRun struct {
 	posted   int
 	done     int
 	off      int
-	touched  []bool     // Random in real-bytes mode: slots written or read
-	started  []sim.Time // latency: when each round trip started
-	recvs    int        // receive work requests posted
-	received int        // send_bw server: messages received
-	pongs    int        // latency server: answers posted
-	over     bool       // its part is done
-	lastOff  int        // offset of the last message posted
-	wr       [1]rnic.SendWR
-	sge      [1]rnic.SGE
+	touched  []bool        // Random in real-bytes mode: slots written or read
+	started  []sim.Time    // latency: when each round trip started
+	recvs    int           // receive work requests posted
+	received int           // send_bw server: messages received
+	pongs    int           // latency server: answers posted
+	over     bool          // its part is done
+	lastOff  int           // offset of the last message posted
+	wr       []rnic.SendWR // a post list (spec.PostList)
+	sge      []rnic.SGE
+	room     int // send queue slots free for fill
 	rsge     [1]rnic.SGE
 }
 
@@ -474,7 +488,8 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client}
+	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client,
+		wr: make([]rnic.SendWR, h.run.spec.PostList), sge: make([]rnic.SGE, h.run.spec.PostList)}
 	if client && sp.Random && !sp.Metadata && !sp.Test.latency() {
 		q.touched = make([]bool, sp.Footprint/sp.Size)
 	}

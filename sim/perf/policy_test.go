@@ -73,3 +73,28 @@ func TestMissTable(t *testing.T) {
 		t.Errorf("rates %.2f Mops with 1, 4 and unbounded miss table entries: want each 1.2 times the one before", rates)
 	}
 }
+
+// TestWQEPrefetch: one QP posting 64-byte WRITEs without BlueFlame fetches
+// a WQE per step, each a PCIe round trip its unit waits out. Posted in
+// lists of 8 with one doorbell each (perftest -l 8) and read ahead in one
+// go at the doorbell (engine.wqe_prefetch), the steps find their WQEs
+// there; a prefetch without lists changes nothing.
+func TestWQEPrefetch(t *testing.T) {
+	rate := func(list, prefetch int) float64 {
+		p := mustProfile(t, "cx6")
+		p.Engine.WQEByMMIO, p.Engine.WQEPrefetch = false, prefetch
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 1, Iters: 2000, Warmup: 200, TxDepth: 64, CQMod: 8, PostList: list, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("post list %d, prefetch %d: %.2f Mops", list, prefetch, res.Mops)
+		return res.Mops
+	}
+	base, lists, prefetchOnly, both := rate(1, 0), rate(8, 0), rate(1, 8), rate(8, 8)
+	if prefetchOnly != base || lists < base*0.9 {
+		t.Errorf("a prefetch without lists %.2f or lists without prefetch %.2f differ from %.2f", prefetchOnly, lists, base)
+	}
+	if both < 2*base {
+		t.Errorf("lists of 8 read ahead: %.2f Mops, want at least twice %.2f", both, base)
+	}
+}

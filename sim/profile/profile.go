@@ -140,6 +140,12 @@ type Engine struct {
 	// reorder_cap). 0: a unit stalls on its step's reads, serving no one
 	// meanwhile.
 	MissesInFlight int `toml:"misses_in_flight"`
+	// WQEPrefetch is the most send WQEs the NIC reads in one DMA read
+	// when a doorbell announces several (a post list): they are fetched
+	// from the doorbell's arrival, ahead of the steps that use them, which
+	// then wait only for what is not back yet. 0: every step fetches its
+	// own WQE.
+	WQEPrefetch int `toml:"wqe_prefetch"`
 }
 
 // Host is the CPU side of the verbs data path.

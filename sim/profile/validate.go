@@ -114,6 +114,7 @@ func (p *HardwareProfile) Validate() error {
 	e := &p.Engine
 	v.atLeast("engine.units", int64(e.Units), 1)
 	v.atLeast("engine.misses_in_flight", int64(e.MissesInFlight), 0)
+	v.atLeast("engine.wqe_prefetch", int64(e.WQEPrefetch), 0)
 	v.atLeast("engine.tx_packet_ns", e.TxPacketNs, 0)
 	v.atLeast("engine.rx_packet_ns", e.RxPacketNs, 0)
 	v.atLeast("engine.wqe_bytes", int64(e.WQEBytes), 1)
