@@ -51,3 +51,26 @@ func TestMergedQPCMiss(t *testing.T) {
 		t.Errorf("%d merged misses counted, want 1", n.costs.MergedMisses)
 	}
 }
+
+// TestSlotCountersOwned: WQEs a destroyed QP left read ahead (or sent by
+// BlueFlame) in its slot are not used by the next QP in that slot: its
+// first doorbell clears them.
+func TestSlotCountersOwned(t *testing.T) {
+	_, a, _ := newTestHosts(t)
+	cq := a.newCQ()
+	old := a.newQP(cq, cq)
+	n := a.nic
+	slot, _ := n.slot(old.QPN)
+	n.doorbell(old, 1, 64)
+	n.wqePF[slot], n.wqeMM[slot] = 5, 2 // left unused when old goes
+	next := &transport.QP{QPN: old.QPN} // the slot's next QP
+	n.doorbell(next, 1, 1024)           // no BlueFlame for 1 KiB
+	if n.wqePF[slot] != 0 || n.wqeMM[slot] != 0 {
+		t.Errorf("the next QP inherits %d prefetched and %d BlueFlame WQEs", n.wqePF[slot], n.wqeMM[slot])
+	}
+	n.wqePF[slot] = 3
+	n.doorbell(next, 1, 1024)
+	if n.wqePF[slot] != 3 {
+		t.Error("a second doorbell of the same QP cleared its counters")
+	}
+}

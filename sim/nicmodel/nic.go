@@ -119,6 +119,10 @@ type NIC struct {
 	// and not used yet, and when the last such read is back.
 	wqePF   []int32
 	wqePFAt []sim.Time
+	// owner is the QP each slot's WQE counters belong to: a QP destroyed
+	// with some unused leaves them to its slot's next QP, which clears
+	// them at its first doorbell.
+	owner []*transport.QP
 	// Per QP slot and direction (0 send, 1 receive): when its last step
 	// finishes. A QP's sends are processed in order one at a time, and so
 	// are its receives; the two are separate pipelines, as the
@@ -227,6 +231,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		wqeMM:    make([]int32, cfg.MaxQP),
 		wqePF:    make([]int32, cfg.MaxQP),
 		wqePFAt:  make([]sim.Time, cfg.MaxQP),
+		owner:    make([]*transport.QP, cfg.MaxQP),
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		isParked: make([]bool, cfg.MaxQP),
 		qpcFill:  make([]sim.Time, cfg.MaxQP),
@@ -357,6 +362,10 @@ func (n *NIC) Deliver(bufs []*link.Buf) {
 // travels with the doorbell (BlueFlame) and needs no fetch.
 func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 	e := &n.prof.Engine
+	if slot, ok := n.slot(qp.QPN); ok && n.owner[slot] != qp {
+		n.owner[slot] = qp
+		n.wqeMM[slot], n.wqePF[slot] = 0, 0
+	}
 	size := e.DoorbellBytes
 	if wqes == 1 && e.WQEByMMIO && lastWQEBytes <= e.WQEByMMIOMaxBytes {
 		size = lastWQEBytes
