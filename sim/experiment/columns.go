@@ -225,8 +225,10 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("unit_util", "processing-unit utilisation", 3, func(s *perf.NICStats) any { return s.UnitUtil }),
 		c("dma_util", "DMA engine utilisation", 3, func(s *perf.NICStats) any { return s.DMAUtil }),
 		c("miss_stall_ns", "time stalled on cache misses, ns", 0, func(s *perf.NICStats) any { return int64(s.MissStallNs) }),
+		c("miss_parked_ns", "time steps waited parked for their reads while the units served others, ns", 0, func(s *perf.NICStats) any { return int64(s.MissParkedNs) }),
 		c("wqe_fetched", "WQEs read by DMA", 0, func(s *perf.NICStats) any { return int64(s.WQEFetched) }),
 		c("wqe_by_mmio", "WQEs written with the doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEByMMIO) }),
+		c("wqe_prefetched", "WQEs read ahead at their doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEPrefetched) }),
 		c("rx_drops", "received frames dropped", 0, func(s *perf.NICStats) any { return int64(s.RxDrops) }),
 	}
 }

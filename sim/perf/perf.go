@@ -160,7 +160,8 @@ type NICStats struct {
 	UnitUtil                                          float64
 	DMAUtil                                           float64
 	MissStallNs                                       sim.Time
-	WQEFetched, WQEByMMIO                             int
+	MissParkedNs                                      sim.Time // reads waited for by parked steps (engine.misses_in_flight)
+	WQEFetched, WQEByMMIO, WQEPrefetched              int
 	RxDrops                                           int
 	Counters                                          transport.Counters
 }
@@ -714,8 +715,8 @@ func stats(n *nicmodel.NIC, end sim.Time) NICStats {
 	cnt := n.Engine.Counters()
 	st.Counters = cnt
 	st.NetBytesTx, st.NetBytesRx = int64(cnt[transport.TxBytes]), int64(cnt[transport.RxBytes])
-	st.MissStallNs = c.MissStall
-	st.WQEFetched, st.WQEByMMIO = c.WQEFetched, c.WQEByMMIO
+	st.MissStallNs, st.MissParkedNs = c.MissStall, c.MissParked
+	st.WQEFetched, st.WQEByMMIO, st.WQEPrefetched = c.WQEFetched, c.WQEByMMIO, c.WQEPrefetched
 	st.RxDrops = c.RxDrops
 	return st
 }
