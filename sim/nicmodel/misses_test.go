@@ -35,11 +35,7 @@ func TestMissTableQueues(t *testing.T) {
 // another step (qpcFill in the future) starts its work when that read is
 // back, even though the cache already says hit.
 func TestMergedQPCMiss(t *testing.T) {
-	s, a, _ := newTestHosts(t)
-	cq := a.newCQ()
-	qp := a.newQP(cq, cq)
-	n := a.nic
-	slot, _ := n.slot(qp.QPN)
+	s, n, qp, slot := oneQP(t)
 	back := s.Now() + 5000
 	n.qpcFill[slot] = back
 	unit, now := n.units.Earliest(s.Now())
@@ -56,11 +52,7 @@ func TestMergedQPCMiss(t *testing.T) {
 // BlueFlame) in its slot are not used by the next QP in that slot: its
 // first doorbell clears them.
 func TestSlotCountersOwned(t *testing.T) {
-	_, a, _ := newTestHosts(t)
-	cq := a.newCQ()
-	old := a.newQP(cq, cq)
-	n := a.nic
-	slot, _ := n.slot(old.QPN)
+	_, n, old, slot := oneQP(t)
 	n.doorbell(old, 1, 64)
 	n.wqePF[slot], n.wqeMM[slot] = 5, 2 // left unused when old goes
 	next := &transport.QP{QPN: old.QPN} // the slot's next QP
@@ -73,4 +65,14 @@ func TestSlotCountersOwned(t *testing.T) {
 	if n.wqePF[slot] != 3 {
 		t.Error("a second doorbell of the same QP cleared its counters")
 	}
+}
+
+// oneQP returns a NIC of the test hosts with one QP, and the QP's slot.
+func oneQP(t *testing.T) (*sim.Sim, *NIC, *transport.QP, int) {
+	t.Helper()
+	s, a, _ := newTestHosts(t)
+	cq := a.newCQ()
+	qp := a.newQP(cq, cq)
+	slot, _ := a.nic.slot(qp.QPN)
+	return s, a.nic, qp, slot
 }
