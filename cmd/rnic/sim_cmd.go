@@ -16,11 +16,11 @@ import (
 // simFlags are the sim command's flags: a list of values for each swept
 // parameter, and where the results go.
 type simFlags struct {
-	profiles, sets, tests                                                     []string
-	sizes, qps, pairs, iters, warmup, txDepth, postList, footprint, page      []string
-	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random []string
-	limit                                                                     string
-	jobs                                                                      int
+	profiles, sets, tests                                                         []string
+	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page []string
+	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random     []string
+	limit                                                                         string
+	jobs                                                                          int
 
 	csv, json, plot, x, y, series, title string
 	logx, logy                           bool
@@ -95,6 +95,7 @@ Examples:
 	fl.StringSliceVar(&f.warmup, "warmup", nil, "operations per QP left out of the measurement (default 0)")
 	fl.StringSliceVar(&f.txDepth, "tx-depth", nil, "operations outstanding per QP, bandwidth tests (default 128; latency tests keep 1)")
 	fl.StringSliceVar(&f.postList, "post-list", nil, "send work requests posted together with one doorbell, bandwidth tests (perftest's -l; default 1)")
+	fl.StringSliceVar(&f.rxDepth, "rx-depth", nil, "receives a send_bw server keeps posted, reposting one per completion (perftest's -r; default 2 × tx-depth)")
 	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes, at least one message (default one message, at least 64)")
 	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size, a power of two from 4K to 1G (default 4K; 2M for huge pages)")
 	fl.StringSliceVar(&f.mrPerQP, "mr-per-qp", nil, "one memory region per QP, as perftest's --mr_per_qp (default: one per host, shared by its QPs)")

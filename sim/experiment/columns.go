@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim/perf"
 )
 
@@ -139,6 +140,7 @@ var paramColumns = []Column{
 	param("warmup", "operations per QP not measured", func(s *perf.Spec) any { return int64(s.Warmup) }),
 	param("tx_depth", "operations outstanding per QP", func(s *perf.Spec) any { return int64(s.TxDepth) }),
 	param("post_list", "send work requests per post, one doorbell each", func(s *perf.Spec) any { return int64(s.PostList) }),
+	param("rx_depth", "receives a SEND server keeps posted", func(s *perf.Spec) any { return int64(s.RxDepth) }),
 	param("footprint", "registered bytes per QP", func(s *perf.Spec) any { return int64(s.Footprint) }),
 	param("page_size", "MTT page size, bytes", func(s *perf.Spec) any { return int64(s.PageSize) }),
 	param("random", "offsets drawn uniformly from the footprint (else in order)", func(s *perf.Spec) any { return s.Random }),
@@ -230,6 +232,8 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("wqe_by_mmio", "WQEs written with the doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEByMMIO) }),
 		c("wqe_prefetched", "WQEs read ahead at their doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEPrefetched) }),
 		c("rx_drops", "received frames dropped", 0, func(s *perf.NICStats) any { return int64(s.RxDrops) }),
+		c("rnr_nak_sent", "RNR NAKs sent (a SEND found no receive posted)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKSent]) }),
+		c("rnr_nak_received", "RNR NAKs received (the SEND was sent again after the RNR timer)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKRetryErr]) }),
 	}
 }
 

@@ -31,6 +31,7 @@ type Sweep struct {
 	Warmup    []int
 	TxDepth   []int
 	PostList  []int
+	RxDepth   []int
 	Footprint []int
 	PageSize  []int
 	MRPerQP   []bool
@@ -121,6 +122,7 @@ func (s *Sweep) dims() []dim {
 		list("warmup", s.Warmup, func(p *Point, v int) { p.Spec.Warmup = v }),
 		list("tx_depth", s.TxDepth, func(p *Point, v int) { p.Spec.TxDepth = v }),
 		list("post_list", s.PostList, func(p *Point, v int) { p.Spec.PostList = v }),
+		list("rx_depth", s.RxDepth, func(p *Point, v int) { p.Spec.RxDepth = v }),
 		list("footprint", s.Footprint, func(p *Point, v int) { p.Spec.Footprint = v }),
 		list("page_size", s.PageSize, func(p *Point, v int) { p.Spec.PageSize = v }),
 		list("mr_per_qp", s.MRPerQP, func(p *Point, v bool) { p.Spec.MRPerQP = v }),

@@ -114,7 +114,7 @@ func (q *qpRun) start() bool {
 	case !q.client:
 		switch sp.Test {
 		case SendBW, SendLat:
-			q.postRecvs(min(sp.Iters, sp.TxDepth*2))
+			q.postRecvs(min(sp.Iters, sp.RxDepth))
 			return true
 		case WriteLat:
 			return true

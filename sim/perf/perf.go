@@ -80,6 +80,12 @@ type Spec struct {
 	// when that many slots of its queue are free, and the last list of a
 	// run may be shorter.
 	PostList int
+	// RxDepth is how many receives a SEND test's server keeps posted: it
+	// posts that many first and one more for each receive completion it
+	// polls (perftest's -r; default min(iters, 2 × tx_depth)). Below the
+	// sends in flight the receive queue runs dry and the responder sends
+	// RNR NAKs, whose timers run in virtual time.
+	RxDepth int
 	// Footprint is the registered memory per QP, in bytes, at least one
 	// message: successive operations move through it (default: one
 	// message, at least 64 bytes), so a large footprint spreads accesses
@@ -209,7 +215,7 @@ func (s *Spec) defaults() error {
 		v     int64
 	}{
 		{"size", int64(s.Size)}, {"qps", int64(s.QPs)}, {"pairs", int64(s.Pairs)}, {"iters", int64(s.Iters)},
-		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"footprint", int64(s.Footprint)},
+		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"rx_depth", int64(s.RxDepth)}, {"footprint", int64(s.Footprint)},
 		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
 		{"mr_churn_ns", int64(s.MRChurn)}, {"limit", int64(s.Limit)},
 	} {
@@ -287,6 +293,9 @@ func (s *Spec) defaults() error {
 	}
 	if s.PostList == 0 {
 		s.PostList = 1
+	}
+	if s.RxDepth == 0 {
+		s.RxDepth = min(s.Iters, s.TxDepth*2)
 	}
 	if s.PostList > s.TxDepth {
 		return bad("post_list", s.PostList, "above tx_depth (%d): a list must fit in the send queue", s.TxDepth)

@@ -1,6 +1,10 @@
 package perf
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rnic/rnic/internal/transport"
+)
 
 // TestCachePolicyCliff runs, in virtual time, 64-byte WRITEs with one
 // outstanding on each of 80 QPs, served in turn through a fully
@@ -96,5 +100,37 @@ func TestWQEPrefetch(t *testing.T) {
 	}
 	if both < 2*base {
 		t.Errorf("lists of 8 read ahead: %.2f Mops, want at least twice %.2f", both, base)
+	}
+}
+
+// TestRNRInVirtualTime: a send_bw server that keeps fewer receives posted
+// than the client has SENDs in flight runs dry; its responder answers
+// with RNR NAKs, the client waits out the RNR timer in virtual time and
+// sends again (rnr_retry 7: forever), so every SEND still completes, at a
+// fraction of the rate. With receives enough for the window, none.
+func TestRNRInVirtualTime(t *testing.T) {
+	run := func(rx int) (*Result, error) {
+		return Run(mustProfile(t, "cx6"), Spec{Test: SendBW, Size: 64, QPs: 1, Iters: 1000, Warmup: 100, TxDepth: 64, RxDepth: rx, Metadata: true})
+	}
+	full, err := run(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, got := dry.Server.Counters[transport.RNRNAKSent], dry.Client.Counters[transport.RNRNAKRetryErr]
+	t.Logf("rx_depth 128: %.2f Mops, %d RNR NAKs; rx_depth 4: %.3f Mops, %d RNR NAKs sent, %d received, %d WC errors",
+		full.Mops, full.Server.Counters[transport.RNRNAKSent], dry.Mops, sent, got, dry.Errors)
+	switch {
+	case full.Server.Counters[transport.RNRNAKSent] != 0:
+		t.Error("RNR NAKs with receives enough for the window")
+	case sent == 0 || sent != got:
+		t.Errorf("rx_depth 4: %d RNR NAKs sent, %d received; want some, all received", sent, got)
+	case dry.Errors != 0 || dry.Ops == 0:
+		t.Errorf("rx_depth 4: %d completion errors, %d operations measured", dry.Errors, dry.Ops)
+	case dry.Mops > full.Mops/10:
+		t.Errorf("rx_depth 4: %.3f Mops, not a tenth of %.2f: the RNR timer cost nothing", dry.Mops, full.Mops)
 	}
 }
