@@ -55,7 +55,9 @@ func TestRDMACM(t *testing.T) {
 		s := startBackground(t, env, srv...)
 		var out []byte
 		var err error
-		for try := 0; try < 150; try++ { // 15 s and more: a server that gave up first times out its half-made connections
+		var earlier strings.Builder // the output of servers that ended and were started again
+		restarts, try := 0, 0
+		for ; try < 150; try++ { // 15 s and more: a server that gave up first times out its half-made connections
 			c := exec.Command(cli[0], cli[1:]...)
 			c.Env = env
 			out, err = c.CombinedOutput()
@@ -69,13 +71,15 @@ func TestRDMACM(t *testing.T) {
 			// rest refused, and the server then gave up on those: a
 			// server that ended starts again.
 			if s.exited() {
+				fmt.Fprintf(&earlier, "--- server %d ended:\n%s", restarts+1, s.out.String())
+				restarts++
 				s = startBackground(t, env, srv...)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil {
 			s.kill()
-			t.Fatalf("%s: %v\n%s\nserver:\n%s", filepath.Base(cli[0]), err, out, s.out.String())
+			t.Fatalf("%s: %v after %d tries, the server started %d times\n%s\nserver:\n%s%s", filepath.Base(cli[0]), err, try, restarts+1, out, earlier.String(), s.out.String())
 		}
 		if forever {
 			s.kill()
