@@ -305,7 +305,7 @@ func (d *Device) TryDeliver(bufs []*link.Buf) int {
 	// hand-off to another core. Bulk data is a stream: the engine
 	// goroutine is woken to take it on its own core, in parallel with the
 	// sender, and spins between bursts (spin) so that it stays there.
-	if n > 0 && !(small && d.parked.Load() && d.runInline()) {
+	if n > 0 && !(small && d.runIfParked()) {
 		d.wake()
 	}
 	return n
@@ -314,10 +314,11 @@ func (d *Device) TryDeliver(bufs []*link.Buf) int {
 // maxInlineBytes is the most frame bytes a delivery may bring for the
 // receiving engine to run on the deliverer's goroutine: two MTU 4096
 // frames' payload. Above it, copying the payload on the receiver's own
-// core, in parallel with the sender, pays for the wake-up (in-process
-// 64 KiB and 1 MiB WRITEs 7-13 % faster on two cores); below it, the
-// hand-off costs more than the work (64 B WRITEs 12 % slower when every
-// burst woke the receiver).
+// core, in parallel with the sender, pays for the wake-up (with spin,
+// in-process 64 KiB WRITEs 9-24 % and 1 MiB 14-25 % faster on two cores,
+// four A/B rounds of go test -bench WriteBW); below it, the hand-off
+// costs more than the work (64 B WRITEs 13 % slower on average over five
+// rounds when every burst woke the receiver).
 const maxInlineBytes = 8 << 10
 
 func inlineBytes(bufs []*link.Buf) bool {
@@ -344,10 +345,15 @@ const maxInlineTurns = 2
 // an in-process link does the work on the poster's goroutine
 // (runInline); a busy one, or any other, has its engine goroutine woken.
 func (d *Device) doorbell() {
-	if d.inline && d.parked.Load() && d.runInline() {
-		return
+	if !d.runIfParked() {
+		d.wake()
 	}
-	d.wake()
+}
+
+// runIfParked runs a turn here (runInline) if the link delivers in line
+// and the engine goroutine sleeps, and reports whether it did.
+func (d *Device) runIfParked() bool {
+	return d.inline && d.parked.Load() && d.runInline()
 }
 
 // runInline runs one turn of the engine loop on the goroutine that
@@ -482,9 +488,9 @@ func (d *Device) SetLinkSpin(t time.Duration) { d.linkSpin.Store(int64(max(t, 0)
 // in Go's network poller is woken only when a processor runs out of work.
 // On an in-process link the next burst of a stream comes sooner: an
 // engine that stays awake takes it on its own core, where a parked one
-// costs a futex wake-up per burst (in-process 1 MiB WRITEs 10-18 % faster
-// on two cores, go test -bench WriteBW). It reports whether there is work
-// (a frame, a doorbell).
+// costs a futex wake-up per burst (see maxInlineBytes for what the two
+// together gained). It reports whether there is work (a frame, a
+// doorbell).
 func (d *Device) spin() bool {
 	spin := time.Duration(d.linkSpin.Load())
 	if spin == 0 || d.now()-d.lastPoll.Load() < int64(spin) {

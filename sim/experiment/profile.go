@@ -130,9 +130,17 @@ func clearSizeSibling(doc map[string]any, key string) {
 	if len(path) != 3 || path[0] != "caches" {
 		return
 	}
-	other := map[string]string{"entries": "capacity_bytes", "capacity_bytes": "entries"}[path[2]]
+	var other string
+	switch path[2] {
+	case "entries":
+		other = "capacity_bytes"
+	case "capacity_bytes":
+		other = "entries"
+	default:
+		return
+	}
 	caches, _ := doc["caches"].(map[string]any)
-	if c, ok := caches[path[1]].(map[string]any); ok && other != "" {
+	if c, ok := caches[path[1]].(map[string]any); ok {
 		delete(c, other)
 	}
 }

@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/dma"
@@ -134,8 +133,10 @@ type NIC struct {
 	isParked []bool   // per QP slot: in parked
 	lastTx   sim.Time // packets enter the port in order
 	// inFlight counts the steps parked waiting for their reads
-	// (engine.misses_in_flight bounds it).
+	// (engine.misses_in_flight bounds it); spare holds parked steps done
+	// with, for the next to reuse (a step parks per miss: no allocation).
 	inFlight int
+	spare    []*parkedStep
 	// The caches' miss tables: per cache, when each entry's read is back
 	// (nil: unbounded).
 	mshr [numCaches][]sim.Time
@@ -362,21 +363,21 @@ func (n *NIC) Deliver(bufs []*link.Buf) {
 // travels with the doorbell (BlueFlame) and needs no fetch.
 func (n *NIC) doorbell(qp *transport.QP, wqes, lastWQEBytes int) {
 	e := &n.prof.Engine
-	if slot, ok := n.slot(qp.QPN); ok && n.owner[slot] != qp {
+	slot, ok := n.slot(qp.QPN)
+	if ok && n.owner[slot] != qp {
 		n.owner[slot] = qp
 		n.wqeMM[slot], n.wqePF[slot] = 0, 0
 	}
 	size := e.DoorbellBytes
-	if wqes == 1 && e.WQEByMMIO && lastWQEBytes <= e.WQEByMMIOMaxBytes {
+	if ok && wqes == 1 && e.WQEByMMIO && lastWQEBytes <= e.WQEByMMIOMaxBytes {
 		size = lastWQEBytes
-		n.wqeMM[qp.QPN-firstQPN]++
+		n.wqeMM[slot]++
 	}
 	at := n.pcie.MMIO(n.s.Now(), size)
 	n.tracef(at, "doorbell arrives (MMIO)", qp.QPN)
-	if k := min(wqes, e.WQEPrefetch); k > 1 {
+	if k := min(wqes, e.WQEPrefetch); ok && k > 1 {
 		// A post list: its WQEs are read in one go from the doorbell's
 		// arrival (as many as the prefetch takes; the rest one by one).
-		slot := qp.QPN - firstQPN
 		ready := n.pcie.Read(at, k*max(e.WQEBytes, lastWQEBytes))
 		n.wqePF[slot] += int32(k)
 		n.wqePFAt[slot] = max(n.wqePFAt[slot], ready)
@@ -693,9 +694,16 @@ type parkedStep struct {
 // park sets a step aside until its reads are back: the QP's side is busy
 // (frames for it wait; the arbiter passes it over) until it resumes.
 func (n *NIC) park(issued, ready sim.Time, kind, slot int, b *transport.Bill) {
-	ps := &parkedStep{ready: ready, kind: kind, slot: slot, bill: *b}
-	ps.bill.CQs = slices.Clone(b.CQs) // the engine reuses its array
-	ps.out = slices.Clone(n.Engine.Outbox())
+	var ps *parkedStep
+	if k := len(n.spare); k > 0 {
+		ps, n.spare = n.spare[k-1], n.spare[:k-1]
+	} else {
+		ps = new(parkedStep)
+	}
+	cqs, out := ps.bill.CQs, ps.out
+	ps.ready, ps.kind, ps.slot, ps.bill = ready, kind, slot, *b
+	ps.bill.CQs = append(cqs[:0], b.CQs...) // the engine reuses its array
+	ps.out = append(out[:0], n.Engine.Outbox()...)
 	n.Engine.ClearOutbox()
 	n.qpAt[kind][slot] = sim.Never
 	n.inFlight++
@@ -715,6 +723,8 @@ func (n *NIC) resume(ps *parkedStep) {
 	n.finishStep(unit, start, start, ps.kind, ps.slot, true, &ps.bill, ps.out)
 	// The QP's side is busy until the step is done: look again then.
 	n.scheduleProgress(n.qpAt[ps.kind][ps.slot])
+	clear(ps.out) // the port has the frames now
+	n.spare = append(n.spare, ps)
 }
 
 // finishStep charges a step whose reads are back at t (start <= t: the
