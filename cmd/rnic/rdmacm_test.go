@@ -47,7 +47,8 @@ func TestRDMACM(t *testing.T) {
 		return bin
 	}
 	// pairOpt runs srv in the background and cli until it connects (the
-	// server may not listen yet: a REJ, reason 8), and returns both
+	// server may not listen yet: a REJ, reason 8, or for UD a SIDR REP
+	// that says no such service, UNREACHABLE), and returns both
 	// outputs; either failing fails the test. A server that serves
 	// forever (forever) is stopped once the client is done.
 	pairOpt := func(t *testing.T, srv, cli []string, forever bool) (string, string) {
@@ -63,7 +64,7 @@ func TestRDMACM(t *testing.T) {
 			out, err = c.CombinedOutput()
 			o := string(out)
 			if err == nil || !strings.Contains(o, "REJECTED") && !strings.Contains(o, "CM event bl blka 8") &&
-				!strings.Contains(o, "Connection refused") {
+				!strings.Contains(o, "Connection refused") && !strings.Contains(o, "RDMA_CM_EVENT_UNREACHABLE") {
 				break
 			}
 			// Refused: the server did not listen yet. A client of several
