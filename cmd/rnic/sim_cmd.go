@@ -19,6 +19,7 @@ type simFlags struct {
 	profiles, sets, tests                                                         []string
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random     []string
+	atomicType, atomicTarget                                                      []string
 	limit                                                                         string
 	jobs                                                                          int
 
@@ -95,6 +96,8 @@ Examples:
 	fl.StringSliceVar(&f.warmup, "warmup", nil, "operations per QP left out of the measurement (default 0)")
 	fl.StringSliceVar(&f.txDepth, "tx-depth", nil, "operations outstanding per QP, bandwidth tests (default 128; latency tests keep 1)")
 	fl.StringSliceVar(&f.postList, "post-list", nil, "send work requests posted together with one doorbell, bandwidth tests (perftest's -l; default 1)")
+	fl.StringSliceVar(&f.atomicType, "atomic-type", nil, "atomic_bw's operation: FETCH_AND_ADD or CMP_AND_SWAP (perftest's -A; default FETCH_AND_ADD)")
+	fl.StringSliceVar(&f.atomicTarget, "atomic-target", nil, "atomic_bw's addresses: spread (through the footprint, the default), qp (one per QP) or shared (one per server)")
 	fl.StringSliceVar(&f.rxDepth, "rx-depth", nil, "receives a send_bw server keeps posted, reposting one per completion (perftest's -r; default 2 × tx-depth)")
 	fl.StringSliceVar(&f.footprint, "footprint", nil, "registered memory per QP, bytes, at least one message (default one message, at least 64)")
 	fl.StringSliceVar(&f.page, "page-size", nil, "MTT page size, a power of two from 4K to 1G (default 4K; 2M for huge pages)")

@@ -71,6 +71,7 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 			*l.out = append(*l.out, v)
 		}
 	}
+	sw.AtomicType, sw.AtomicTarget = f.atomicType, f.atomicTarget
 	for _, s := range f.mrChurn {
 		d, err := experiment.ParseDuration(s)
 		if err != nil {

@@ -23,7 +23,14 @@ type Bill struct {
 	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
 	RxWriteBytes             int // of which RDMA WRITE payload placed by the responder
 	Atomics                  int
-	InlineBytes              int // payload copied from WQEs (it came with the WQE, not by DMA)
+	// AtomicMR and AtomicAddr name the host memory of the step's (last)
+	// atomic: its region's MPT index and its bus address there. The
+	// timing model's atomic unit locks by them. AtomicPSN is its request's
+	// PSN: the responses from it on wait for its value.
+	AtomicMR    uint32
+	AtomicAddr  uint64
+	AtomicPSN   uint32
+	InlineBytes int // payload copied from WQEs (it came with the WQE, not by DMA)
 
 	TxPackets, TxBytes int
 	RxPackets, RxBytes int

@@ -518,6 +518,7 @@ func (rsp *responder) recvAtomic(qp *QP, p *wire.Packet, psn wire.PSN) {
 		op = dma.CompareSwap
 	}
 	orig, err := e.cfg.DMA.Atomic(qp.index, segs[0], op, chooseAtomicArg(op, a), a.SwapAdd())
+	e.bill.AtomicMR, e.bill.AtomicAddr, e.bill.AtomicPSN = a.RKey()>>8, segs[0].Addr, uint32(psn)
 	e.releaseSegs(segs)
 	if err != nil {
 		e.hostFault(qp, err)
@@ -575,6 +576,7 @@ func (rsp *responder) recvAtomicWrite(qp *QP, p *wire.Packet, psn wire.PSN) {
 		return
 	}
 	_, err := e.cfg.DMA.Atomic(qp.index, segs[0], dma.Store, 0, binary.NativeEndian.Uint64(p.Payload))
+	e.bill.AtomicMR, e.bill.AtomicAddr, e.bill.AtomicPSN = rkey>>8, segs[0].Addr, uint32(psn)
 	e.releaseSegs(segs)
 	if err != nil {
 		e.hostFault(qp, err)

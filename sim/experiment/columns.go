@@ -150,6 +150,8 @@ var paramColumns = []Column{
 	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(max(s.Inline, 0)) }),
 	param("metadata", "payload bytes not moved", func(s *perf.Spec) any { return s.Metadata }),
 	param("mr_churn_ns", "MR re-registration interval, ns (0: none)", func(s *perf.Spec) any { return int64(s.MRChurn) }),
+	param("atomic_type", "atomic_bw's operation (FETCH_AND_ADD, CMP_AND_SWAP)", func(s *perf.Spec) any { return s.AtomicType }),
+	param("atomic_target", "atomic_bw's addresses: spread, one per QP (qp) or one shared", func(s *perf.Spec) any { return s.AtomicTarget }),
 	param("seed", "random seed", func(s *perf.Spec) any { return s.Seed }),
 }
 
@@ -231,6 +233,8 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("wqe_fetched", "WQEs read by DMA", 0, func(s *perf.NICStats) any { return int64(s.WQEFetched) }),
 		c("wqe_by_mmio", "WQEs written with the doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEByMMIO) }),
 		c("wqe_prefetched", "WQEs read ahead at their doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEPrefetched) }),
+		c("atomic_lock_wait_ns", "time atomics waited for their lock (an atomic ahead on the same address or bucket), ns", 0, func(s *perf.NICStats) any { return int64(s.AtomicLockWaitNs) }),
+		c("atomic_unit_wait_ns", "time atomics waited for a free atomic unit, ns", 0, func(s *perf.NICStats) any { return int64(s.AtomicUnitWaitNs) }),
 		c("rx_drops", "received frames dropped", 0, func(s *perf.NICStats) any { return int64(s.RxDrops) }),
 		c("rnr_nak_sent", "RNR NAKs sent (a SEND found no receive posted)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKSent]) }),
 		c("rnr_nak_received", "RNR NAKs received (the SEND was sent again after the RNR timer)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKRetryErr]) }),

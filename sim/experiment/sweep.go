@@ -43,7 +43,11 @@ type Sweep struct {
 	Inline   []int
 	Metadata []bool
 	MRChurn  []sim.Time
-	Seeds    []uint64
+	// AtomicType and AtomicTarget are atomic_bw's operation and target
+	// (perf.Spec's); an empty list takes its default.
+	AtomicType   []string
+	AtomicTarget []string
+	Seeds        []uint64
 
 	// Limit bounds each run's virtual time (0: perf's default).
 	Limit sim.Time
@@ -137,6 +141,8 @@ func (s *Sweep) dims() []dim {
 		}),
 		list("metadata", s.Metadata, func(p *Point, v bool) { p.Spec.Metadata = v }),
 		list("mr_churn_ns", s.MRChurn, func(p *Point, v sim.Time) { p.Spec.MRChurn = v }),
+		list("atomic_type", s.AtomicType, func(p *Point, v string) { p.Spec.AtomicType = v }),
+		list("atomic_target", s.AtomicTarget, func(p *Point, v string) { p.Spec.AtomicTarget = v }),
 		list("seed", s.Seeds, func(p *Point, v uint64) { p.Spec.Seed = v }),
 	)
 }

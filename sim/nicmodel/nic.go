@@ -77,6 +77,7 @@ const (
 	evCQE                   // completions become visible to the host (Ptr: *transport.CQ, Arg: count)
 	evWrite                 // written data becomes visible (Arg: qpn<<32 | bytes)
 	evResume                // a parked step's reads are back (Ptr: *parkedStep)
+	evDepart                // an atomic's response leaves (Ptr: *parkedStep, its frames)
 )
 
 // CQEHandler is told when completions become visible to the host.
@@ -144,6 +145,15 @@ type NIC struct {
 	// a step that finds the context in the cache before then waits for
 	// that read (the miss is merged) rather than reading it again.
 	qpcFill []sim.Time
+	// atom is the atomic unit (nil: atomics are not modelled apart).
+	atom *atomicUnit
+	// respAt is, per QP slot, when the last atomic response waiting for
+	// the atomic unit leaves, and respPSN the first such atomic's PSN:
+	// the QP's responses and ACKs from that PSN on leave after it (a
+	// responder answers in order), while its next requests are already
+	// being processed.
+	respAt  []sim.Time
+	respPSN []wire.PSN
 
 	rxq      []rxFrame
 	rxMax    int      // receive buffer, bytes (0: no limit)
@@ -181,11 +191,16 @@ type Costs struct {
 	WQEPrefetched int      // WQEs a step found read ahead at their doorbell
 	MergedMisses  int      // steps that found their context still being read by another's miss, and waited for it
 	MissTableWait sim.Time // misses' waits for a free entry of their cache's miss table
-	DMAReadTime   sim.Time
-	DMAWriteTime  sim.Time
-	RxDrops       int
-	WQEByMMIO     int
-	WQEFetched    int
+	Atomics       int      // atomics run by the atomic unit
+	// AtomicLockWait is the atomics' wait for their lock (an atomic to
+	// the same address or bucket ahead), AtomicUnitWait for a free
+	// atomic unit after it.
+	AtomicLockWait, AtomicUnitWait sim.Time
+	DMAReadTime                    sim.Time
+	DMAWriteTime                   sim.Time
+	RxDrops                        int
+	WQEByMMIO                      int
+	WQEFetched                     int
 }
 
 // New builds a NIC attached to a fabric port.
@@ -236,8 +251,11 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		isParked: make([]bool, cfg.MaxQP),
 		qpcFill:  make([]sim.Time, cfg.MaxQP),
+		respAt:   make([]sim.Time, cfg.MaxQP),
+		respPSN:  make([]wire.PSN, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
 		metadata: cfg.Metadata,
+		atom:     newAtomicUnit(&p.Atomic),
 	}
 	for i, c := range [numCaches]profile.Cache{p.Caches.QPC, p.Caches.CQC, p.Caches.MPT, p.Caches.MTT} {
 		if c.OutstandingMisses > 0 {
@@ -332,13 +350,15 @@ func (n *NIC) Handle(s *sim.Sim, ev sim.Event) {
 		return
 	case evResume:
 		n.resume(ev.Ptr.(*parkedStep))
+	case evDepart:
+		n.depart(ev.Ptr.(*parkedStep))
 	}
 	n.progress()
 }
 
 // KindName names the NIC's events in traces.
 func (n *NIC) KindName(k int32) string {
-	return [...]string{"progress", "doorbell", "timer", "cqe", "write", "resume"}[k]
+	return [...]string{"progress", "doorbell", "timer", "cqe", "write", "resume", "depart"}[k]
 }
 
 // Deliver is the fabric's way in: frames wait for a processing unit in the
@@ -694,12 +714,7 @@ type parkedStep struct {
 // park sets a step aside until its reads are back: the QP's side is busy
 // (frames for it wait; the arbiter passes it over) until it resumes.
 func (n *NIC) park(issued, ready sim.Time, kind, slot int, b *transport.Bill) {
-	var ps *parkedStep
-	if k := len(n.spare); k > 0 {
-		ps, n.spare = n.spare[k-1], n.spare[:k-1]
-	} else {
-		ps = new(parkedStep)
-	}
+	ps := n.spareStep()
 	cqs, out := ps.bill.CQs, ps.out
 	ps.ready, ps.kind, ps.slot, ps.bill = ready, kind, slot, *b
 	ps.bill.CQs = append(cqs[:0], b.CQs...) // the engine reuses its array
@@ -711,6 +726,27 @@ func (n *NIC) park(issued, ready sim.Time, kind, slot int, b *transport.Bill) {
 	n.costs.Parked++
 	n.tracef(issued, "parked for its reads", b.QP)
 	n.s.Schedule(sim.Event{At: ready, Kind: evResume, Ptr: ps, H: n})
+}
+
+// spareStep returns a parked step done with, or a new one.
+func (n *NIC) spareStep() *parkedStep {
+	if k := len(n.spare); k > 0 {
+		ps := n.spare[k-1]
+		n.spare = n.spare[:k-1]
+		return ps
+	}
+	return new(parkedStep)
+}
+
+// depart hands an atomic step's packets to the port now that its
+// response is ready, behind what the port has been handed.
+func (n *NIC) depart(ps *parkedStep) {
+	at := max(n.s.Now(), n.lastTx)
+	n.port.SendAt(at, ps.out)
+	n.lastTx = at
+	n.tracef(at, leaveNames[rxSide], ps.bill.QP)
+	clear(ps.out)
+	n.spare = append(n.spare, ps)
 }
 
 // resume finishes a parked step on the unit free first, now that its reads
@@ -786,17 +822,43 @@ func (n *NIC) finishStep(unit int, start, t sim.Time, kind, slot int, hasQP bool
 			n.s.Schedule(sim.Event{At: visible, Kind: evWrite, Arg: uint64(b.QP)<<32 | uint64(uint32(b.RxWriteBytes)), H: n})
 		}
 	}
-	if b.Atomics > 0 {
+	late := false // the packets leave at an event of their own (depart)
+	switch {
+	case b.Atomics > 0 && n.atom == nil:
 		// A read-modify-write of host memory: a read and a posted write.
 		r := n.pcie.Read(done, 8*b.Atomics)
 		sent, _ := n.pcie.Write(r, 8*b.Atomics)
 		ready = max(ready, r)
 		writesDone = max(writesDone, sent)
+	case b.Atomics > 0:
+		resp, written := n.atomics(done, b)
+		writesDone = max(writesDone, written)
+		if hasQP {
+			if n.respAt[slot] <= n.s.Now() {
+				n.respPSN[slot] = wire.PSN(b.AtomicPSN)
+			}
+			n.respAt[slot] = max(n.respAt[slot], resp)
+		}
+	}
+	if hasQP && n.respAt[slot] > n.s.Now() && respondsFrom(out, n.respPSN[slot]) {
+		// The QP's answers wait for its atomic's original value (the
+		// engine built the response at once; the atomic unit decides
+		// when it may leave), and its later answers follow it. They
+		// join the port's order when they are ready, at an event of
+		// their own, so as not to hold back the other QPs' packets.
+		ready = max(ready, n.respAt[slot])
+		n.respAt[slot] = ready
+		late = true
 	}
 	// The port is handed the packets now with the time they leave: it
 	// queues them for the wire from then, without an event per packet.
 	depart := max(ready, n.lastTx)
-	if len(out) > 0 {
+	if len(out) > 0 && late {
+		ps := n.spareStep()
+		ps.out = append(ps.out[:0], out...)
+		ps.bill.QP = qpn
+		n.s.Schedule(sim.Event{At: ready, Kind: evDepart, Ptr: ps, H: n})
+	} else if len(out) > 0 {
 		n.port.SendAt(depart, out)
 		n.lastTx = depart
 		n.tracef(depart, leaveNames[kind], qpn)
@@ -817,17 +879,39 @@ const rxBurst = 16
 // short to have one; the engine drops such frames anyway), and whether it
 // is a WRITE or SEND request (whose ACKs coalesce).
 func rxInfo(f []byte) (qpn uint32, coalesce bool) {
+	bth, ok := bthOf(f)
+	if !ok {
+		return 0, false
+	}
+	fl := bth.Opcode().Info().Flags
+	return bth.DestQP(), fl.Has(wire.FlagRequest) && (fl.Has(wire.FlagWrite) || fl.Has(wire.FlagSend))
+}
+
+// respondsFrom reports whether any of a step's frames is a response (an
+// ACK, a READ or atomic response: what a responder sends, in PSN order)
+// for PSN psn or a later one.
+func respondsFrom(out []*link.Buf, psn wire.PSN) bool {
+	for _, b := range out {
+		bth, ok := bthOf(b.Bytes())
+		if ok && !bth.Opcode().Info().Flags.Has(wire.FlagRequest) && !bth.PSN().Before(psn) {
+			return true
+		}
+	}
+	return false
+}
+
+// bthOf returns a RoCEv2 frame's BTH, false if the frame is too short to
+// have one.
+func bthOf(f []byte) (wire.BTH, bool) {
 	h := wire.IPv4HeaderSize
 	if len(f) > 0 && f[0]>>4 == 6 {
 		h = wire.IPv6HeaderSize
 	}
 	h += wire.UDPHeaderSize
 	if len(f) < h+wire.BTHSize {
-		return 0, false
+		return nil, false
 	}
-	bth := wire.BTH(f[h:])
-	fl := bth.Opcode().Info().Flags
-	return bth.DestQP(), fl.Has(wire.FlagRequest) && (fl.Has(wire.FlagWrite) || fl.Has(wire.FlagSend))
+	return wire.BTH(f[h:]), true
 }
 
 // pcieTime is the time n bytes take at the PCIe link's bandwidth.

@@ -217,10 +217,20 @@ func (q *qpRun) next(i int, start sim.Time) rnic.SendWR {
 	case SendBW, SendLat:
 		wr.Opcode = rnic.WRSend
 	case AtomicBW:
-		wr.Opcode = rnic.WRAtomicFetchAndAdd
-		wr.CompareAdd = 1
-		wr.RemoteAddr = q.raddr + uint64(off&^7)
+		wr.Opcode, wr.CompareAdd = rnic.WRAtomicFetchAndAdd, 1
+		if sp.AtomicType == CmpAndSwap {
+			wr.Opcode, wr.CompareAdd, wr.Swap = rnic.WRAtomicCmpAndSwp, uint64(q.posted), uint64(q.posted)+1
+		}
 		wr.SGL[0].Addr = q.h.base[q.idx] + uint64(off&^7)
+		switch sp.AtomicTarget {
+		case AtomicPerQP:
+			wr.RemoteAddr = q.raddr
+		case AtomicShared:
+			srv := q.peer.h
+			wr.RemoteAddr, wr.RKey = srv.base[0], srv.mrs[0].RKey()
+		default:
+			wr.RemoteAddr = q.raddr + uint64(off&^7)
+		}
 	}
 	if sp.Size <= sp.Inline && (wr.Opcode == rnic.WRRDMAWrite || wr.Opcode == rnic.WRSend) {
 		wr.Flags |= rnic.SendInline

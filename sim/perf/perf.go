@@ -19,6 +19,7 @@
 package perf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -121,6 +122,17 @@ type Spec struct {
 	CQMod int
 	// Metadata moves lengths only (fast; no byte is checked).
 	Metadata bool
+	// AtomicType is atomic_bw's operation, as perftest's -A:
+	// FETCH_AND_ADD (the default; each adds 1) or CMP_AND_SWAP (each a
+	// QP's n-th swaps n for n+1). Other tests refuse it.
+	AtomicType string
+	// AtomicTarget is where atomic_bw's operations go: AtomicSpread (the
+	// default: each QP moves through its footprint, as the other tests
+	// do), AtomicPerQP (one address per QP: the first word of its peer's
+	// buffer) or AtomicShared (every QP of every client to one address
+	// of its server: the first word of the server's first buffer).
+	// Other tests refuse it.
+	AtomicTarget string
 	// MRChurn deregisters and re-registers one other memory region on each
 	// server every MRChurn nanoseconds (0: none), as a noisy neighbour that
 	// invalidates translation-cache entries.
@@ -168,9 +180,23 @@ type NICStats struct {
 	MissStallNs                                       sim.Time
 	MissParkedNs                                      sim.Time // reads waited for by parked steps (engine.misses_in_flight)
 	WQEFetched, WQEByMMIO, WQEPrefetched              int
+	AtomicLockWaitNs, AtomicUnitWaitNs                sim.Time // the atomic unit's waits (profile's atomic section)
 	RxDrops                                           int
 	Counters                                          transport.Counters
 }
+
+// Atomic operations (Spec.AtomicType), as perftest names them.
+const (
+	FetchAndAdd = "FETCH_AND_ADD"
+	CmpAndSwap  = "CMP_AND_SWAP"
+)
+
+// Atomic targets (Spec.AtomicTarget).
+const (
+	AtomicSpread = "spread"
+	AtomicPerQP  = "qp"
+	AtomicShared = "shared"
+)
 
 // NoInline, as Spec.Inline, sends nothing inline (0 takes the test's
 // default, which for write_lat and send_lat is 220 bytes).
@@ -281,6 +307,25 @@ func (s *Spec) defaults() error {
 		return bad("inline", s.Inline, "%s sends no payload with its requests (only WRITE and SEND data goes inline)", s.Test)
 	case s.Inline == 0 && (s.Test == WriteLat || s.Test == SendLat):
 		s.Inline = 220
+	}
+	switch {
+	case s.Test != AtomicBW && s.AtomicType != "":
+		return bad("atomic_type", s.AtomicType, "%s runs no atomics", s.Test)
+	case s.Test != AtomicBW && s.AtomicTarget != "":
+		return bad("atomic_target", s.AtomicTarget, "%s runs no atomics", s.Test)
+	case s.Test == AtomicBW:
+		if s.AtomicType == "" {
+			s.AtomicType = FetchAndAdd
+		}
+		if s.AtomicTarget == "" {
+			s.AtomicTarget = AtomicSpread
+		}
+		if s.AtomicType != FetchAndAdd && s.AtomicType != CmpAndSwap {
+			return bad("atomic_type", s.AtomicType, "want %s or %s", FetchAndAdd, CmpAndSwap)
+		}
+		if s.AtomicTarget != AtomicSpread && s.AtomicTarget != AtomicPerQP && s.AtomicTarget != AtomicShared {
+			return bad("atomic_target", s.AtomicTarget, "want %s, %s or %s", AtomicSpread, AtomicPerQP, AtomicShared)
+		}
 	}
 	if s.Limit == 0 {
 		s.Limit = 10 * sim.Second
@@ -648,6 +693,15 @@ func (r *runner) fillPatterns() {
 			}
 		}
 	}
+	if r.spec.Test == AtomicBW && r.spec.AtomicTarget != AtomicSpread {
+		// The words the atomics target start at 0: the check knows
+		// what they must hold after.
+		for _, h := range r.servers {
+			for _, b := range h.buf {
+				clear(b[:8])
+			}
+		}
+	}
 }
 
 // check compares what the bandwidth tests moved with its source: for
@@ -657,6 +711,9 @@ func (r *runner) fillPatterns() {
 // counters: neither has a source to compare with.
 func (r *runner) check() (checked, corrupt int64) {
 	sp := &r.spec
+	if sp.Test == AtomicBW {
+		return r.checkAtomics()
+	}
 	span := min(sp.Footprint, sp.Iters*sp.Size)
 	for _, c := range r.clients {
 		for _, q := range c.qps {
@@ -687,6 +744,33 @@ func (r *runner) check() (checked, corrupt int64) {
 					checked, corrupt = checked+int64(sp.Size), corrupt+differ(src[from:to], dst[from:to])
 				}
 			}
+		}
+	}
+	return checked, corrupt
+}
+
+// checkAtomics checks the words atomic_bw targeted one per QP or one
+// shared, which started at 0: fetch-and-add leaves each holding the
+// number of atomics that targeted it, and a QP's chain of
+// compare-and-swaps (n for n+1) its iterations, if each ran once and in
+// order. Compare-and-swaps of several QPs on one word race by design and
+// spread atomics leave sums no one tracks: those are not checked.
+func (r *runner) checkAtomics() (checked, corrupt int64) {
+	sp := &r.spec
+	word := func(b []byte, want uint64) {
+		checked += 8
+		if got := binary.NativeEndian.Uint64(b[:8]); got != want {
+			corrupt += 8
+		}
+	}
+	for _, h := range r.servers {
+		switch {
+		case sp.AtomicTarget == AtomicPerQP:
+			for _, q := range h.qps {
+				word(h.buf[q.idx], uint64(sp.Iters))
+			}
+		case sp.AtomicTarget == AtomicShared && sp.AtomicType == FetchAndAdd:
+			word(h.buf[0], uint64(sp.Iters*len(h.qps)))
 		}
 	}
 	return checked, corrupt
@@ -727,6 +811,7 @@ func stats(n *nicmodel.NIC, end sim.Time) NICStats {
 	st.MissStallNs, st.MissParkedNs = c.MissStall, c.MissParked
 	st.WQEFetched, st.WQEByMMIO, st.WQEPrefetched = c.WQEFetched, c.WQEByMMIO, c.WQEPrefetched
 	st.RxDrops = c.RxDrops
+	st.AtomicLockWaitNs, st.AtomicUnitWaitNs = c.AtomicLockWait, c.AtomicUnitWait
 	return st
 }
 

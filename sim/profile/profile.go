@@ -14,6 +14,7 @@ type HardwareProfile struct {
 	Caches Caches `toml:"caches"`
 	DMA    DMA    `toml:"dma"`
 	Engine Engine `toml:"engine"`
+	Atomic Atomic `toml:"atomic"`
 	Host   Host   `toml:"host"`
 	Switch Switch `toml:"switch"`
 }
@@ -147,6 +148,43 @@ type Engine struct {
 	// own WQE.
 	WQEPrefetch int `toml:"wqe_prefetch"`
 }
+
+// Atomic is the responder's atomic execution: compare-and-swap,
+// fetch-and-add and atomic write, each a read-modify-write of host memory
+// across PCIe (a read, the operation, a posted write), run on the atomic
+// units while the processing units go on. Atomics to one address run one
+// after another, and so do atomics to addresses that share a lock bucket:
+// the lock is taken before the read and given back when the write has
+// left (PCIe keeps a later read behind an earlier posted write).
+type Atomic struct {
+	// Units is the number of atomic units, each running one
+	// read-modify-write at a time. 0: no atomic unit is modelled; every
+	// atomic reads and writes host memory right after its step, unbounded
+	// and unordered (the model before atomic units).
+	Units int `toml:"units"`
+	// ALUNs is the operation's time between the read's data and the
+	// write.
+	ALUNs int64 `toml:"alu_ns"`
+	// LockBuckets is the size of the lock table: atomics whose addresses
+	// hash to one bucket run one after another. 0: a lock per address
+	// (only atomics to the same address wait for each other).
+	LockBuckets int `toml:"lock_buckets"`
+	// LockHash picks the bucket: "low_bits" (the default) takes the
+	// address's low bits above the granule, so addresses a multiple of
+	// lock_buckets × lock_granule_bytes apart share a bucket; "mix"
+	// hashes every bit of the address.
+	LockHash string `toml:"lock_hash"`
+	// LockGranuleBytes is the span of memory one lock covers (the
+	// address bits below it are ignored): 8 (the default, one atomic
+	// word) up to 4096.
+	LockGranuleBytes int `toml:"lock_granule_bytes"`
+}
+
+// Lock hashes of Atomic.LockHash.
+const (
+	LockHashLowBits = "low_bits"
+	LockHashMix     = "mix"
+)
 
 // Host is the CPU side of the verbs data path.
 type Host struct {

@@ -111,6 +111,10 @@ func TestValidateNamesFields(t *testing.T) {
 		{"caches.mpt.policy", func(p *HardwareProfile) { p.Caches.MPT.Policy = "mru" }},
 		{"dma.engines", func(p *HardwareProfile) { p.DMA.Engines = 0 }},
 		{"engine.units", func(p *HardwareProfile) { p.Engine.Units = 0 }},
+		{"atomic.units", func(p *HardwareProfile) { p.Atomic.Units = -1 }},
+		{"atomic.lock_buckets", func(p *HardwareProfile) { p.Atomic.LockBuckets = -4 }},
+		{"atomic.lock_hash", func(p *HardwareProfile) { p.Atomic.LockHash = "crc" }},
+		{"atomic.lock_granule_bytes", func(p *HardwareProfile) { p.Atomic.LockGranuleBytes = 12 }},
 		{"engine.wqe_by_mmio_max_bytes", func(p *HardwareProfile) { p.Engine.WQEByMMIOMaxBytes = 0 }},
 		{"engine.rx_buffer_bytes", func(p *HardwareProfile) { p.Engine.RxBufferBytes = -1 }},
 		{"engine.rx_buffer_bytes", func(p *HardwareProfile) { p.Engine.RxBufferBytes = 4096 }}, // < one 4096 B-MTU frame

@@ -131,6 +131,17 @@ func (p *HardwareProfile) Validate() error {
 		v.atLeast("engine.wqe_by_mmio_max_bytes", int64(e.WQEByMMIOMaxBytes), 0)
 	}
 
+	a := &p.Atomic
+	v.atLeast("atomic.units", int64(a.Units), 0)
+	v.atLeast("atomic.alu_ns", a.ALUNs, 0)
+	v.atLeast("atomic.lock_buckets", int64(a.LockBuckets), 0)
+	if a.LockHash != "" && a.LockHash != LockHashLowBits && a.LockHash != LockHashMix {
+		v.fail("atomic.lock_hash", "%q is not a lock hash (low_bits or mix)", a.LockHash)
+	}
+	if a.LockGranuleBytes != 0 {
+		v.pow2("atomic.lock_granule_bytes", a.LockGranuleBytes, 8, 4096)
+	}
+
 	v.atLeast("host.post_send_ns", p.Host.PostSendNs, 0)
 	v.atLeast("host.poll_cq_ns", p.Host.PollCQNs, 0)
 
