@@ -19,7 +19,7 @@ type simFlags struct {
 	profiles, sets, tests                                                         []string
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random     []string
-	atomicType, atomicTarget                                                      []string
+	atomicType, atomicTarget, recvEvery                                           []string
 	limit                                                                         string
 	jobs                                                                          int
 
@@ -107,6 +107,7 @@ Examples:
 	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations, bandwidth tests (default 1; latency tests signal each)")
 	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload of WRITE and SEND tests, bytes; 0: none (default 220 for write_lat and send_lat, 0 otherwise)")
 	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
+	fl.StringSliceVar(&f.recvEvery, "recv-every", nil, "a send_bw server posts one receive per QP this often (1us, 500ns) instead of one per completion, up to rx-depth outstanding (0: on completion)")
 	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")
 	fl.StringSliceVar(&f.seeds, "seed", nil, "random seeds")
 	fl.StringVar(&f.limit, "limit", "", "virtual time limit of each run (default 10s)")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/experiment"
 	"github.com/rnic/rnic/sim/perf"
 )
@@ -72,12 +73,18 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		}
 	}
 	sw.AtomicType, sw.AtomicTarget = f.atomicType, f.atomicTarget
-	for _, s := range f.mrChurn {
-		d, err := experiment.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("--mr-churn: %w", err)
+	for _, l := range []struct {
+		flag string
+		in   []string
+		out  *[]sim.Time
+	}{{"mr-churn", f.mrChurn, &sw.MRChurn}, {"recv-every", f.recvEvery, &sw.RecvEvery}} {
+		for _, s := range l.in {
+			d, err := experiment.ParseDuration(s)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", l.flag, err)
+			}
+			*l.out = append(*l.out, d)
 		}
-		sw.MRChurn = append(sw.MRChurn, d)
 	}
 	for _, s := range f.seeds {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -113,8 +120,11 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 
 // specFlag is the flag of a perf.Spec parameter, named as its column.
 func specFlag(param string) string {
-	if param == "mr_churn_ns" {
+	switch param {
+	case "mr_churn_ns":
 		return "mr-churn"
+	case "recv_every_ns":
+		return "recv-every"
 	}
 	return strings.ReplaceAll(param, "_", "-")
 }

@@ -150,6 +150,7 @@ var paramColumns = []Column{
 	param("inline", "largest inline payload, bytes", func(s *perf.Spec) any { return int64(max(s.Inline, 0)) }),
 	param("metadata", "payload bytes not moved", func(s *perf.Spec) any { return s.Metadata }),
 	param("mr_churn_ns", "MR re-registration interval, ns (0: none)", func(s *perf.Spec) any { return int64(s.MRChurn) }),
+	param("recv_every_ns", "send_bw server's receive posting interval per QP, ns (0: one per completion)", func(s *perf.Spec) any { return int64(s.RecvEvery) }),
 	param("atomic_type", "atomic_bw's operation (FETCH_AND_ADD, CMP_AND_SWAP)", func(s *perf.Spec) any { return s.AtomicType }),
 	param("atomic_target", "atomic_bw's addresses: spread, one per QP (qp) or one shared", func(s *perf.Spec) any { return s.AtomicTarget }),
 	param("seed", "random seed", func(s *perf.Spec) any { return s.Seed }),

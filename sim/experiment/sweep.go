@@ -43,6 +43,8 @@ type Sweep struct {
 	Inline   []int
 	Metadata []bool
 	MRChurn  []sim.Time
+	// RecvEvery is send_bw's receive posting interval (0: on completion).
+	RecvEvery []sim.Time
 	// AtomicType and AtomicTarget are atomic_bw's operation and target
 	// (perf.Spec's); an empty list takes its default.
 	AtomicType   []string
@@ -141,6 +143,7 @@ func (s *Sweep) dims() []dim {
 		}),
 		list("metadata", s.Metadata, func(p *Point, v bool) { p.Spec.Metadata = v }),
 		list("mr_churn_ns", s.MRChurn, func(p *Point, v sim.Time) { p.Spec.MRChurn = v }),
+		list("recv_every_ns", s.RecvEvery, func(p *Point, v sim.Time) { p.Spec.RecvEvery = v }),
 		list("atomic_type", s.AtomicType, func(p *Point, v string) { p.Spec.AtomicType = v }),
 		list("atomic_target", s.AtomicTarget, func(p *Point, v string) { p.Spec.AtomicTarget = v }),
 		list("seed", s.Seeds, func(p *Point, v uint64) { p.Spec.Seed = v }),

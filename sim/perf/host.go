@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"time"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/sim"
@@ -258,6 +259,31 @@ func (q *qpRun) postRecvs(n int) {
 	}
 }
 
+// recvLoop is a send_bw server's receive poster (Spec.RecvEvery): every
+// RecvEvery it posts one receive on each of the host's QPs that has fewer
+// than rx_depth outstanding, until every QP has posted its iterations.
+func (h *host) recvLoop() {
+	r := h.run
+	sp := &r.spec
+	for {
+		if r.vc.Sleep(time.Duration(sp.RecvEvery)) != nil || r.err != nil {
+			return
+		}
+		left := false
+		for _, q := range h.qps {
+			if q.recvs < sp.Iters {
+				left = true
+				if q.recvs-q.received < sp.RxDepth {
+					q.postRecvs(1)
+				}
+			}
+		}
+		if !left {
+			return
+		}
+	}
+}
+
 // completion reacts to one polled completion, seen at seen.
 func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 	r := q.h.run
@@ -277,7 +303,7 @@ func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 		}
 	case sp.Test == SendBW && recv:
 		q.received++
-		if q.recvs < sp.Iters {
+		if q.recvs < sp.Iters && sp.RecvEvery == 0 {
 			q.postRecvs(1)
 		}
 		if q.received == sp.Iters {

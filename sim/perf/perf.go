@@ -87,6 +87,13 @@ type Spec struct {
 	// sends in flight the receive queue runs dry and the responder sends
 	// RNR NAKs, whose timers run in virtual time.
 	RxDepth int
+	// RecvEvery makes a send_bw server post its receives at a rate, as a
+	// program with a thread of its own for them would: after the first
+	// RxDepth, one more on each QP every RecvEvery (while fewer than
+	// RxDepth are outstanding), instead of one per receive completion.
+	// Slower than the SENDs come, the receive queue runs dry. 0: on
+	// completion. Other tests refuse it.
+	RecvEvery sim.Time
 	// Footprint is the registered memory per QP, in bytes, at least one
 	// message: successive operations move through it (default: one
 	// message, at least 64 bytes), so a large footprint spreads accesses
@@ -243,7 +250,7 @@ func (s *Spec) defaults() error {
 		{"size", int64(s.Size)}, {"qps", int64(s.QPs)}, {"pairs", int64(s.Pairs)}, {"iters", int64(s.Iters)},
 		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"rx_depth", int64(s.RxDepth)}, {"footprint", int64(s.Footprint)},
 		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
-		{"mr_churn_ns", int64(s.MRChurn)}, {"limit", int64(s.Limit)},
+		{"mr_churn_ns", int64(s.MRChurn)}, {"recv_every_ns", int64(s.RecvEvery)}, {"limit", int64(s.Limit)},
 	} {
 		if c.v < 0 {
 			return bad(c.param, c.v, "negative")
@@ -283,6 +290,8 @@ func (s *Spec) defaults() error {
 		return bad("random", true, "%s ping-pongs one buffer; random offsets apply to bandwidth tests", s.Test)
 	case lat && s.PostList > 1:
 		return bad("post_list", s.PostList, "%s posts one operation at a time", s.Test)
+	case s.RecvEvery > 0 && s.Test != SendBW:
+		return bad("recv_every_ns", int64(s.RecvEvery), "%s's server posts no receives at a rate (send_bw's does)", s.Test)
 	}
 	if s.TxDepth == 0 {
 		s.TxDepth = 128
@@ -624,6 +633,11 @@ func (r *runner) run() (*Result, error) {
 		}
 		if r.spec.MRChurn > 0 {
 			r.vc.Go(r.churnLoop)
+		}
+		if r.spec.RecvEvery > 0 {
+			for _, h := range r.servers {
+				r.vc.Go(h.recvLoop)
+			}
 		}
 		for _, t := range threads {
 			if err := t.Wait(); err != nil {

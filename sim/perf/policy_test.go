@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
 )
 
 // TestCachePolicyCliff runs, in virtual time, 64-byte WRITEs with one
@@ -132,5 +133,36 @@ func TestRNRInVirtualTime(t *testing.T) {
 		t.Errorf("rx_depth 4: %d completion errors, %d operations measured", dry.Errors, dry.Ops)
 	case dry.Mops > full.Mops/10:
 		t.Errorf("rx_depth 4: %.3f Mops, not a tenth of %.2f: the RNR timer cost nothing", dry.Mops, full.Mops)
+	}
+}
+
+// TestRecvAtARate: a send_bw server whose receives are posted by a thread
+// of their own at a rate (RecvEvery) keeps up while it posts faster than
+// the SENDs come, and runs dry when slower: RNR NAKs, the RNR timer, and
+// the SENDs read again across the client's PCIe (the NIC's cost of each
+// RNR NAK: the WQE and the payload fetched once more).
+func TestRecvAtARate(t *testing.T) {
+	run := func(every sim.Time) *Result {
+		res, err := Run(mustProfile(t, "cx6"), Spec{Test: SendBW, Size: 64, Iters: 3000, Warmup: 300, RxDepth: 256, RecvEvery: every, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("a receive every %v: %.3f Mops, %d RNR NAKs, client PCIe to NIC %d B", every, res.Mops,
+			res.Server.Counters[transport.RNRNAKSent], res.Client.PCIeToDeviceBytes)
+		return res
+	}
+	fast, slow := run(50), run(400)
+	switch {
+	case fast.Server.Counters[transport.RNRNAKSent] != 0:
+		t.Errorf("posting every 50 ns (20 M/s) ran dry")
+	case slow.Server.Counters[transport.RNRNAKSent] == 0 || slow.Errors != 0:
+		t.Errorf("posting every 400 ns: %d RNR NAKs, %d errors; want some and none", slow.Server.Counters[transport.RNRNAKSent], slow.Errors)
+	case slow.Mops > fast.Mops/2:
+		t.Errorf("posting every 400 ns: %.3f Mops, not below half of %.3f", slow.Mops, fast.Mops)
+	case slow.Client.PCIeToDeviceBytes <= fast.Client.PCIeToDeviceBytes:
+		t.Errorf("the client read no more across PCIe with RNR NAKs (%d vs %d B)", slow.Client.PCIeToDeviceBytes, fast.Client.PCIeToDeviceBytes)
+	}
+	if err := (Spec{Test: WriteBW, RecvEvery: 100}).Validate(); err == nil {
+		t.Errorf("write_bw with recv_every: no error")
 	}
 }
