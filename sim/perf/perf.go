@@ -291,7 +291,7 @@ func (s *Spec) defaults() error {
 	case lat && s.PostList > 1:
 		return bad("post_list", s.PostList, "%s posts one operation at a time", s.Test)
 	case s.RecvEvery > 0 && s.Test != SendBW:
-		return bad("recv_every_ns", int64(s.RecvEvery), "%s's server posts no receives at a rate (send_bw's does)", s.Test)
+		return bad("recv_every_ns", time.Duration(s.RecvEvery), "%s's server posts no receives at a rate (send_bw's does)", s.Test)
 	}
 	if s.TxDepth == 0 {
 		s.TxDepth = 128
