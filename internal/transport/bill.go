@@ -17,6 +17,8 @@ type Bill struct {
 	CQEWrites      int
 
 	QPCMisses, CQCMisses, MPTMisses, MTTMisses int
+	// Lookups of each cache, hits and misses (for hit rates by QP).
+	QPCLookups, MPTLookups, MTTLookups int
 	Translations                               int
 
 	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
@@ -113,6 +115,8 @@ func (e *Engine) translate(r *atu.Request, dst []atu.Seg) ([]atu.Seg, atu.Fault)
 	e.bill.Translations++
 	e.bill.MPTMisses += int(r.MPTMisses)
 	e.bill.MTTMisses += int(r.MTTMisses)
+	e.bill.MPTLookups += int(r.MPTLookups)
+	e.bill.MTTLookups += int(r.MTTLookups)
 	return dst, f
 }
 

@@ -260,6 +260,7 @@ func (e *Engine) lookupQP(qpn uint32) *QP {
 		return e.gsi
 	}
 	qp, ok, hit := e.qpc.Get(qpn, e.loadQPFn)
+	e.bill.QPCLookups++
 	if hit {
 		e.c[QPCCacheHit]++
 	} else {

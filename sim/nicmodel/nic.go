@@ -165,6 +165,7 @@ type NIC struct {
 	batch    []*link.Buf
 	costs    Costs
 	trace    Tracer
+	observe  func(*transport.Bill)
 	metadata bool
 	core     transport.CoreConfig
 }
@@ -304,6 +305,11 @@ var stageNames = [2][5]string{
 	{"TX unit starts", "TX context/WQE/translation reads done", "TX unit processed the received packets", "TX unit done (processing)"},
 	{"RX unit starts", "RX context/WQE/translation reads done", "RX unit processed the received packets", "RX unit done (processing)"},
 }
+
+// SetStepObserver sets who is shown every step's bill as the model
+// charges it (nil: no one): a workload attributes the caches' lookups
+// and misses to the QPs, and so to the tenants, they were for.
+func (n *NIC) SetStepObserver(f func(b *transport.Bill)) { n.observe = f }
 
 // SetWriteHandler sets who hears of visible RDMA WRITE data.
 func (n *NIC) SetWriteHandler(h WriteHandler) { n.wr = h }
@@ -592,6 +598,9 @@ func (n *NIC) charge(unit int, now sim.Time) {
 // rest.
 func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	p := n.prof
+	if n.observe != nil {
+		n.observe(b)
+	}
 	slot, hasQP := n.slot(b.QP)
 	kind := txSide
 	if b.RxPackets > 0 {

@@ -25,12 +25,9 @@ type Stage struct {
 // caches) and follows the last; nothing else is in flight.
 func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
 	spec := Spec{Test: WriteBW, Size: size, Iters: 5, Warmup: 1, TxDepth: 1, Inline: 220}
-	if err := spec.defaults(); err != nil {
-		return nil, err
-	}
 	spec.Seed = 1
-	r := &runner{spec: spec, prof: p}
-	if err := r.build(); err != nil {
+	r, err := single(p, spec)
+	if err != nil {
 		return nil, err
 	}
 	type rec struct {
@@ -52,7 +49,7 @@ func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
 	client.SetTracer(tr)
 	server.SetTracer(tr)
 	r.trace = func(at sim.Time, h *host, what string) { recs = append(recs, rec{at, name(h.nic), what}) }
-	if _, err := r.run(); err != nil {
+	if _, err := r.w.run(); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].at < recs[j].at })

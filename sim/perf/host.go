@@ -29,6 +29,9 @@ type thread struct {
 // makes visible until every QP has done its part.
 func (th *thread) run() {
 	r := th.h.run
+	if r.start > 0 && r.vc.Sleep(time.Duration(r.start)) != nil {
+		return
+	}
 	for _, q := range th.qps {
 		if q.start() {
 			th.active++
@@ -90,7 +93,7 @@ func (th *thread) writeLat() {
 	} else {
 		q.post()
 		q.pongs++
-		if q.pongs == r.spec.Iters {
+		if q.pongs == q.peer.iters {
 			q.finish()
 		}
 	}
@@ -149,9 +152,9 @@ func (q *qpRun) post() { q.postList(1) }
 // left) in one call: the post time of each passes, then one doorbell.
 func (q *qpRun) postList(k int) {
 	r := q.h.run
-	sp := &r.spec
 	if q.client {
-		k = min(k, sp.Iters-q.posted)
+		q.cut()
+		k = min(k, q.iters-q.posted)
 	}
 	if k <= 0 {
 		return
@@ -174,15 +177,34 @@ func (q *qpRun) postList(k int) {
 // for one (free slots counted in q.room), as perftest -l does; the run's
 // last list may be shorter.
 func (q *qpRun) fill(freed int) {
-	sp := &q.h.run.spec
+	r := q.h.run
 	q.room += freed
-	for q.posted < sp.Iters {
-		k := min(sp.PostList, sp.Iters-q.posted)
-		if q.room < k {
+	for {
+		q.cut()
+		if q.posted >= q.iters {
+			return
+		}
+		k := min(r.spec.PostList, q.iters-q.posted)
+		if r.rate > 0 {
+			k = min(k, q.due) // posted at the tenant's rate: what is due
+		}
+		if k == 0 || q.room < k {
 			return
 		}
 		q.room -= k
+		if r.rate > 0 {
+			q.due -= k
+		}
 		q.postList(k)
+	}
+}
+
+// cut ends a client's operations at its tenant's stop time: the next one
+// it posts is its last (signaled, so that it retires the ones before).
+func (q *qpRun) cut() {
+	r := q.h.run
+	if r.stop > 0 && q.client && q.iters > q.posted+1 && r.now() >= r.stop {
+		q.iters = q.posted + 1
 	}
 }
 
@@ -191,7 +213,7 @@ func (q *qpRun) next(i int, start sim.Time) rnic.SendWR {
 	r := q.h.run
 	sp := &r.spec
 	wr := rnic.SendWR{WRID: uint64(q.posted)}
-	if !q.client || (q.posted+1)%sp.CQMod == 0 || q.posted+1 == sp.Iters {
+	if !q.client || (q.posted+1)%sp.CQMod == 0 || q.posted+1 == q.iters {
 		wr.Flags = rnic.SendSignaled
 	}
 	off := q.off
@@ -271,11 +293,39 @@ func (h *host) recvLoop() {
 		}
 		left := false
 		for _, q := range h.qps {
-			if q.recvs < sp.Iters {
+			if q.recvs < q.peer.iters {
 				left = true
 				if q.recvs-q.received < sp.RxDepth {
 					q.postRecvs(1)
 				}
+			}
+		}
+		if !left {
+			return
+		}
+	}
+}
+
+// rateLoop is a rate-limited tenant's poster on one client host: from the
+// tenant's start, every 1/rate each of the host's QPs has one more
+// operation due, posted at once if its send queue has room (else when a
+// completion frees it), until every QP has posted its operations.
+func (h *host) rateLoop() {
+	r := h.run
+	every := time.Duration(1e9 / r.rate)
+	if r.start > 0 && r.vc.Sleep(time.Duration(r.start)) != nil {
+		return
+	}
+	for {
+		if r.vc.Sleep(every) != nil || r.err != nil {
+			return
+		}
+		left := false
+		for _, q := range h.qps {
+			if q.posted < q.iters && !q.over {
+				left = true
+				q.due++
+				q.fill(0)
 			}
 		}
 		if !left {
@@ -298,15 +348,15 @@ func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 		}
 		q.post()
 		q.pongs++
-		if q.pongs == sp.Iters {
+		if q.pongs == q.peer.iters {
 			q.finish()
 		}
 	case sp.Test == SendBW && recv:
 		q.received++
-		if q.recvs < sp.Iters && sp.RecvEvery == 0 {
+		if q.recvs < q.peer.iters && sp.RecvEvery == 0 {
 			q.postRecvs(1)
 		}
-		if q.received == sp.Iters {
+		if q.received == q.peer.iters {
 			q.finish()
 		}
 	case !q.client:
@@ -324,7 +374,7 @@ func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 			q.done++
 			r.measure(q, sp.Size, seen)
 		}
-		if q.done == sp.Iters {
+		if q.done == q.iters {
 			q.finish()
 			return
 		}
@@ -349,7 +399,7 @@ func (q *qpRun) roundTrip(seen sim.Time) {
 		r.latN++
 	}
 	r.measure(q, sp.Size, seen)
-	if q.done == sp.Iters {
+	if q.done == q.iters {
 		q.finish()
 		return
 	}

@@ -20,9 +20,7 @@ package perf
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -30,7 +28,6 @@ import (
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
-	"github.com/rnic/rnic/sim/fabric"
 	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
 	"github.com/rnic/rnic/sim/timing"
@@ -174,6 +171,10 @@ type Result struct {
 	// Checked is how many bytes were compared against their source after
 	// the run (real-bytes mode); Corrupt how many differed.
 	Checked, Corrupt int64
+	// Tenant is the tenant's name in a scenario ("" for a plain run), and
+	// Timeline what it completed over virtual time.
+	Tenant   string
+	Timeline []TimelinePoint
 }
 
 // NICStats are one simulated NIC's pipeline statistics.
@@ -360,11 +361,13 @@ func (s *Spec) defaults() error {
 	return nil
 }
 
-// host is one simulated machine: a device of the run's virtual clock and
-// the application's threads.
+// host is a workload's part of one machine: the machine's device (shared
+// with the other tenants there), and the workload's own PD, regions and
+// application threads.
 type host struct {
 	dev  *rnic.Device
 	nic  *nicmodel.NIC // the device's timing model, for its statistics
+	m    *machine
 	pd   *rnic.PD
 	mrs  []*rnic.MR // per QP: its region (its own, or the host's one)
 	base []uint64   // per QP: its buffer's address
@@ -390,6 +393,8 @@ type qpRun struct {
 	rkey     uint32
 	posted   int
 	done     int
+	iters    int // a client's operations: the spec's, or fewer if its tenant stopped
+	due      int // operations its posting rate has made due and not posted
 	off      int
 	touched  []bool        // Random in real-bytes mode: slots written or read
 	started  []sim.Time    // latency: when each round trip started
@@ -406,25 +411,58 @@ type qpRun struct {
 
 // Run runs one workload.
 func Run(p *profile.HardwareProfile, spec Spec) (*Result, error) {
+	r, err := single(p, spec)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.w.run()
+	return res[0], err
+}
+
+// single builds the world of one workload: its clients on the first
+// hosts, its servers on the next (one for an incast).
+func single(p *profile.HardwareProfile, spec Spec) (*runner, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	r := &runner{spec: spec, prof: p, lat: timing.Histogram{Bits: 7}}
-	if err := r.build(); err != nil {
+	r := newRunner(spec)
+	nServers := spec.Pairs
+	if spec.Incast {
+		nServers = 1
+	}
+	for i := range spec.Pairs {
+		r.clientIdx = append(r.clientIdx, i)
+	}
+	for i := range nServers {
+		r.serverIdx = append(r.serverIdx, spec.Pairs+i)
+	}
+	if _, err := newWorld(p, spec.Pairs+nServers, spec.Seed, spec.Metadata, spec.Limit, []*runner{r}); err != nil {
 		return nil, err
 	}
-	return r.run()
+	return r, nil
 }
 
-// runner is one run: a virtual clock with a device per host, and the
-// hosts' threads as the clock's threads.
+func newRunner(spec Spec) *runner { return &runner{spec: spec, lat: timing.Histogram{Bits: 7}} }
+
+// runner is one workload (a tenant of its world): its hosts on the
+// world's machines, its QPs, and what it measured.
 type runner struct {
 	spec    Spec
-	prof    *profile.HardwareProfile
+	w       *world
 	vc      *rnic.VirtualClock
 	clients []*host
 	servers []*host
 	hosts   []*host
+	// The machines of its clients and servers (indices in the world).
+	clientIdx, serverIdx []int
+	// A tenant's name, its start and stop times, its posting rate per QP
+	// (0: as fast as tx_depth lets it) and its service level.
+	name        string
+	start, stop sim.Time
+	rate        float64
+	sl          uint8
+	tl          timeline
+	caches      [2]cacheCount // its client and server QPs' cache lookups (scenarios)
 
 	measuring bool
 	winStart  sim.Time
@@ -456,29 +494,16 @@ const access = rnic.AccessLocalWrite | rnic.AccessRemoteWrite | rnic.AccessRemot
 
 func (r *runner) build() error {
 	sp := &r.spec
-	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{HardwareProfile: r.prof, Seed: sp.Seed,
-		Metadata: sp.Metadata, WatchWrites: sp.Test == WriteLat})
-	if err != nil {
-		return err
-	}
-	vc.SetLimit(time.Duration(sp.Limit))
-	r.vc = vc
-	nClients := sp.Pairs
-	nServers := sp.Pairs
-	if sp.Incast {
-		nServers = 1
-	}
-	addrs := fabric.HostAddrs(nClients + nServers)
-	for i, a := range addrs {
-		h, err := r.newHost(a)
+	for k, i := range append(append([]int(nil), r.clientIdx...), r.serverIdx...) {
+		h, err := r.newHost(r.w.machines[i])
 		if err != nil {
 			return err
 		}
-		if i < nClients {
+		if k < len(r.clientIdx) {
 			h.nqp = sp.QPs
 			r.clients = append(r.clients, h)
 		} else {
-			h.nqp = sp.QPs * nClients / nServers
+			h.nqp = sp.QPs * len(r.clientIdx) / len(r.serverIdx)
 			r.servers = append(r.servers, h)
 		}
 		r.hosts = append(r.hosts, h)
@@ -495,7 +520,7 @@ func (r *runner) build() error {
 				return err
 			}
 			a.peer, b.peer = b, a
-			if err := connect(a, b); err != nil {
+			if err := connect(a, b, r.sl); err != nil {
 				return err
 			}
 			r.totalQPs++
@@ -504,19 +529,15 @@ func (r *runner) build() error {
 	return nil
 }
 
-func (r *runner) newHost(a netip.Addr) (*host, error) {
+// newHost sets up the workload's application on machine m: a PD of its
+// own, its threads.
+func (r *runner) newHost(m *machine) (*host, error) {
 	sp := &r.spec
-	qps := sp.QPs * sp.Pairs
-	dev, err := rnic.Open(rnic.Options{Clock: r.vc, Addr: a, MaxQP: qps + 16, MaxCQ: sp.Threads + 16, MaxMR: qps + 16,
-		MaxQPWR: max(sp.TxDepth*2, 16384), MaxInline: max(sp.Inline, 256), PageSize: sp.PageSize})
+	pd, err := m.dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	pd, err := dev.AllocPD()
-	if err != nil {
-		return nil, err
-	}
-	h := &host{dev: dev, nic: r.vc.Model(dev), pd: pd, run: r}
+	h := &host{dev: m.dev, nic: m.nic, m: m, pd: pd, run: r}
 	h.threads = make([]*thread, sp.Threads)
 	for i := range h.threads {
 		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, pollBatch)}
@@ -552,7 +573,7 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client,
+	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client, iters: sp.Iters,
 		wr: make([]rnic.SendWR, h.run.spec.PostList), sge: make([]rnic.SGE, h.run.spec.PostList)}
 	if client && sp.Random && !sp.Metadata && !sp.Test.latency() {
 		q.touched = make([]bool, sp.Footprint/sp.Size)
@@ -567,6 +588,7 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	h.qps = append(h.qps, q)
 	th.qps = append(th.qps, q)
 	th.byQP[qp.QPN()] = q
+	h.m.qps[qp.QPN()] = q
 	return q, nil
 }
 
@@ -603,9 +625,9 @@ func (h *host) region(i int) (mr *rnic.MR, iova uint64, buf []byte, err error) {
 
 // connect connects the two QPs to each other, as perftest does: the
 // exchange of endpoints is in-process, both at PSN 0.
-func connect(a, b *qpRun) error {
+func connect(a, b *qpRun, sl uint8) error {
 	cp := rnic.ConnParams{Access: access, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
-		MaxRdAtomic: 16, MaxDestRdAtomic: 16}
+		MaxRdAtomic: 16, MaxDestRdAtomic: 16, SL: sl}
 	for _, x := range []*qpRun{a, b} {
 		y := x.peer
 		if err := x.qp.Connect(y.qp.Endpoint(cp), cp); err != nil {
@@ -615,82 +637,6 @@ func connect(a, b *qpRun) error {
 		x.rkey = y.h.mrs[y.idx].RKey()
 	}
 	return nil
-}
-
-// run runs the hosts' threads to the end, then lets the NICs finish
-// what is in flight (their statistics are final), and reports.
-func (r *runner) run() (*Result, error) {
-	r.latMin = sim.Never
-	r.fillPatterns()
-	var threads []*rnic.Thread
-	err := r.vc.Run(func() {
-		for _, hs := range [][]*host{r.clients, r.servers} {
-			for _, h := range hs {
-				for _, th := range h.threads {
-					threads = append(threads, r.vc.Go(th.run))
-				}
-			}
-		}
-		if r.spec.MRChurn > 0 {
-			r.vc.Go(r.churnLoop)
-		}
-		if r.spec.RecvEvery > 0 {
-			for _, h := range r.servers {
-				r.vc.Go(h.recvLoop)
-			}
-		}
-		for _, t := range threads {
-			if err := t.Wait(); err != nil {
-				r.fail(err)
-				return
-			}
-		}
-		if err := r.vc.Settle(); err != nil {
-			r.fail(err)
-		}
-	})
-	if err != nil {
-		r.fail(err)
-	}
-	if r.finished < r.totalQPs {
-		why := ""
-		if r.err != nil && !errors.Is(r.err, rnic.ErrTimeLimit) {
-			why = ": " + r.err.Error()
-		}
-		return nil, fmt.Errorf("perf: %s did not finish in %v of virtual time (%d of %d QPs done, %d errors)%s",
-			r.spec.Test, r.spec.Limit, r.finished, r.totalQPs, r.errors, why)
-	}
-	res := &Result{Spec: r.spec, Elapsed: r.winEnd - r.winStart, Ops: r.ops, Bytes: r.bytes, Errors: r.errors,
-		Events: r.vc.Events(), Lat: &r.lat}
-	if res.Elapsed > 0 {
-		sec := float64(res.Elapsed) / 1e9
-		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
-		res.Mops = float64(res.Ops) / sec / 1e6
-	}
-	if r.latN > 0 {
-		res.LatMin = r.latMin
-		res.LatAvg = r.latSum / float64(r.latN)
-	}
-	res.Client = stats(r.clients[0].nic, r.winEnd)
-	res.Server = stats(r.servers[0].nic, r.winEnd)
-	for _, h := range r.hosts {
-		c := h.nic.Engine.Counters()
-		res.Packets += c[transport.TxPackets]
-		res.Retrans += c[transport.RetransPackets]
-		res.Timeouts += c[transport.LocalAckTimeoutErr]
-	}
-	fab := r.vc.Fabric()
-	for id := range fab.Hosts() {
-		p := fab.Host(fabric.HostID(id))
-		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
-	}
-	if !r.spec.Metadata {
-		res.Checked, res.Corrupt = r.check()
-		if res.Corrupt > 0 {
-			return res, fmt.Errorf("perf: %d of %d bytes differ from their source after %s", res.Corrupt, res.Checked, r.spec.Test)
-		}
-	}
-	return res, nil
 }
 
 // fillPatterns gives every region a distinct seeded byte pattern, so that
@@ -728,9 +674,9 @@ func (r *runner) check() (checked, corrupt int64) {
 	if sp.Test == AtomicBW {
 		return r.checkAtomics()
 	}
-	span := min(sp.Footprint, sp.Iters*sp.Size)
 	for _, c := range r.clients {
 		for _, q := range c.qps {
+			span := min(sp.Footprint, q.iters*sp.Size)
 			var src, dst []byte
 			switch sp.Test {
 			case SendBW:
@@ -781,10 +727,14 @@ func (r *runner) checkAtomics() (checked, corrupt int64) {
 		switch {
 		case sp.AtomicTarget == AtomicPerQP:
 			for _, q := range h.qps {
-				word(h.buf[q.idx], uint64(sp.Iters))
+				word(h.buf[q.idx], uint64(q.peer.iters))
 			}
 		case sp.AtomicTarget == AtomicShared && sp.AtomicType == FetchAndAdd:
-			word(h.buf[0], uint64(sp.Iters*len(h.qps)))
+			sum := 0
+			for _, q := range h.qps {
+				sum += q.peer.iters
+			}
+			word(h.buf[0], uint64(sum))
 		}
 	}
 	return checked, corrupt
@@ -874,4 +824,5 @@ func (r *runner) measure(q *qpRun, bytes int, now sim.Time) {
 		r.bytes += int64(bytes)
 	}
 	r.winEnd = max(r.winEnd, now)
+	r.tl.add(now, 1, int64(bytes))
 }

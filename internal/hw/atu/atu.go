@@ -768,8 +768,10 @@ type Request struct {
 
 	// Set by Translate: how many MPT and MTT entries had to be read from
 	// host memory (cache misses). The timing model charges each one as a
-	// PCIe read.
-	MPTMisses, MTTMisses uint16
+	// PCIe read. MPTLookups and MTTLookups count every entry looked up
+	// (hit or miss), for hit rates by who asked.
+	MPTMisses, MTTMisses   uint16
+	MPTLookups, MTTLookups uint16
 }
 
 // loadMPT reads an entry from the host table on a cache miss. Free entries
@@ -801,12 +803,13 @@ func (u *ATU) Translate(r *Request, dst []Seg) ([]Seg, Fault) {
 }
 
 func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
-	r.MPTMisses, r.MTTMisses = 0, 0
+	r.MPTMisses, r.MTTMisses, r.MPTLookups, r.MTTLookups = 0, 0, 0, 0
 	idx := r.Key >> 8
 	if idx == 0 || idx > uint32(u.cfg.MaxMR) {
 		return dst, FaultKey
 	}
 	e, ok, hit := u.mptGet(idx)
+	r.MPTLookups++
 	if !hit {
 		r.MPTMisses++
 	}
@@ -840,6 +843,7 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 			return dst, FaultBounds
 		}
 		p, ok, hit := u.mptGet(e.Parent)
+		r.MPTLookups++
 		if !hit {
 			r.MPTMisses++
 		}
@@ -860,11 +864,12 @@ func (u *ATU) translate(r *Request, dst []Seg) ([]Seg, Fault) {
 	if r.CheckOnly {
 		return dst, OK
 	}
-	return u.walk(&e, va, r.Len, dst, &r.MTTMisses), OK
+	return u.walk(&e, va, r.Len, dst, r), OK
 }
 
-// walk reads the MTT entries covering [va, va+n) of region e.
-func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
+// walk reads the MTT entries covering [va, va+n) of region e, counting
+// its lookups and misses in r.
+func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, r *Request) []Seg {
 	if e.Implicit {
 		// Every address is its own: extents of the space, cut where a
 		// Seg's length ends.
@@ -881,8 +886,9 @@ func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, misses *uint16) []Seg {
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
 	for n > 0 {
 		pe, ok, hit := u.mttGet(i)
+		r.MTTLookups++
 		if !hit {
-			*misses++
+			r.MTTMisses++
 		}
 		if !ok {
 			panic("atu: MTT entry missing inside a valid region")

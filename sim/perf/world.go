@@ -1,0 +1,265 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
+	"github.com/rnic/rnic/sim/nicmodel"
+	"github.com/rnic/rnic/sim/profile"
+)
+
+// world is one simulation: a virtual clock of the hardware profile and
+// its machines on one switch, shared by the workloads (tenants) that run
+// on them. A plain Run is a world with one tenant.
+type world struct {
+	prof     *profile.HardwareProfile
+	vc       *rnic.VirtualClock
+	machines []*machine
+	tenants  []*runner
+	limit    sim.Time
+	metadata bool
+	// attribute: the tenants' cache hit rates are their own QPs' (a
+	// scenario), not the whole NIC's (one workload, as before tenants).
+	attribute bool
+}
+
+// machine is one host of the fabric: a device of the clock, shared by the
+// tenants that have a client or server there (each with its own PD,
+// regions, CQs, threads).
+type machine struct {
+	dev *rnic.Device
+	nic *nicmodel.NIC
+	// qps finds a QP's run by its number, for the step observer that
+	// attributes cache lookups to tenants.
+	qps map[uint32]*qpRun
+}
+
+// newWorld builds the clock and hosts machines, sized for every tenant
+// that uses them, then each tenant's hosts, QPs and connections.
+func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, tenants []*runner) (*world, error) {
+	w := &world{prof: p, tenants: tenants, limit: limit, metadata: metadata, attribute: len(tenants) > 1}
+	watch := false
+	for _, r := range tenants {
+		watch = watch || r.spec.Test == WriteLat
+	}
+	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{HardwareProfile: p, Seed: seed, Metadata: metadata, WatchWrites: watch})
+	if err != nil {
+		return nil, err
+	}
+	vc.SetLimit(time.Duration(limit))
+	w.vc = vc
+	// Each tenant's QPs, CQs and regions on a machine it uses: the
+	// device's limits are their sums (an upper bound per tenant: its QPs
+	// times its clients).
+	type need struct{ qps, cqs, wr, inline, page int }
+	needs := make([]need, hosts)
+	for _, r := range tenants {
+		sp := &r.spec
+		for _, i := range append(append([]int(nil), r.clientIdx...), r.serverIdx...) {
+			n := &needs[i]
+			n.qps += sp.QPs * len(r.clientIdx)
+			n.cqs += sp.Threads
+			n.wr = max(n.wr, sp.TxDepth*2, 16384)
+			n.inline = max(n.inline, sp.Inline, 256)
+			if n.page == 0 {
+				n.page = sp.PageSize
+			}
+		}
+	}
+	for i, a := range fabric.HostAddrs(hosts) {
+		n := needs[i]
+		if n.qps == 0 {
+			n = need{wr: 16384, inline: 256, page: 4096} // a host no tenant uses
+		}
+		dev, err := rnic.Open(rnic.Options{Clock: vc, Addr: a, MaxQP: n.qps + 16, MaxCQ: n.cqs + 16, MaxMR: n.qps + 16,
+			MaxQPWR: n.wr, MaxInline: n.inline, PageSize: n.page})
+		if err != nil {
+			return nil, err
+		}
+		m := &machine{dev: dev, nic: vc.Model(dev), qps: map[uint32]*qpRun{}}
+		if w.attribute {
+			m.nic.SetStepObserver(m.observe)
+		}
+		w.machines = append(w.machines, m)
+	}
+	for _, r := range tenants {
+		r.w, r.vc = w, vc
+		if err := r.build(); err != nil {
+			return nil, tenantErr(r, err)
+		}
+	}
+	return w, nil
+}
+
+// tenantErr names the tenant an error is of, in a scenario.
+func tenantErr(r *runner, err error) error {
+	if r.name == "" {
+		return err
+	}
+	return fmt.Errorf("tenant %q: %w", r.name, err)
+}
+
+// observe attributes a step's cache lookups and misses to the tenant of
+// the QP it was for: on the tenant's client side or its server side.
+func (m *machine) observe(b *transport.Bill) {
+	q := m.qps[b.QP]
+	if q == nil {
+		return
+	}
+	c := &q.h.run.caches[sideOf(q)]
+	c.qpcLookups += b.QPCLookups
+	c.qpcMisses += b.QPCMisses
+	c.mptLookups += b.MPTLookups
+	c.mptMisses += b.MPTMisses
+	c.mttLookups += b.MTTLookups
+	c.mttMisses += b.MTTMisses
+}
+
+// cacheCount is a tenant's share of one NIC side's cache lookups.
+type cacheCount struct {
+	qpcLookups, qpcMisses, mptLookups, mptMisses, mttLookups, mttMisses int
+}
+
+func sideOf(q *qpRun) int {
+	if q.client {
+		return 0
+	}
+	return 1
+}
+
+// run runs every tenant's threads to the end, then lets the NICs finish
+// what is in flight (their statistics are final), and reports each
+// tenant's result in order. A tenant that did not finish has a nil
+// result; the error says which and why.
+func (w *world) run() ([]*Result, error) {
+	for _, r := range w.tenants {
+		r.latMin = sim.Never
+		r.fillPatterns()
+	}
+	var threads []*rnic.Thread
+	var runErr error
+	err := w.vc.Run(func() {
+		for _, r := range w.tenants {
+			for _, hs := range [][]*host{r.clients, r.servers} {
+				for _, h := range hs {
+					for _, th := range h.threads {
+						threads = append(threads, w.vc.Go(th.run))
+					}
+				}
+			}
+			if r.spec.MRChurn > 0 {
+				w.vc.Go(r.churnLoop)
+			}
+			if r.spec.RecvEvery > 0 {
+				for _, h := range r.servers {
+					w.vc.Go(h.recvLoop)
+				}
+			}
+			if r.rate > 0 {
+				for _, h := range r.clients {
+					w.vc.Go(h.rateLoop)
+				}
+			}
+		}
+		for _, t := range threads {
+			if err := t.Wait(); err != nil {
+				runErr = err
+				return
+			}
+		}
+		if err := w.vc.Settle(); err != nil {
+			runErr = err
+		}
+	})
+	if err != nil {
+		runErr = err
+	}
+	res := make([]*Result, len(w.tenants))
+	var errs []error
+	for i, r := range w.tenants {
+		if runErr != nil {
+			r.fail(runErr)
+		}
+		var err error
+		res[i], err = r.result()
+		if err != nil {
+			errs = append(errs, tenantErr(r, err))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// result is the tenant's Result, once the world has run.
+func (r *runner) result() (*Result, error) {
+	w := r.w
+	if r.finished < r.totalQPs {
+		why := ""
+		if r.err != nil && !errors.Is(r.err, rnic.ErrTimeLimit) {
+			why = ": " + r.err.Error()
+		}
+		return nil, fmt.Errorf("perf: %s did not finish in %v of virtual time (%d of %d QPs done, %d errors)%s",
+			r.spec.Test, w.limit, r.finished, r.totalQPs, r.errors, why)
+	}
+	res := &Result{Spec: r.spec, Tenant: r.name, Elapsed: r.winEnd - r.winStart, Ops: r.ops, Bytes: r.bytes, Errors: r.errors,
+		Events: w.vc.Events(), Lat: &r.lat, Timeline: r.tl.points()}
+	if res.Elapsed > 0 {
+		sec := float64(res.Elapsed) / 1e9
+		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
+		res.Mops = float64(res.Ops) / sec / 1e6
+	}
+	if r.latN > 0 {
+		res.LatMin = r.latMin
+		res.LatAvg = r.latSum / float64(r.latN)
+	}
+	res.Client = stats(r.clients[0].nic, r.winEnd)
+	res.Server = stats(r.servers[0].nic, r.winEnd)
+	if w.attribute {
+		r.attributed(&res.Client, 0)
+		r.attributed(&res.Server, 1)
+	}
+	for _, m := range w.machines {
+		c := m.nic.Engine.Counters()
+		res.Packets += c[transport.TxPackets]
+		res.Retrans += c[transport.RetransPackets]
+		res.Timeouts += c[transport.LocalAckTimeoutErr]
+	}
+	fab := w.vc.Fabric()
+	for id := range fab.Hosts() {
+		p := fab.Host(fabric.HostID(id))
+		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
+	}
+	if !w.metadata {
+		res.Checked, res.Corrupt = r.check()
+		if res.Corrupt > 0 {
+			return res, fmt.Errorf("perf: %d of %d bytes differ from their source after %s", res.Corrupt, res.Checked, r.spec.Test)
+		}
+	}
+	return res, nil
+}
+
+// attributed replaces a side's cache hits and misses, and its protocol
+// counters, by the tenant's own: its QPs' lookups on that side (every
+// NIC of the side, summed) and its QPs' counters.
+func (r *runner) attributed(st *NICStats, side int) {
+	c := r.caches[side]
+	st.QPCHit, st.QPCMiss = float64(c.qpcLookups-c.qpcMisses), float64(c.qpcMisses)
+	st.MPTHit, st.MPTMiss = float64(c.mptLookups-c.mptMisses), float64(c.mptMisses)
+	st.MTTHit, st.MTTMiss = float64(c.mttLookups-c.mttMisses), float64(c.mttMisses)
+	hosts := r.clients
+	if side == 1 {
+		hosts = r.servers
+	}
+	st.Counters = transport.Counters{}
+	for _, h := range hosts {
+		for _, q := range h.qps {
+			for i, v := range q.qp.Counters() {
+				st.Counters[i] += v.Value
+			}
+		}
+	}
+}
