@@ -19,7 +19,7 @@ type Bill struct {
 	QPCMisses, CQCMisses, MPTMisses, MTTMisses int
 	// Lookups of each cache, hits and misses (for hit rates by QP).
 	QPCLookups, MPTLookups, MTTLookups int
-	Translations                               int
+	Translations                       int
 
 	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
 	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
