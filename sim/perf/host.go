@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -312,12 +313,13 @@ func (h *host) recvLoop() {
 // completion frees it), until every QP has posted its operations.
 func (h *host) rateLoop() {
 	r := h.run
-	every := time.Duration(1e9 / r.rate)
-	if r.start > 0 && r.vc.Sleep(time.Duration(r.start)) != nil {
-		return
-	}
+	every := sim.Time(math.Round(1e9 / r.rate))
+	next := r.start
 	for {
-		if r.vc.Sleep(every) != nil || r.err != nil {
+		// Deadlines, not sleeps of a period: posting takes the thread
+		// time of its own.
+		next += every
+		if r.vc.Sleep(time.Duration(max(next-r.now(), 0))) != nil || r.err != nil {
 			return
 		}
 		left := false

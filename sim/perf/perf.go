@@ -436,7 +436,7 @@ func single(p *profile.HardwareProfile, spec Spec) (*runner, error) {
 	for i := range nServers {
 		r.serverIdx = append(r.serverIdx, spec.Pairs+i)
 	}
-	if _, err := newWorld(p, spec.Pairs+nServers, spec.Seed, spec.Metadata, spec.Limit, []*runner{r}); err != nil {
+	if _, err := newWorld(p, spec.Pairs+nServers, spec.Seed, spec.Metadata, spec.Limit, []*runner{r}, false); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -41,8 +41,8 @@ type machine struct {
 
 // newWorld builds the clock and hosts machines, sized for every tenant
 // that uses them, then each tenant's hosts, QPs and connections.
-func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, tenants []*runner) (*world, error) {
-	w := &world{prof: p, tenants: tenants, limit: limit, metadata: metadata, attribute: len(tenants) > 1}
+func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, tenants []*runner, attribute bool) (*world, error) {
+	w := &world{prof: p, tenants: tenants, limit: limit, metadata: metadata, attribute: attribute}
 	watch := false
 	for _, r := range tenants {
 		watch = watch || r.spec.Test == WriteLat
