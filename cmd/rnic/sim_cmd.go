@@ -20,7 +20,7 @@ type simFlags struct {
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random     []string
 	atomicType, atomicTarget, recvEvery                                           []string
-	limit                                                                         string
+	limit, scenario, timeline                                                     string
 	jobs                                                                          int
 
 	csv, json, plot, x, y, series, title string
@@ -87,7 +87,7 @@ Examples:
 	fl.SortFlags = false
 	fl.StringSliceVar(&f.profiles, "profile", []string{experiment.DefaultProfile}, "hardware profiles: built-in names or TOML files")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a profile parameter, key=value (key=v1,v2 sweeps it); repeatable")
-	fl.StringSliceVar(&f.tests, "test", []string{string(perf.WriteBW)}, "workloads")
+	fl.StringSliceVar(&f.tests, "test", nil, "workloads (default write_bw)")
 	fl.StringSliceVar(&f.sizes, "size", nil, "message sizes in bytes (default 65536 for bandwidth, 8 for latency tests; atomic_bw always moves 8)")
 	fl.StringSliceVar(&f.qps, "qps", nil, "QPs per client (default 1)")
 	fl.StringSliceVar(&f.pairs, "pairs", nil, "client/server host pairs: 2×pairs hosts, or pairs+1 with --incast (default 1)")
@@ -107,6 +107,8 @@ Examples:
 	fl.StringSliceVar(&f.cqMod, "cq-mod", nil, "one signaled completion every this many operations, bandwidth tests (default 1; latency tests signal each)")
 	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload of WRITE and SEND tests, bytes; 0: none (default 220 for write_lat and send_lat, 0 otherwise)")
 	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
+	fl.StringVar(&f.scenario, "scenario", "", "run the tenants of a scenario file (TOML) at once on one fabric, a row per tenant; --set tenant.NAME.KEY=v1,v2 sweeps a tenant's parameter (see docs/model.md)")
+	fl.StringVar(&f.timeline, "timeline", "", "write each run's throughput over virtual time, a line per tenant: a plot (.png, .svg, .pdf; run i of several gets -i) or the data (.csv)")
 	fl.StringSliceVar(&f.recvEvery, "recv-every", nil, "a send_bw server posts one receive per QP this often (1us, 500ns) instead of one per completion, up to rx-depth outstanding (0: on completion)")
 	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")
 	fl.StringSliceVar(&f.seeds, "seed", nil, "random seeds")

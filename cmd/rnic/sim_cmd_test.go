@@ -271,3 +271,39 @@ func TestSimInlineZero(t *testing.T) {
 		t.Errorf("inline %v, latency %v: without inline data a WRITE should take longer\n%s", inl, lat, out)
 	}
 }
+
+// TestSimScenario runs the repository's example scenario as its comment
+// says to: a row per tenant per run, the sweep of a tenant's parameter
+// in its column, a timeline per run; and refuses what a scenario does not
+// take.
+func TestSimScenario(t *testing.T) {
+	dir := t.TempDir()
+	file := "../../examples/scenarios/victim-bully.toml"
+	out, _, err := runRnic(t, "sim", "--scenario", file, "--set", "tenant.bully.size=4K,64K", "-q",
+		"--timeline", filepath.Join(dir, "tl.png"), "--csv", filepath.Join(dir, "rows.csv"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := tableColumn(t, out, "tenant"); !slices.Equal(got, []string{"victim", "bully", "victim", "bully"}) {
+		t.Errorf("tenant column %q\n%s", got, out)
+	}
+	if got := tableColumn(t, out, "size"); !slices.Equal(got, []string{"64", "4096", "64", "65536"}) {
+		t.Errorf("size column %q", got)
+	}
+	for _, f := range []string{"tl-0.png", "tl-1.png", "rows.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--scenario", file, "--test", "read_bw"},
+		{"--scenario", file, "--set", "tenant.nobody.size=64"},
+		{"--scenario", "no-such-file.toml"},
+		{"--set", "tenant.bully.size=64"},
+		{"--scenario", file, "--timeline", "tl.txt"},
+	} {
+		if _, _, err := runRnic(t, append([]string{"sim", "-q"}, args...)...); err == nil {
+			t.Errorf("rnic sim %q: no error", args)
+		}
+	}
+}

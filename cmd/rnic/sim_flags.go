@@ -15,6 +15,18 @@ import (
 // sweep turns the flags into a sweep; errors name the flag.
 func (f *simFlags) sweep() (*experiment.Sweep, error) {
 	sw := &experiment.Sweep{Profiles: f.profiles}
+	if f.scenario != "" {
+		doc, err := experiment.LoadScenario(f.scenario)
+		if err != nil {
+			return nil, fmt.Errorf("--scenario: %w", err)
+		}
+		sw.Scenario = doc
+	}
+	if f.timeline != "" {
+		if err := experiment.CheckTimeline(f.timeline); err != nil {
+			return nil, fmt.Errorf("--%w", err)
+		}
+	}
 	for _, s := range f.sets {
 		set, err := experiment.ParseSet(s)
 		if err != nil {

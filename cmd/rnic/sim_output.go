@@ -31,6 +31,11 @@ func (f *simFlags) write(out io.Writer, sw *experiment.Sweep, cols []experiment.
 			errs = append(errs, fmt.Errorf("--plot: %w", err))
 		}
 	}
+	if f.timeline != "" {
+		if err := experiment.SaveTimeline(f.timeline, rows); err != nil {
+			errs = append(errs, fmt.Errorf("--timeline: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

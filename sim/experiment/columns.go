@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim/perf"
@@ -71,6 +72,9 @@ func (s *Sweep) Columns(wall bool) []Column {
 		}
 		cols = append(cols, Column{Name: set.Key, Doc: "profile parameter " + set.Key, Kind: Param, Numeric: numeric, Prec: -1,
 			get: func(r *Row) any { return setValue(r.Sets[k], numeric) }})
+	}
+	if s.Scenario != nil {
+		cols = append(cols, tenantColumns...)
 	}
 	cols = append(cols, paramColumns...)
 	cols = append(cols, metricColumns...)
@@ -154,6 +158,36 @@ var paramColumns = []Column{
 	param("atomic_type", "atomic_bw's operation (FETCH_AND_ADD, CMP_AND_SWAP)", func(s *perf.Spec) any { return s.AtomicType }),
 	param("atomic_target", "atomic_bw's addresses: spread, one per QP (qp) or one shared", func(s *perf.Spec) any { return s.AtomicTarget }),
 	param("seed", "random seed", func(s *perf.Spec) any { return s.Seed }),
+}
+
+// tenantColumns are a scenario's tenant parameters.
+var tenantColumns = []Column{
+	tenantParam("tenant", "the scenario's tenant", false, func(t *perf.Tenant) any { return t.Name }),
+	tenantParam("clients", "hosts of the tenant's clients", false, func(t *perf.Tenant) any { return hostList(t.Clients) }),
+	tenantParam("servers", "hosts of the tenant's servers", false, func(t *perf.Tenant) any { return hostList(t.Servers) }),
+	tenantParam("start_ns", "when the tenant's threads began, ns", true, func(t *perf.Tenant) any { return int64(t.Start) }),
+	tenantParam("stop_ns", "when the tenant's clients stopped posting, ns (0: never)", true, func(t *perf.Tenant) any { return int64(t.Stop) }),
+	tenantParam("rate", "operations per second each QP posted (0: tx_depth outstanding)", true, func(t *perf.Tenant) any { return t.Rate }),
+	tenantParam("sl", "service level of the tenant's QPs", true, func(t *perf.Tenant) any { return int64(t.SL) }),
+}
+
+func tenantParam(name, doc string, numeric bool, get func(t *perf.Tenant) any) Column {
+	return Column{Name: name, Doc: doc, Kind: Param, Numeric: numeric, Prec: -1,
+		get: func(r *Row) any {
+			if r.Tenant == nil {
+				return nil
+			}
+			return get(r.Tenant)
+		}}
+}
+
+// hostList writes host numbers as a column value ("0 1 2").
+func hostList(hosts []int) string {
+	s := make([]string, len(hosts))
+	for i, h := range hosts {
+		s[i] = strconv.Itoa(h)
+	}
+	return strings.Join(s, " ")
 }
 
 // metric is a column of perf.Result; a failed run has no value.

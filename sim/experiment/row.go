@@ -12,6 +12,8 @@ type Row struct {
 	// Result is what the run measured; nil if it failed (Err).
 	Result *perf.Result
 	Err    error
+	// Tenant is the row's tenant in a scenario (nil: a plain run).
+	Tenant *perf.Tenant
 	// Wall is how long the run took on the wall clock.
 	Wall time.Duration
 }

@@ -53,6 +53,13 @@ type Sweep struct {
 
 	// Limit bounds each run's virtual time (0: perf's default).
 	Limit sim.Time
+
+	// Scenario, if set, runs the scenario file's tenants at once instead
+	// of one workload: the workload lists above must be empty (the
+	// tenants' parameters are in the file), Sets with keys
+	// tenant.NAME.KEY override a tenant's parameter, and Seeds the
+	// file's seed. Each run gives a row per tenant.
+	Scenario *ScenarioDoc
 }
 
 // Set overrides one profile parameter, named by its dotted TOML key
@@ -114,6 +121,9 @@ func (s *Sweep) dims() []dim {
 	for k, set := range s.Sets {
 		ds = append(ds, list(set.Key, set.Values, func(p *Point, v string) { p.Sets[k] = v }))
 	}
+	if s.Scenario != nil {
+		return append(ds, list("seed", s.Seeds, func(p *Point, v uint64) { p.Spec.Seed = v }))
+	}
 	tests := s.Tests
 	if len(tests) == 0 {
 		tests = []perf.Test{perf.WriteBW}
@@ -172,6 +182,19 @@ func (s *Sweep) Points() ([]Point, error) {
 		if set.Key == "" {
 			return nil, fmt.Errorf("experiment: a profile override without a key")
 		}
+		if _, _, ok := tenantSet(set.Key); ok {
+			if s.Scenario == nil {
+				return nil, fmt.Errorf("experiment: --set %s: tenant overrides need a scenario", set.Key)
+			}
+			if err := s.Scenario.checkSet(set.Key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.Scenario != nil {
+		if err := s.scenarioOnly(); err != nil {
+			return nil, err
+		}
 	}
 	points := make([]Point, total)
 	idx := make([]int, len(ds)) // odometer, last digit fastest
@@ -188,7 +211,12 @@ func (s *Sweep) Points() ([]Point, error) {
 			}
 		}
 		p.Label = strings.Join(append([]string{string(p.Spec.Test)}, label...), " ")
-		if err := p.Spec.Validate(); err != nil {
+		if s.Scenario != nil {
+			p.Label = strings.Join(append([]string{"scenario"}, label...), " ")
+			if _, err := s.scenario(*p); err != nil {
+				return nil, &PointError{Label: p.Label, Err: err}
+			}
+		} else if err := p.Spec.Validate(); err != nil {
 			return nil, &PointError{Label: p.Label, Err: err}
 		}
 		for k := len(ds) - 1; k >= 0; k-- {

@@ -73,6 +73,9 @@ func Select(cols []Column, names []string) ([]Column, error) {
 func (s *Sweep) TableColumns(cols []Column, rows []Row) []Column {
 	vary := s.varying()
 	vary["test"] = true
+	if s.Scenario != nil {
+		vary["tenant"], vary["size"], vary["qps"] = true, true, true
+	}
 	var names []string
 	for _, c := range cols {
 		if c.Kind == Param && vary[c.Name] {
@@ -84,7 +87,7 @@ func (s *Sweep) TableColumns(cols []Column, rows []Row) []Column {
 		names = append(names, "lat_avg_ns", "lat_p50_ns", "lat_p99_ns", "lat_p999_ns")
 	}
 	names = append(names, "c_qpc_hit", "s_qpc_hit", "s_mtt_hit", "c_pcie_per_net_byte", "s_pcie_per_net_byte")
-	for _, n := range []string{"wire_drops", "retrans", "timeouts", "wc_errors"} {
+	for _, n := range []string{"wire_drops", "retrans", "timeouts", "wc_errors", "s_rnr_nak_sent"} {
 		if hasValue(cols, rows, n) { // what losses cost, when there were any
 			names = append(names, n)
 		}

@@ -13,8 +13,9 @@ type timeline struct {
 }
 
 const (
-	firstBin = sim.Microsecond
-	maxBins  = 2048
+	firstBin   = sim.Microsecond
+	maxBins    = 2048
+	reportBins = 128
 )
 
 // add records ops operations of bytes bytes completed at t.
@@ -56,7 +57,13 @@ type TimelinePoint struct {
 	Mops      float64
 }
 
+// points returns the timeline in at most reportBins bins (wider ones
+// merged from the recorded): a rate over a bin that holds a few
+// operations at least, rather than one that aliases with them.
 func (tl *timeline) points() []TimelinePoint {
+	for len(tl.ops) > reportBins {
+		tl.halve()
+	}
 	out := make([]TimelinePoint, len(tl.ops))
 	sec := float64(tl.width) / 1e9
 	for i := range tl.ops {

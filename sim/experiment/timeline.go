@@ -1,0 +1,146 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// CheckTimeline verifies a timeline file's name before anything runs: a
+// plot format's extension, or .csv for the data.
+func CheckTimeline(file string) error {
+	if strings.EqualFold(filepath.Ext(file), ".csv") {
+		return nil
+	}
+	if _, err := plotFormat(file); err != nil {
+		return fmt.Errorf("timeline %s: the file name must end in .%s or .csv", file, strings.Join(PlotFormats, ", ."))
+	}
+	return nil
+}
+
+// SaveTimeline writes what each row's workload completed over virtual
+// time (perf.Result.Timeline): as CSV (run, label, tenant, t_ns,
+// width_ns, gbps, mops) for a .csv file, else as plots of throughput
+// over time, one line per tenant, one plot per run of the sweep (the
+// file name of run i of several gets "-i" before its extension).
+func SaveTimeline(file string, rows []Row) error {
+	if strings.EqualFold(filepath.Ext(file), ".csv") {
+		var b bytes.Buffer
+		if err := WriteTimelineCSV(&b, rows); err != nil {
+			return err
+		}
+		return os.WriteFile(file, b.Bytes(), 0o644)
+	}
+	format, err := plotFormat(file)
+	if err != nil {
+		return err
+	}
+	runs := groupRuns(rows)
+	for i, run := range runs {
+		name := file
+		if len(runs) > 1 {
+			ext := filepath.Ext(file)
+			name = strings.TrimSuffix(file, ext) + "-" + strconv.Itoa(i) + ext
+		}
+		var b bytes.Buffer
+		if err := writeTimelinePlot(&b, format, run); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupRuns splits rows into the runs they came from, in order.
+func groupRuns(rows []Row) [][]Row {
+	var runs [][]Row
+	for i := range rows {
+		if n := len(runs); n > 0 && runs[n-1][0].Index == rows[i].Index {
+			runs[n-1] = append(runs[n-1], rows[i])
+			continue
+		}
+		runs = append(runs, rows[i:i+1:i+1])
+	}
+	return runs
+}
+
+// rowName names a row's line: its tenant, or its test.
+func rowName(r *Row) string {
+	if r.Tenant != nil {
+		return r.Tenant.Name
+	}
+	return string(r.spec().Test)
+}
+
+// WriteTimelineCSV writes the rows' timelines as CSV.
+func WriteTimelineCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"run", "label", "tenant", "t_ns", "width_ns", "gbps", "mops"})
+	for i := range rows {
+		r := &rows[i]
+		if r.Result == nil {
+			continue
+		}
+		for _, pt := range r.Result.Timeline {
+			cw.Write([]string{strconv.Itoa(r.Index), r.Label, rowName(r), strconv.FormatInt(int64(pt.At), 10),
+				strconv.FormatInt(int64(pt.Width), 10), strconv.FormatFloat(pt.Gbps, 'g', 6, 64), strconv.FormatFloat(pt.Mops, 'g', 6, 64)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// writeTimelinePlot draws one run's throughput over time, a line per
+// row (tenant).
+func writeTimelinePlot(w io.Writer, format string, run []Row) error {
+	p := plot.New()
+	p.Title.Text = "throughput over time: " + strings.TrimSuffix(run[0].Label, " tenant="+rowName(&run[0]))
+	p.X.Label.Text = "virtual time, µs"
+	p.Y.Label.Text = "Gb/s (payload)"
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	var args []any
+	for i := range run {
+		r := &run[i]
+		if r.Result == nil {
+			continue
+		}
+		xy := make(plotter.XYs, len(r.Result.Timeline))
+		for k, pt := range r.Result.Timeline {
+			xy[k].X = float64(pt.At+pt.Width/2) / 1e3
+			xy[k].Y = pt.Gbps
+		}
+		args = append(args, rowName(r), xy)
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	width, height := (&PlotSpec{}).size()
+	cv, err := draw.NewFormattedCanvas(width, height, format)
+	if err != nil {
+		return err
+	}
+	plotArea, legendArea := layout(p, &legend, draw.New(cv))
+	p.Draw(plotArea)
+	legend.Draw(legendArea)
+	_, err = cv.WriteTo(w)
+	return err
+}
