@@ -130,6 +130,7 @@ func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 	if err := plotutil.AddLines(p, args...); err != nil {
 		return err
 	}
+	p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min) // headroom above the highest point
 	legend := p.Legend
 	p.Legend = plot.NewLegend()
 	legend.Top, legend.Left = true, true
