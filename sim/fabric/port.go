@@ -183,6 +183,10 @@ func (p *Port) deliver(fr Frame) {
 // Stats returns the host's delivery counters.
 func (p *Port) Stats() HostStats { return p.st }
 
+// UplinkFreeAt returns when the host's uplink will have sent every frame
+// offered to it so far: how far its transmit queue reaches ahead.
+func (p *Port) UplinkFreeAt() sim.Time { return p.up.tx.FreeAt() }
+
 // UplinkStats returns the counters of the host's egress port (NIC to
 // switch).
 func (p *Port) UplinkStats() PortStats { return p.up.stats() }

@@ -31,6 +31,7 @@ package nicmodel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/rnic/rnic/internal/hw/atu"
@@ -155,9 +156,13 @@ type NIC struct {
 	respAt  []sim.Time
 	respPSN []wire.PSN
 
-	rxq      []rxFrame
-	rxMax    int      // receive buffer, bytes (0: no limit)
-	rxBytes  int      // bytes of the frames in rxq
+	rxq     []rxFrame
+	rxMax   int // receive buffer, bytes (0: no limit)
+	rxBytes int // bytes of the frames in rxq
+	// txAhead is how far the uplink's queue may reach beyond the last
+	// packet handed over before the arbiter takes no more send work:
+	// the transmit buffer at line rate (0: no limit).
+	txAhead  sim.Time
 	progAt   sim.Time // a progress event is scheduled for this time (0: none)
 	timer    *sim.Timer
 	cqe      CQEHandler
@@ -255,6 +260,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		respAt:   make([]sim.Time, cfg.MaxQP),
 		respPSN:  make([]wire.PSN, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
+		txAhead:  sim.Time(math.Ceil(float64(p.Engine.TxBufferBytes) * 8 / p.Link.RateGbps)),
 		metadata: cfg.Metadata,
 		atom:     newAtomicUnit(&p.Atomic),
 	}
@@ -434,6 +440,18 @@ func (n *NIC) progress() {
 			continue
 		}
 		blocked = len(n.rxq) > 0
+		if n.txAhead > 0 {
+			// The transmit buffer holds what waits for the wire when the
+			// last packet handed over enters it (packets are handed over
+			// when their payload will be in, which may be ahead of now).
+			// Full, the arbiter picks the next packet when the wire has
+			// taken enough: free-txAhead is after lastTx, so by then the
+			// buffer measured from now has room.
+			if free := n.port.UplinkFreeAt(); free-max(now, n.lastTx) > n.txAhead {
+				n.scheduleProgress(free - n.txAhead)
+				break
+			}
+		}
 		more := n.Engine.Run(int64(now), 1)
 		bill := n.Engine.TakeBill()
 		if bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {

@@ -135,6 +135,13 @@ type Engine struct {
 	// NIC would pause its link (PFC) rather than drop, which the model
 	// approximates by letting the frames wait in the buffer unbounded.
 	RxBufferBytes int `toml:"rx_buffer_bytes"`
+	// TxBufferBytes is the transmit buffer between the units and the
+	// wire: while the packets waiting for the wire would fill it, the
+	// arbiter schedules no more send work, so that what it picks next —
+	// by priority (the QPs' service levels) and weight — is picked when
+	// the wire can take it. 0: unlimited (the arbiter runs ahead of the
+	// wire, and priorities cannot reorder what it has handed over).
+	TxBufferBytes int `toml:"tx_buffer_bytes"`
 	// MissesInFlight is how many steps waiting for their cache misses and
 	// WQE fetches the NIC keeps aside while its units serve other QPs (a
 	// QP whose step waits is parked until the reads are back; HanGu's

@@ -115,6 +115,10 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.units", int64(e.Units), 1)
 	v.atLeast("engine.misses_in_flight", int64(e.MissesInFlight), 0)
 	v.atLeast("engine.wqe_prefetch", int64(e.WQEPrefetch), 0)
+	if e.TxBufferBytes != 0 {
+		// It must hold the largest frame, or the arbiter would wait forever.
+		v.atLeast("engine.tx_buffer_bytes", int64(e.TxBufferBytes), int64(p.Link.MTUBytes+maxFrameOverhead))
+	}
 	v.atLeast("engine.tx_packet_ns", e.TxPacketNs, 0)
 	v.atLeast("engine.rx_packet_ns", e.RxPacketNs, 0)
 	v.atLeast("engine.wqe_bytes", int64(e.WQEBytes), 1)
