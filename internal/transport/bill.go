@@ -19,6 +19,11 @@ type Bill struct {
 	QPCMisses, CQCMisses, MPTMisses, MTTMisses int
 	// Lookups of each cache, hits and misses (for hit rates by QP).
 	QPCLookups, MPTLookups, MTTLookups int
+	// MPTIndex and MTTIndex name the entries of the step's last
+	// translation (its region's MPT entry, its first MTT entry): a timing
+	// model makes a step that finds them in the cache while another
+	// step's read of them is still on its way wait for that read.
+	MPTIndex, MTTIndex uint32
 	Translations                       int
 
 	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
@@ -117,6 +122,10 @@ func (e *Engine) translate(r *atu.Request, dst []atu.Seg) ([]atu.Seg, atu.Fault)
 	e.bill.MTTMisses += int(r.MTTMisses)
 	e.bill.MPTLookups += int(r.MPTLookups)
 	e.bill.MTTLookups += int(r.MTTLookups)
+	e.bill.MPTIndex = r.Key >> 8
+	if r.MTTLookups > 0 {
+		e.bill.MTTIndex = r.MTTFirst
+	}
 	return dst, f
 }
 

@@ -265,6 +265,8 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("dma_util", "DMA engine utilisation", 3, func(s *perf.NICStats) any { return s.DMAUtil }),
 		c("miss_stall_ns", "time stalled on cache misses, ns", 0, func(s *perf.NICStats) any { return int64(s.MissStallNs) }),
 		c("miss_parked_ns", "time steps waited parked for their reads while the units served others, ns", 0, func(s *perf.NICStats) any { return int64(s.MissParkedNs) }),
+		c("merged_misses", "steps that found their context or translation still being read for another step, and waited for that read", 0, func(s *perf.NICStats) any { return int64(s.MergedMisses) }),
+		c("miss_table_wait_ns", "time misses waited for a free entry of their cache's miss table, ns", 0, func(s *perf.NICStats) any { return int64(s.MissTableWaitNs) }),
 		c("wqe_fetched", "WQEs read by DMA", 0, func(s *perf.NICStats) any { return int64(s.WQEFetched) }),
 		c("wqe_by_mmio", "WQEs written with the doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEByMMIO) }),
 		c("wqe_prefetched", "WQEs read ahead at their doorbell", 0, func(s *perf.NICStats) any { return int64(s.WQEPrefetched) }),

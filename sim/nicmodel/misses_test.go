@@ -1,6 +1,7 @@
 package nicmodel
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rnic/rnic/internal/transport"
@@ -48,6 +49,36 @@ func TestMergedQPCMiss(t *testing.T) {
 	}
 }
 
+// TestMergedTranslationMiss: a step that finds its region's MPT entry
+// and MTT entries in the cache while another step's read of them is
+// still on its way waits for that read; one that misses them records
+// when its read is back.
+func TestMergedTranslationMiss(t *testing.T) {
+	s, a, _ := newTestHosts(t)
+	n := a.nic
+	cq := a.newCQ()
+	q1, q2 := a.newQP(cq, cq), a.newQP(cq, cq)
+	unit, now := n.units.Earliest(s.Now())
+	miss := transport.Bill{QP: q1.QPN, TxPackets: 1, MPTLookups: 1, MPTMisses: 1, MTTLookups: 1, MTTMisses: 1, MPTIndex: 7, MTTIndex: 40}
+	n.chargeBill(unit, now, &miss)
+	back := n.mttFill[40]
+	if back <= now || n.mptFill[7] <= now || n.mptFill[7] > back {
+		t.Fatalf("fills recorded: MPT %v, MTT %v (now %v)", n.mptFill[7], back, now)
+	}
+	// Another QP's step, at once, hits the same entries (the functional
+	// cache has them): it must not start its work before they are back.
+	unit, now = n.units.Earliest(s.Now())
+	hit := transport.Bill{QP: q2.QPN, TxPackets: 1, MPTLookups: 1, MTTLookups: 1, MPTIndex: 7, MTTIndex: 40}
+	n.chargeBill(unit, now, &hit)
+	slot, _ := n.slot(q2.QPN)
+	if done := n.qpAt[txSide][slot]; done < back+sim.Time(n.prof.Engine.TxPacketNs) {
+		t.Errorf("the hitting step done at %v, before the entries are back at %v plus its processing", done, back)
+	}
+	if n.costs.MergedMisses != 2 {
+		t.Errorf("%d merged misses, want 2 (its MPT entry, then its MTT entries)", n.costs.MergedMisses)
+	}
+}
+
 // TestSlotCountersOwned: WQEs a destroyed QP left read ahead (or sent by
 // BlueFlame) in its slot are not used by the next QP in that slot: its
 // first doorbell clears them.
@@ -75,4 +106,29 @@ func oneQP(t *testing.T) (*sim.Sim, *NIC, *transport.QP, int) {
 	qp := a.newQP(cq, cq)
 	slot, _ := a.nic.slot(qp.QPN)
 	return s, a.nic, qp, slot
+}
+
+// TestParkedStepTraced: a step parked for its reads shows in the stage
+// trace (the latency breakdown) where it parks and where its reads are
+// back, and finishes after them.
+func TestParkedStepTraced(t *testing.T) {
+	s, n, qp, slot := oneQP(t)
+	n.prof.Engine.MissesInFlight = 4
+	var stages []string
+	n.SetTracer(func(at sim.Time, _ *NIC, stage string, _ uint32) { stages = append(stages, stage) })
+	unit, now := n.units.Earliest(s.Now())
+	n.chargeBill(unit, now, &transport.Bill{QP: qp.QPN, TxPackets: 1, QPCLookups: 1, QPCMisses: 1})
+	if n.inFlight != 1 || n.costs.Parked != 1 {
+		t.Fatalf("%d steps in flight, %d parked; want the step parked", n.inFlight, n.costs.Parked)
+	}
+	s.Run()
+	want := []string{"TX unit starts", "parked for its reads", "parked step's reads back", "TX unit done (processing)"}
+	for _, w := range want {
+		if !slices.Contains(stages, w) {
+			t.Errorf("stages %q lack %q", stages, w)
+		}
+	}
+	if n.inFlight != 0 || n.qpAt[txSide][slot] == sim.Never {
+		t.Errorf("after the run: %d in flight, the QP's side still parked", n.inFlight)
+	}
 }

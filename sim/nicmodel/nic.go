@@ -146,6 +146,11 @@ type NIC struct {
 	// a step that finds the context in the cache before then waits for
 	// that read (the miss is merged) rather than reading it again.
 	qpcFill []sim.Time
+	// mptFill and mttFill are the same for translation entries, by MPT
+	// index and by first MTT entry of a step's translation: when the last
+	// read of them is back (entries whose reads are back are pruned as
+	// the tables grow).
+	mptFill, mttFill map[uint32]sim.Time
 	// atom is the atomic unit (nil: atomics are not modelled apart).
 	atom *atomicUnit
 	// respAt is, per QP slot, when the last atomic response waiting for
@@ -257,6 +262,8 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
 		isParked: make([]bool, cfg.MaxQP),
 		qpcFill:  make([]sim.Time, cfg.MaxQP),
+		mptFill:  map[uint32]sim.Time{},
+		mttFill:  map[uint32]sim.Time{},
 		respAt:   make([]sim.Time, cfg.MaxQP),
 		respPSN:  make([]wire.PSN, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
@@ -673,11 +680,11 @@ func (n *NIC) chargeBill(unit int, now sim.Time, b *transport.Bill) {
 	if b.RecvWQEFetches > 0 {
 		read(b.RecvWQEBytes)
 	}
-	for range b.MPTMisses {
-		miss(mptCache, p.Caches.MPT.EntryBytes)
+	if b.MPTLookups > 0 {
+		t = n.fill(n.mptFill, b.MPTIndex, t, b.MPTMisses, mptCache, p.Caches.MPT.EntryBytes)
 	}
-	for range b.MTTMisses {
-		miss(mttCache, p.Caches.MTT.EntryBytes)
+	if b.MTTLookups > 0 {
+		t = n.fill(n.mttFill, b.MTTIndex, t, b.MTTMisses, mttCache, p.Caches.MTT.EntryBytes)
 	}
 	stall := t - start
 	if stall > 0 && hasQP && n.inFlight < p.Engine.MissesInFlight {
@@ -718,6 +725,39 @@ func (n *NIC) missRead(c int, t sim.Time, bytes int) sim.Time {
 	tbl[e] = n.pcie.Read(t, bytes)
 	return tbl[e]
 }
+
+// fill reads a step's misses of one translation cache from t, and
+// returns when they are back. The step's entries are named by key (its
+// last translation's): a step that misses records when its read of them
+// is back; one that found them in the cache waits until then if that is
+// later (the read is still on its way: the miss is merged), as a step
+// whose QP context is being read does (qpcFill).
+func (n *NIC) fill(tbl map[uint32]sim.Time, key uint32, t sim.Time, misses, c, bytes int) sim.Time {
+	if misses == 0 {
+		if at, ok := tbl[key]; ok && at > t {
+			n.costs.MergedMisses++
+			return at
+		}
+		return t
+	}
+	for range misses {
+		t = n.missRead(c, t, bytes)
+	}
+	if len(tbl) >= pruneFills {
+		now := n.s.Now()
+		for k, at := range tbl {
+			if at <= now {
+				delete(tbl, k)
+			}
+		}
+	}
+	tbl[key] = t
+	return t
+}
+
+// pruneFills is the size past which a fill table drops the reads that
+// are back.
+const pruneFills = 4096
 
 // after returns when QP slot's last step on one side finishes; a parked
 // step (Never) is not waited for by a step that got past the gate.
@@ -783,6 +823,7 @@ func (n *NIC) resume(ps *parkedStep) {
 	n.inFlight--
 	n.qpAt[ps.kind][ps.slot] = 0
 	unit, start := n.units.Earliest(now)
+	n.tracef(now, "parked step's reads back", ps.bill.QP)
 	n.finishStep(unit, start, start, ps.kind, ps.slot, true, &ps.bill, ps.out)
 	// The QP's side is busy until the step is done: look again then.
 	n.scheduleProgress(n.qpAt[ps.kind][ps.slot])

@@ -189,6 +189,8 @@ type NICStats struct {
 	MissParkedNs                                      sim.Time // reads waited for by parked steps (engine.misses_in_flight)
 	WQEFetched, WQEByMMIO, WQEPrefetched              int
 	AtomicLockWaitNs, AtomicUnitWaitNs                sim.Time // the atomic unit's waits (profile's atomic section)
+	MergedMisses                                      int      // steps that waited for another step's read of their cache entries
+	MissTableWaitNs                                   sim.Time // misses' waits for a free entry of their cache's miss table
 	RxDrops                                           int
 	Counters                                          transport.Counters
 }
@@ -776,6 +778,7 @@ func stats(n *nicmodel.NIC, end sim.Time) NICStats {
 	st.WQEFetched, st.WQEByMMIO, st.WQEPrefetched = c.WQEFetched, c.WQEByMMIO, c.WQEPrefetched
 	st.RxDrops = c.RxDrops
 	st.AtomicLockWaitNs, st.AtomicUnitWaitNs = c.AtomicLockWait, c.AtomicUnitWait
+	st.MergedMisses, st.MissTableWaitNs = c.MergedMisses, c.MissTableWait
 	return st
 }
 

@@ -772,6 +772,10 @@ type Request struct {
 	// (hit or miss), for hit rates by who asked.
 	MPTMisses, MTTMisses   uint16
 	MPTLookups, MTTLookups uint16
+	// MTTFirst is the first MTT entry the translation read (with
+	// MTTLookups > 0): with the key's MPT index, what a timing model's
+	// miss table merges later lookups of the same entries by.
+	MTTFirst uint32
 }
 
 // loadMPT reads an entry from the host table on a cache miss. Free entries
@@ -884,6 +888,7 @@ func (u *ATU) walk(e *MPTEntry, va, n uint64, dst []Seg, r *Request) []Seg {
 	shift := e.PageShift
 	mask := uint64(1)<<shift - 1
 	i := e.MTTBase + uint32(va>>shift-e.VA>>shift)
+	r.MTTFirst = i
 	for n > 0 {
 		pe, ok, hit := u.mttGet(i)
 		r.MTTLookups++
