@@ -166,8 +166,9 @@ func (sc Scenario) prepare() ([]*runner, int, error) {
 // Client and Server statistics are of its first client's and first
 // server's NICs (shared with whoever else is there), except the cache hit
 // rates and the protocol counters, which are its own QPs' (every step a
-// NIC takes for one of its QPs). A tenant that did not finish has a nil
-// result, and the error names it.
+// NIC takes for one of its QPs), and so are Packets, Retrans and
+// Timeouts; WireDrop and Events are the whole fabric's. A tenant that did
+// not finish has a nil result, and the error names it.
 func RunScenario(p *profile.HardwareProfile, sc Scenario) ([]*Result, error) {
 	rs, hosts, err := sc.prepare()
 	if err != nil {

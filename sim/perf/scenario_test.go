@@ -149,3 +149,24 @@ func TestScenarioServiceLevel(t *testing.T) {
 		t.Errorf("without a transmit buffer the service level changed the victim's p99: %d vs %d ns", a, b)
 	}
 }
+
+// TestScenarioRetransPerTenant: a tenant whose incast overflows the
+// switch's buffer retransmits; a tenant on other hosts, whose traffic
+// never meets it, does not — each tenant's retrans counts its own QPs',
+// while wire_drops is the fabric's.
+func TestScenarioRetransPerTenant(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	p.Switch.BufferBytes = 200 << 10
+	res, err := RunScenario(p, Scenario{Metadata: true, Tenants: []Tenant{
+		{Name: "incast", Spec: Spec{Test: WriteBW, Size: 65536, Iters: 40}, Clients: []int{0, 1, 2, 3}, Servers: []int{4}},
+		{Name: "quiet", Spec: Spec{Test: WriteBW, Size: 65536, Iters: 40}, Clients: []int{5}, Servers: []int{6}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, q := res[0], res[1]
+	t.Logf("incast: %d retransmitted, quiet: %d; fabric drops %d", in.Retrans, q.Retrans, in.WireDrop)
+	if in.Retrans == 0 || q.Retrans != 0 || in.WireDrop == 0 || q.WireDrop != in.WireDrop {
+		t.Errorf("retrans incast %d, quiet %d; wire drops %d and %d", in.Retrans, q.Retrans, in.WireDrop, q.WireDrop)
+	}
+}

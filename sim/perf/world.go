@@ -222,11 +222,20 @@ func (r *runner) result() (*Result, error) {
 		r.attributed(&res.Client, 0)
 		r.attributed(&res.Server, 1)
 	}
-	for _, m := range w.machines {
-		c := m.nic.Engine.Counters()
-		res.Packets += c[transport.TxPackets]
-		res.Retrans += c[transport.RetransPackets]
-		res.Timeouts += c[transport.LocalAckTimeoutErr]
+	if w.attribute {
+		// The tenant's own QPs' packets, retransmissions and timeouts.
+		for _, c := range []*transport.Counters{&res.Client.Counters, &res.Server.Counters} {
+			res.Packets += c[transport.TxPackets]
+			res.Retrans += c[transport.RetransPackets]
+			res.Timeouts += c[transport.LocalAckTimeoutErr]
+		}
+	} else {
+		for _, m := range w.machines {
+			c := m.nic.Engine.Counters()
+			res.Packets += c[transport.TxPackets]
+			res.Retrans += c[transport.RetransPackets]
+			res.Timeouts += c[transport.LocalAckTimeoutErr]
+		}
 	}
 	fab := w.vc.Fabric()
 	for id := range fab.Hosts() {
