@@ -325,8 +325,19 @@ func (e *Engine) Run(now int64, budget int) bool {
 			g.Packets = budget
 		}
 		e.bill.QP = qp.QPN
+		sent := len(e.out)
 		pk, by, more := e.serve(qp, g)
-		e.arb.Done(q, pk, by, more)
+		// The turn costs the QP its frames' bytes on the wire: a READ
+		// request or an ACK carries no payload, and charged by payload
+		// alone a QP sending them would never use up a round's credit
+		// (a 64 KiB quantum lasted 65536 READ requests), keeping every
+		// queue that went idle and came back waiting for a round that
+		// did not end.
+		wire := 0
+		for _, b := range e.out[sent:] {
+			wire += b.Len()
+		}
+		e.arb.Done(q, pk, max(by, wire), more)
 		budget -= pk
 		if pk > 0 || !e.hold.requests {
 			waiting = 0

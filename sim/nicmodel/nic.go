@@ -247,6 +247,9 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt"),
 		DMAEngines: max(p.DMA.Engines, 1),
 	}
+	if q := p.Engine.ArbiterQuantumBytes; q > 0 {
+		hw.Arbiter = sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: q, BurstLimit: 16}
+	}
 	hw.Defaults()
 	cfg.MaxQP = hw.MaxQP
 	n := &NIC{

@@ -154,6 +154,14 @@ type Engine struct {
 	// then wait only for what is not back yet. 0: every step fetches its
 	// own WQE.
 	WQEPrefetch int `toml:"wqe_prefetch"`
+	// ArbiterQuantumBytes is the arbiter's credit per QP per round
+	// (deficit weighted round robin over the QPs with work, by wire
+	// bytes). A QP that goes idle and comes back waits for the round in
+	// progress, every busy QP's quantum: near one MTU the arbiter is
+	// close to the per-WQE round robin of RNICs; 0 takes the engine's
+	// default (64 KiB), under which a QP of small messages can wait
+	// hundreds of microseconds behind 31 busy ones.
+	ArbiterQuantumBytes int `toml:"arbiter_quantum_bytes"`
 }
 
 // Atomic is the responder's atomic execution: compare-and-swap,

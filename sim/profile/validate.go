@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/rnic/rnic/internal/hw/cache"
+	"github.com/rnic/rnic/internal/hw/sched"
 	"github.com/rnic/rnic/sim/timing"
 	"github.com/rnic/rnic/wire"
 )
@@ -115,6 +116,9 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.units", int64(e.Units), 1)
 	v.atLeast("engine.misses_in_flight", int64(e.MissesInFlight), 0)
 	v.atLeast("engine.wqe_prefetch", int64(e.WQEPrefetch), 0)
+	if q := e.ArbiterQuantumBytes; q < 0 || q > sched.MaxQuantum {
+		v.fail("engine.arbiter_quantum_bytes", "%d is not 0 (the engine's default) or a quantum of 1 to %d bytes", q, sched.MaxQuantum)
+	}
 	if e.TxBufferBytes != 0 {
 		// It must hold the largest frame, or the arbiter would wait forever.
 		v.atLeast("engine.tx_buffer_bytes", int64(e.TxBufferBytes), int64(p.Link.MTUBytes+maxFrameOverhead))
