@@ -24,7 +24,7 @@ type Bill struct {
 	// model makes a step that finds them in the cache while another
 	// step's read of them is still on its way wait for that read.
 	MPTIndex, MTTIndex uint32
-	Translations                       int
+	Translations       int
 
 	DMAReads, DMAReadBytes   int // gather descriptors: host memory → NIC
 	DMAWrites, DMAWriteBytes int // scatter descriptors: NIC → host memory
