@@ -14,7 +14,7 @@ func atomicRun(t *testing.T, set func(a *profile.Atomic), spec Spec) *Result {
 	set(&p.Atomic)
 	spec.Test = AtomicBW
 	if spec.Iters == 0 {
-		spec.Iters, spec.Warmup = 2000, 200
+		spec.Iters, spec.Warmup = 1000, 100
 	}
 	res, err := Run(p, spec)
 	if err != nil {
@@ -38,16 +38,19 @@ func TestAtomicsOneAddress(t *testing.T) {
 		qps    int
 		target string
 	}{{1, AtomicPerQP}, {8, AtomicShared}, {64, AtomicShared}} {
-		res := atomicRun(t, units, Spec{QPs: c.qps, AtomicTarget: c.target})
+		res := atomicRun(t, units, Spec{QPs: c.qps, AtomicTarget: c.target, Metadata: true})
 		t.Logf("%d QPs, target %s: %.3f Mops (one address: %.3f), lock wait %d ns", c.qps, c.target, res.Mops, want, res.Server.AtomicLockWaitNs)
-		if res.Mops < 0.95*want || res.Mops > 1.02*want {
+		// Below by up to a tenth: the measured window opens at the first
+		// QP's warmup, while the others' unmeasured operations still
+		// take their turns on the address.
+		if res.Mops < 0.9*want || res.Mops > 1.02*want {
 			t.Errorf("%d QPs to one address: %.3f Mops, want %.3f (one read-modify-write at a time)", c.qps, res.Mops, want)
 		}
 		if c.qps > 1 && res.Server.AtomicLockWaitNs == 0 {
 			t.Errorf("%d QPs to one address waited for no lock", c.qps)
 		}
 	}
-	spread := atomicRun(t, units, Spec{QPs: 64, Threads: 8, AtomicTarget: AtomicPerQP}) // one thread posts and polls 12.5 M/s at most
+	spread := atomicRun(t, units, Spec{QPs: 64, Threads: 8, AtomicTarget: AtomicPerQP, Metadata: true}) // one thread posts and polls 12.5 M/s at most
 	t.Logf("64 QPs, an address each: %.2f Mops", spread.Mops)
 	if spread.Mops < 8*want {
 		t.Errorf("64 QPs on their own addresses: %.2f Mops, want 8 times one address's %.2f at least", spread.Mops, want)

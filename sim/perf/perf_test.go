@@ -300,14 +300,13 @@ func TestIncastDrops(t *testing.T) {
 // TestUnitsServeOtherQPs checks that a processing unit is not held for a
 // QP whose previous step is still in another unit: deeper send queues
 // must not lower throughput (they did, 77 -> 53 Mops, when a unit was
-// booked ahead for a busy QP and idled until it was free). Both run at
-// 77 Mops in steady state; the runs are long enough that the drain at
-// their end, slower with deeper queues (the last QPs finish alone), does
-// not decide the comparison.
+// booked ahead for a busy QP and idled until it was free; and 77 -> 69.5
+// when the arbiter charged payload bytes only, so that a QP that went idle
+// waited a round that lasted until the others were done).
 func TestUnitsServeOtherQPs(t *testing.T) {
 	p := mustProfile(t, "cx6")
 	mops := func(depth int) float64 {
-		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 32, Threads: 16, TxDepth: depth, Iters: 4000, Warmup: 100, Metadata: true})
+		res, err := Run(p, Spec{Test: WriteBW, Size: 64, QPs: 32, Threads: 16, TxDepth: depth, Iters: 1000, Warmup: 100, Metadata: true})
 		if err != nil {
 			t.Fatal(err)
 		}
