@@ -60,7 +60,10 @@ const (
 	RxBadAddress     // frames for a connected QP from another address than its peer
 	RxLateResponse   // responses already acknowledged, or past a gap being recovered
 	RxDiscards       // frames dropped because the receive queue was full
-	RxCNPIgnored     // rp_cnp_ignored: congestion notification packets received, with nothing to react to them (no congestion control yet)
+	RxCNPIgnored     // rp_cnp_ignored: congestion notification packets received, with nothing to react to them (no congestion control, or no such QP)
+	NPECNMarked      // np_ecn_marked_roce_packets: RoCE packets received with ECN Congestion Experienced (Config.DCQCN)
+	NPCNPSent        // np_cnp_sent: congestion notification packets sent
+	RPCNPHandled     // rp_cnp_handled: congestion notification packets that cut a QP's rate
 	Doorbells
 	QPCCacheHit
 	QPCCacheMiss
@@ -122,6 +125,9 @@ var counterNames = [numCounters]string{
 	RxLateResponse:          "rx_late_response",
 	RxDiscards:              "rx_discards",
 	RxCNPIgnored:            "rp_cnp_ignored",
+	NPECNMarked:             "np_ecn_marked_roce_packets",
+	NPCNPSent:               "np_cnp_sent",
+	RPCNPHandled:            "rp_cnp_handled",
 	Doorbells:               "doorbells",
 	QPCCacheHit:             "qpc_cache_hit",
 	QPCCacheMiss:            "qpc_cache_miss",

@@ -86,6 +86,8 @@ type Config struct {
 	// right now (link.Intact): the engine then sends them without an ICRC
 	// (FlagNoICRC) and counts TxICRCOffloaded.
 	ICRCOffload func() bool
+	// DCQCN turns on congestion control (see DCQCN); nil: none.
+	DCQCN *DCQCN
 }
 
 // Engine is one protocol engine: the requester, responder and completer of
@@ -96,8 +98,12 @@ type Config struct {
 type Engine struct {
 	cfg Config
 	arb *sched.Arbiter
-	qpc *cache.Cache[uint32, *QP]
-	cqc *cache.Cache[uint32, *CQ]
+	// ccRoute is the route of a packet whose IP header DCQCN changes
+	// (ECT(0) on data, none on a CNP): a copy, so that the QP's own
+	// attributes (ibv_query_qp) keep the traffic class asked for.
+	ccRoute wire.Route
+	qpc     *cache.Cache[uint32, *QP]
+	cqc     *cache.Cache[uint32, *CQ]
 
 	// gsi is QP1, the general services interface (CreateQP with
 	// QPInit.GSI), or nil. It lives outside the QP table: its number is
@@ -325,6 +331,12 @@ func (e *Engine) Run(now int64, budget int) bool {
 			g.Packets = budget
 		}
 		e.bill.QP = qp.QPN
+		if e.cfg.DCQCN != nil && e.paced(qp) {
+			// Its rate lets it send nothing yet: its pacing timer rings
+			// it again.
+			e.arb.Done(q, 0, 0, false)
+			continue
+		}
 		sent := len(e.out)
 		pk, by, more := e.serve(qp, g)
 		// The turn costs the QP its frames' bytes on the wire: a READ
@@ -336,6 +348,9 @@ func (e *Engine) Run(now int64, budget int) bool {
 		wire := 0
 		for _, b := range e.out[sent:] {
 			wire += b.Len()
+		}
+		if c := e.cfg.DCQCN; c != nil && wire > 0 && (qp.Type == RC || qp.Type == UC) {
+			e.cc(qp).sent(c, now, wire)
 		}
 		e.arb.Done(q, pk, max(by, wire), more)
 		budget -= pk
@@ -474,6 +489,13 @@ func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.
 // send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
 func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	f := b.Bytes()
+	if e.cfg.DCQCN != nil && r != &e.ccRoute && (qp.Type == RC || qp.Type == UC) && r.TrafficClass&wire.ECNMask == wire.ECNNotECT {
+		// ECN-capable transport, so that a congested switch marks
+		// rather than drops (the ICRC masks the ECN bits).
+		e.ccRoute = *r
+		e.ccRoute.TrafficClass |= wire.ECNECT0
+		r = &e.ccRoute
+	}
 	switch {
 	case e.cfg.Metadata:
 		r.WriteHeaders(f)

@@ -64,6 +64,7 @@ func offload(on bool) func() bool {
 }
 
 type nodeConfig struct {
+	dcqcn           *DCQCN // congestion control (nil: none)
 	qpType          QPType
 	localMTU        wire.MTU // the port's active MTU (Config.LocalMTU)
 	pathMTU         wire.MTU
@@ -192,7 +193,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
 		Host: cfg.host, UTLB: cfg.utlb, BestPageSize: cfg.utlb,
 		Engine: Config{
-			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload),
+			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload), DCQCN: cfg.dcqcn,
 			Event: func(ev Event) { n.events = append(n.events, ev) },
 			Trace: func(s string) { n.trace = append(n.trace, s) },
 		},

@@ -100,6 +100,7 @@ type QP struct {
 	rq       *recvRing
 	engine   *Engine
 	counters *QPCounters   // nil until the first counted event
+	cc       *ccState      // congestion control (Config.DCQCN); nil until needed
 	rd       *readRecovery // the requester's READ responses past a gap; nil until the first
 
 	attr  QPAttr

@@ -48,9 +48,19 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		return true
 	}
 	if p.Op == wire.OpCNP {
-		if checkICRC() {
-			e.c[RxCNPIgnored]++ // no congestion control reacts to it yet
+		if !checkICRC() {
+			return
 		}
+		// The reaction point: the CNP names the QP whose packets were
+		// marked (its destination QP is ours).
+		if c := e.cfg.DCQCN; c != nil {
+			if qp := e.lookupQP(p.BTH.DestQP()); qp != nil && (qp.Type == RC || qp.Type == UC) {
+				e.cc(qp).onCNP(c, e.now)
+				e.c[RPCNPHandled]++
+				return
+			}
+		}
+		e.c[RxCNPIgnored]++
 		return
 	}
 	qp := e.lookupQP(p.BTH.DestQP())
@@ -94,6 +104,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 	}
 	if !checkICRC() {
 		return
+	}
+	if e.cfg.DCQCN != nil && p.TrafficClass&wire.ECNMask == wire.ECNCE {
+		e.congestionExperienced(qp)
 	}
 	if isReq {
 		e.resp.responderRecv(qp, p)

@@ -57,10 +57,20 @@ func (t *qpTimers) nextDeadline() int64 {
 	}
 }
 
+// nextDeadline returns the QP's earliest timer: its protocol timers' and
+// its congestion control's pacing wake-up.
+func (qp *QP) nextDeadline() int64 {
+	d := qp.timer.nextDeadline()
+	if s := qp.cc; s != nil && s.wakeAt != 0 && (d == 0 || s.wakeAt < d) {
+		d = s.wakeAt
+	}
+	return d
+}
+
 // schedule makes sure the QP's heap entry is due no later than its
 // earliest deadline.
 func (e *Engine) schedule(qp *QP) {
-	d := qp.timer.nextDeadline()
+	d := qp.nextDeadline()
 	if d == 0 {
 		return
 	}
@@ -82,6 +92,9 @@ func (e *Engine) unschedule(qp *QP) {
 		heap.Remove(&e.timers, qp.timer.heapPos)
 	}
 	qp.timer = qpTimers{}
+	if qp.cc != nil {
+		qp.cc.wakeAt = 0
+	}
 }
 
 // NextDeadline returns when Tick next has work, if ever.
@@ -105,6 +118,12 @@ func (e *Engine) Tick(now int64) {
 		if at := qp.timer.retransAt; at != 0 && at <= now {
 			qp.timer.retransAt = 0
 			e.comp.retransTimeout(qp)
+		}
+		if s := qp.cc; s != nil && s.wakeAt != 0 && s.wakeAt <= now {
+			s.wakeAt = 0 // its rate lets it send again
+			if !qp.destroyed {
+				e.arb.Ring(qp.index)
+			}
 		}
 		e.schedule(qp)
 	}

@@ -229,6 +229,7 @@ var metricColumns = []Column{
 	metric("wc_errors", "failed work completions", 0, func(r *perf.Result) any { return int64(r.Errors) }),
 	metric("events", "simulator events", 0, func(r *perf.Result) any { return int64(r.Events) }),
 	metric("wire_drops", "frames dropped by the fabric (full queues at the switch and the hosts' uplinks)", 0, func(r *perf.Result) any { return int64(r.WireDrop) }),
+	metric("ecn_marked", "frames the fabric marked Congestion Experienced", 0, func(r *perf.Result) any { return int64(r.ECNMarked) }),
 	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
 	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),
 }
@@ -275,6 +276,9 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("rx_drops", "received frames dropped", 0, func(s *perf.NICStats) any { return int64(s.RxDrops) }),
 		c("rnr_nak_sent", "RNR NAKs sent (a SEND found no receive posted)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKSent]) }),
 		c("rnr_nak_received", "RNR NAKs received (the SEND was sent again after the RNR timer)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKRetryErr]) }),
+		c("np_ecn_marked", "RoCE packets received marked Congestion Experienced (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.NPECNMarked]) }),
+		c("np_cnp_sent", "congestion notification packets sent (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.NPCNPSent]) }),
+		c("rp_cnp_handled", "congestion notification packets that cut a QP's rate (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RPCNPHandled]) }),
 	}
 }
 

@@ -47,7 +47,7 @@ func TestOverrideErrors(t *testing.T) {
 		want       []string // in the error
 	}{
 		{"caches.qpc.entrys", "100", []string{"--set caches.qpc.entrys=100", `"entrys"`, "[caches.qpc]", "entries, entry_bytes, outstanding_misses, policy, ways"}},
-		{"cache.qpc.entries", "100", []string{`"cache"`, "caches, description"}},
+		{"cache.qpc.entries", "100", []string{`"cache"`, "caches, dcqcn, description"}},
 		{"caches.qpc", "1", []string{"caches.qpc is a table"}},
 		{"link.mtu_bytes.x", "1", []string{"link.mtu_bytes is a parameter"}},
 		{"caches.qpc.entries", "1.5", []string{"caches.qpc.entries", "want an integer"}},

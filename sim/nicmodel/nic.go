@@ -284,6 +284,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		Doorbell: n.doorbell,
 		Billing:  true,
 		Metadata: cfg.Metadata,
+		DCQCN:    p.DCQCNConfig(),
 		Event:    cfg.Event,
 		Trace:    cfg.Trace,
 	}

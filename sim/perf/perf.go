@@ -162,6 +162,8 @@ type Result struct {
 	Server   NICStats // the first server's NIC
 	Events   uint64
 	WireDrop uint64 // frames the fabric dropped (full queues)
+	// ECNMarked is the frames the fabric marked Congestion Experienced.
+	ECNMarked uint64
 	// Retrans and Timeouts count, over all NICs, packets sent again and
 	// retransmission timeouts: what drops cost.
 	Retrans, Timeouts uint64

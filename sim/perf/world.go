@@ -241,6 +241,7 @@ func (r *runner) result() (*Result, error) {
 	for id := range fab.Hosts() {
 		p := fab.Host(fabric.HostID(id))
 		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
+		res.ECNMarked += p.UplinkStats().ECNMarked + p.SwitchPortStats().ECNMarked
 	}
 	if !w.metadata {
 		res.Checked, res.Corrupt = r.check()

@@ -4,10 +4,23 @@ import (
 	"math"
 
 	"github.com/rnic/rnic/internal/hw/cache"
+	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/fabric"
 	"github.com/rnic/rnic/sim/timing"
 )
+
+// DCQCNConfig returns the engine's congestion control, nil when off.
+func (p *HardwareProfile) DCQCNConfig() *transport.DCQCN {
+	d := &p.DCQCN
+	if !d.Enabled {
+		return nil
+	}
+	return &transport.DCQCN{CNPInterval: d.CNPIntervalNs, G: d.G, AlphaPeriod: d.AlphaPeriodNs,
+		IncreasePeriod: d.IncreasePeriodNs, ByteCounter: d.ByteCounterBytes, FastRecovery: d.FastRecovery,
+		RateAI: d.RateAIMbps * 1e6, RateHAI: d.RateHAIMbps * 1e6, MinRate: d.MinRateMbps * 1e6,
+		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha}
+}
 
 // PCIeBytesPerSec returns the PCIe bandwidth per direction: the explicit
 // bandwidth_gbytes_per_s, or the one derived from gen and lanes.

@@ -15,6 +15,7 @@ type HardwareProfile struct {
 	DMA    DMA    `toml:"dma"`
 	Engine Engine `toml:"engine"`
 	Atomic Atomic `toml:"atomic"`
+	DCQCN  DCQCN  `toml:"dcqcn"`
 	Host   Host   `toml:"host"`
 	Switch Switch `toml:"switch"`
 }
@@ -193,6 +194,31 @@ type Atomic struct {
 	// address bits below it are ignored): 8 (the default, one atomic
 	// word) up to 4096.
 	LockGranuleBytes int `toml:"lock_granule_bytes"`
+}
+
+// DCQCN is congestion control in the NIC's protocol engine (see
+// transport.DCQCN): ECN-capable packets, CNPs for marked ones, and a rate
+// per QP cut by CNPs and recovered on a timer and a byte counter.
+type DCQCN struct {
+	Enabled bool `toml:"enabled"`
+	// CNPIntervalNs is the least time between two CNPs of one QP (N).
+	CNPIntervalNs int64 `toml:"cnp_interval_ns"`
+	// G is the gain of alpha, the estimate of the marked fraction.
+	G float64 `toml:"g"`
+	// AlphaPeriodNs is how often alpha decays without CNPs (K).
+	AlphaPeriodNs int64 `toml:"alpha_period_ns"`
+	// IncreasePeriodNs (T) and ByteCounterBytes (B): rate-increase events.
+	IncreasePeriodNs int64 `toml:"increase_period_ns"`
+	ByteCounterBytes int64 `toml:"byte_counter_bytes"`
+	// FastRecovery is the number of increase events (F) of fast recovery.
+	FastRecovery int `toml:"fast_recovery"`
+	// RateAIMbps and RateHAIMbps are the additive and hyper increase
+	// steps of the target rate; MinRateMbps the floor of a cut.
+	RateAIMbps  float64 `toml:"rate_ai_mbps"`
+	RateHAIMbps float64 `toml:"rate_hai_mbps"`
+	MinRateMbps float64 `toml:"min_rate_mbps"`
+	// InitialAlpha is alpha before the first CNP.
+	InitialAlpha float64 `toml:"initial_alpha"`
 }
 
 // Lock hashes of Atomic.LockHash.

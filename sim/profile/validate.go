@@ -150,6 +150,31 @@ func (p *HardwareProfile) Validate() error {
 		v.pow2("atomic.lock_granule_bytes", a.LockGranuleBytes, 8, 4096)
 	}
 
+	if d := &p.DCQCN; d.Enabled {
+		v.atLeast("dcqcn.cnp_interval_ns", d.CNPIntervalNs, 0)
+		v.atLeast("dcqcn.alpha_period_ns", d.AlphaPeriodNs, 1)
+		v.atLeast("dcqcn.increase_period_ns", d.IncreasePeriodNs, 0)
+		v.atLeast("dcqcn.byte_counter_bytes", d.ByteCounterBytes, 0)
+		v.atLeast("dcqcn.fast_recovery", int64(d.FastRecovery), 0)
+		if !(d.G > 0 && d.G <= 1) {
+			v.fail("dcqcn.g", "%v is not in (0, 1]", d.G)
+		}
+		if !(d.InitialAlpha >= 0 && d.InitialAlpha <= 1) {
+			v.fail("dcqcn.initial_alpha", "%v is not in [0, 1]", d.InitialAlpha)
+		}
+		for _, r := range []struct {
+			key string
+			v   float64
+		}{{"dcqcn.rate_ai_mbps", d.RateAIMbps}, {"dcqcn.rate_hai_mbps", d.RateHAIMbps}, {"dcqcn.min_rate_mbps", d.MinRateMbps}} {
+			if !finitePositive(r.v) {
+				v.fail(r.key, "%v is not a positive rate", r.v)
+			}
+		}
+		if d.MinRateMbps*1e6 > p.Link.RateGbps*1e9 {
+			v.fail("dcqcn.min_rate_mbps", "%v is above the line rate", d.MinRateMbps)
+		}
+	}
+
 	v.atLeast("host.post_send_ns", p.Host.PostSendNs, 0)
 	v.atLeast("host.poll_cq_ns", p.Host.PollCQNs, 0)
 

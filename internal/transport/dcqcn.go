@@ -1,0 +1,176 @@
+package transport
+
+import (
+	"math"
+
+	"github.com/rnic/rnic/wire"
+)
+
+// DCQCN is congestion control for RoCEv2 (Zhu et al., "Congestion Control
+// for Large-Scale RDMA Deployments", SIGCOMM 2015), in the engine as an
+// RNIC has it: with Config.DCQCN set, RC packets are sent ECN-capable
+// (ECT(0)); the notification point answers CE-marked packets with CNPs,
+// at most one per QP per CNPInterval; the reaction point cuts a QP's rate
+// on a CNP and recovers it on a timer and a byte counter, and the QP's
+// packets are paced at that rate. Nil: no congestion control (as rxe: CNPs
+// received are counted and ignored).
+//
+// Rates are in bits per second, times in nanoseconds of the engine's
+// clock.
+type DCQCN struct {
+	// CNPInterval is the notification point's least time between two
+	// CNPs of one QP (N).
+	CNPInterval int64
+	// G is the gain of the estimate alpha of the marked fraction.
+	G float64
+	// AlphaPeriod is how often alpha decays without CNPs (K).
+	AlphaPeriod int64
+	// IncreasePeriod (T) and ByteCounter (B) are the reaction point's
+	// rate-increase events: one per period, and one per ByteCounter bytes
+	// sent, since the last cut.
+	IncreasePeriod int64
+	ByteCounter    int64
+	// FastRecovery is the number of increase events (F) that halve the
+	// distance to the target rate before the target itself grows.
+	FastRecovery int
+	// RateAI and RateHAI are the target's additive and hyper increase
+	// steps; MinRate the floor a cut stops at; LineRate the rate a QP
+	// starts at and never exceeds.
+	RateAI, RateHAI float64
+	MinRate         float64
+	LineRate        float64
+	// InitialAlpha is alpha before the first CNP (1: the first cut halves).
+	InitialAlpha float64
+}
+
+// maxIncreaseEvents bounds the timer events applied at once to a QP that
+// was idle for long: by then its rate is the line rate anyway.
+const maxIncreaseEvents = 256
+
+// ccState is one QP's congestion control context, allocated when it is
+// first needed (its first packet sent or CNP): the reaction point's rates
+// and counters, and the notification point's last CNP.
+type ccState struct {
+	rc, rt  float64 // current and target rate
+	alpha   float64
+	alphaAt int64 // when alpha last decayed (or was raised by a CNP)
+	incAt   int64 // when the last timer increase event fell
+	bytes   int64 // bytes sent since the last byte-counter event
+	tEvents int   // timer increase events since the last cut
+	bEvents int   // byte-counter increase events since the last cut
+	// nextSend paces the QP: its next packet may start then; wakeAt is
+	// the timer that rings the arbiter for it (0: off).
+	nextSend, wakeAt int64
+	lastCNP          int64 // NP: when the QP last sent a CNP
+	sentCNP          bool
+	cuts             uint64
+}
+
+// cc returns the QP's congestion control context, made at line rate.
+func (e *Engine) cc(qp *QP) *ccState {
+	if qp.cc == nil {
+		c := e.cfg.DCQCN
+		qp.cc = &ccState{rc: c.LineRate, rt: c.LineRate, alpha: c.InitialAlpha, alphaAt: e.now, incAt: e.now}
+	}
+	return qp.cc
+}
+
+// catchUp applies the timer events that fell since the QP's state was
+// last touched: alpha's decays and the rate-increase events (nothing else
+// happens to the state between two packets or CNPs).
+func (s *ccState) catchUp(c *DCQCN, now int64) {
+	if c.AlphaPeriod > 0 && now-s.alphaAt >= c.AlphaPeriod {
+		n := (now - s.alphaAt) / c.AlphaPeriod
+		s.alpha *= math.Pow(1-c.G, float64(n))
+		s.alphaAt += n * c.AlphaPeriod
+	}
+	if c.IncreasePeriod > 0 && now-s.incAt >= c.IncreasePeriod {
+		n := (now - s.incAt) / c.IncreasePeriod
+		s.incAt += n * c.IncreasePeriod
+		for range min(n, maxIncreaseEvents) {
+			s.tEvents++
+			s.increase(c)
+		}
+	}
+}
+
+// increase is one rate-increase event: fast recovery (the current rate
+// halves its distance to the target) for the first FastRecovery events of
+// both kinds, then additive increase of the target while one kind is past
+// it, hyper increase once both are.
+func (s *ccState) increase(c *DCQCN) {
+	switch hi, lo := max(s.tEvents, s.bEvents), min(s.tEvents, s.bEvents); {
+	case hi <= c.FastRecovery:
+	case lo > c.FastRecovery:
+		s.rt += float64(lo-c.FastRecovery) * c.RateHAI
+	default:
+		s.rt += c.RateAI
+	}
+	s.rt = min(s.rt, c.LineRate)
+	s.rc = min((s.rt+s.rc)/2, c.LineRate)
+}
+
+// onCNP is the reaction point's cut: the target remembers the current
+// rate, the current rate falls by alpha/2, alpha rises by G, and the
+// increase events start again.
+func (s *ccState) onCNP(c *DCQCN, now int64) {
+	s.catchUp(c, now)
+	s.rt = s.rc
+	s.rc = max(s.rc*(1-s.alpha/2), c.MinRate)
+	s.alpha = (1-c.G)*s.alpha + c.G
+	s.alphaAt, s.incAt = now, now
+	s.bytes, s.tEvents, s.bEvents = 0, 0, 0
+	s.cuts++
+}
+
+// sent accounts a turn's bytes on the wire: the byte counter's events, and
+// the pacing of the next packet at the current rate.
+func (s *ccState) sent(c *DCQCN, now int64, bytes int) {
+	s.catchUp(c, now)
+	if c.ByteCounter > 0 {
+		s.bytes += int64(bytes)
+		for s.bytes >= c.ByteCounter {
+			s.bytes -= c.ByteCounter
+			s.bEvents++
+			s.increase(c)
+		}
+	}
+	s.nextSend = max(s.nextSend, now) + int64(math.Ceil(float64(bytes)*8e9/s.rc))
+}
+
+// paced reports whether the QP must wait before it sends again, and arms
+// its wake-up then.
+func (e *Engine) paced(qp *QP) bool {
+	s := qp.cc
+	if s == nil || s.nextSend <= e.now || s.rc >= e.cfg.DCQCN.LineRate {
+		return false
+	}
+	s.wakeAt = s.nextSend
+	e.schedule(qp)
+	return true
+}
+
+// congestionExperienced is the notification point: a CE-marked packet for
+// qp is counted, and answered with a CNP to the QP's peer unless the QP
+// sent one less than CNPInterval ago.
+func (e *Engine) congestionExperienced(qp *QP) {
+	e.c[NPECNMarked]++
+	if qp.Type != RC && qp.Type != UC {
+		return
+	}
+	s := e.cc(qp)
+	if s.sentCNP && e.now-s.lastCNP < e.cfg.DCQCN.CNPInterval {
+		return
+	}
+	s.sentCNP, s.lastCNP = true, e.now
+	// A CNP is not ECN-capable: it is sent in the QP's traffic class
+	// with the ECN bits clear, so that congestion cannot mark it.
+	e.ccRoute = qp.attr.AV
+	e.ccRoute.TrafficClass &^= wire.ECNMask
+	b, f, h := e.newFrame(&e.ccRoute, wire.OpCNP, 0)
+	bth := wire.BTH(f[h:])
+	bth.Encode(&wire.BTHFields{Opcode: wire.OpCNP, PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, BECN: true})
+	clear(f[h+wire.BTHSize : h+wire.BTHSize+wire.CNPReservedSize])
+	e.send(qp, b, &e.ccRoute)
+	e.c[NPCNPSent]++
+}
