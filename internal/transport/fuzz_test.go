@@ -94,7 +94,9 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
 		Arbiter:     sched.Config{Levels: 1, Mode: sched.DWRR, Quantum: 65536, BurstLimit: 16},
 		MaxQPRdAtom: 4, MaxUnackedPSNs: 64,
-		Engine: Config{LocalMTU: wire.MTU4096},
+		// DCQCN on: CE-marked frames and CNPs from the fuzzer reach the
+		// notification and reaction points too.
+		Engine: Config{LocalMTU: wire.MTU4096, DCQCN: &testDCQCN},
 	})
 	if err != nil {
 		tb.Fatal(err)
