@@ -45,6 +45,9 @@ const (
 	RxInvalidRequests // requests refused as invalid (opcode sequence, length, rights, resources): NAKed on RC, dropped on UC
 	RxUCDropped       // UC packets dropped after a gap or an invalid request, until the next FIRST or ONLY
 	HostMemErrors     // DMA accesses the host bus failed (host memory unreachable behind a valid translation)
+	NPECNMarked       // np_ecn_marked_roce_packets: RoCE packets received with ECN Congestion Experienced (Config.DCQCN)
+	NPCNPSent         // np_cnp_sent: congestion notification packets sent
+	RPCNPHandled      // rp_cnp_handled: congestion notification packets that cut a QP's rate
 	numQPCounters
 
 	// Device only.
@@ -61,9 +64,6 @@ const (
 	RxLateResponse   // responses already acknowledged, or past a gap being recovered
 	RxDiscards       // frames dropped because the receive queue was full
 	RxCNPIgnored     // rp_cnp_ignored: congestion notification packets received, with nothing to react to them (no congestion control, or no such QP)
-	NPECNMarked      // np_ecn_marked_roce_packets: RoCE packets received with ECN Congestion Experienced (Config.DCQCN)
-	NPCNPSent        // np_cnp_sent: congestion notification packets sent
-	RPCNPHandled     // rp_cnp_handled: congestion notification packets that cut a QP's rate
 	Doorbells
 	QPCCacheHit
 	QPCCacheMiss

@@ -41,6 +41,13 @@ type DCQCN struct {
 	LineRate        float64
 	// InitialAlpha is alpha before the first CNP (1: the first cut halves).
 	InitialAlpha float64
+	// ClampTarget sets the target rate to the current rate on every CNP,
+	// as the paper's equations do. Without it (Mellanox's
+	// clamp_tgt_rate=0) a CNP moves the target only if the rate has
+	// increased since the last cut, so that a burst of CNPs cuts the rate
+	// but leaves the target where the flow was, and fast recovery returns
+	// towards it.
+	ClampTarget bool
 }
 
 // maxIncreaseEvents bounds the timer events applied at once to a QP that
@@ -115,7 +122,9 @@ func (s *ccState) increase(c *DCQCN) {
 // increase events start again.
 func (s *ccState) onCNP(c *DCQCN, now int64) {
 	s.catchUp(c, now)
-	s.rt = s.rc
+	if c.ClampTarget || s.tEvents+s.bEvents > 0 || s.cuts == 0 {
+		s.rt = s.rc
+	}
 	s.rc = max(s.rc*(1-s.alpha/2), c.MinRate)
 	s.alpha = (1-c.G)*s.alpha + c.G
 	s.alphaAt, s.incAt = now, now
@@ -154,7 +163,7 @@ func (e *Engine) paced(qp *QP) bool {
 // qp is counted, and answered with a CNP to the QP's peer unless the QP
 // sent one less than CNPInterval ago.
 func (e *Engine) congestionExperienced(qp *QP) {
-	e.c[NPECNMarked]++
+	e.count(qp, NPECNMarked)
 	if qp.Type != RC && qp.Type != UC {
 		return
 	}
@@ -172,5 +181,5 @@ func (e *Engine) congestionExperienced(qp *QP) {
 	bth.Encode(&wire.BTHFields{Opcode: wire.OpCNP, PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, BECN: true})
 	clear(f[h+wire.BTHSize : h+wire.BTHSize+wire.CNPReservedSize])
 	e.send(qp, b, &e.ccRoute)
-	e.c[NPCNPSent]++
+	e.count(qp, NPCNPSent)
 }

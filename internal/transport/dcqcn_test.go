@@ -44,6 +44,20 @@ func TestDCQCNCut(t *testing.T) {
 	if !near(s.rc, wantRC) || !near(s.alpha, (1-c.G)*wantAlpha+c.G) {
 		t.Errorf("second cut: rc %v alpha %v, want %v and %v", s.rc, s.alpha, wantRC, (1-c.G)*wantAlpha+c.G)
 	}
+	// A second CNP before any increase event: the rate is cut again, the
+	// target stays (ClampTarget off); with ClampTarget it follows.
+	rt := s.rt
+	s.onCNP(&c, 10*55_000)
+	if s.rt != rt {
+		t.Errorf("a CNP with no increase since the last: target %v, want it kept at %v", s.rt, rt)
+	}
+	cl := c
+	cl.ClampTarget = true
+	rc := s.rc
+	s.onCNP(&cl, 10*55_000)
+	if s.rt != rc {
+		t.Errorf("ClampTarget: target %v, want the current rate %v", s.rt, rc)
+	}
 	// The floor.
 	for range 200 {
 		s.onCNP(&c, 10*55_000)

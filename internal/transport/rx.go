@@ -56,7 +56,7 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		if c := e.cfg.DCQCN; c != nil {
 			if qp := e.lookupQP(p.BTH.DestQP()); qp != nil && (qp.Type == RC || qp.Type == UC) {
 				e.cc(qp).onCNP(c, e.now)
-				e.c[RPCNPHandled]++
+				e.count(qp, RPCNPHandled)
 				return
 			}
 		}

@@ -229,6 +229,12 @@ var metricColumns = []Column{
 	metric("wc_errors", "failed work completions", 0, func(r *perf.Result) any { return int64(r.Errors) }),
 	metric("events", "simulator events", 0, func(r *perf.Result) any { return int64(r.Events) }),
 	metric("wire_drops", "frames dropped by the fabric (full queues at the switch and the hosts' uplinks)", 0, func(r *perf.Result) any { return int64(r.WireDrop) }),
+	metric("jain", "Jain's fairness index of the client QPs' rates (bytes over the time to each QP's last completion; 1: fair)", 3, func(r *perf.Result) any {
+		if r.Jain == 0 {
+			return nil
+		}
+		return r.Jain
+	}),
 	metric("ecn_marked", "frames the fabric marked Congestion Experienced", 0, func(r *perf.Result) any { return int64(r.ECNMarked) }),
 	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
 	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),

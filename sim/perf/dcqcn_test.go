@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/sim"
 )
 
 // TestDCQCNIncast: an 8 → 1 incast of 64 KiB WRITEs overflows the
@@ -36,5 +37,40 @@ func TestDCQCNIncast(t *testing.T) {
 		// rate before the first CNPs arrive.)
 		t.Errorf("with DCQCN %.1f Gb/s, %d drops, %d timeouts; without %.1f Gb/s, %d drops: want 4 times the goodput, above 50, half the drops, no timeouts",
 			on.Gbps, on.WireDrop, on.Timeouts, off.Gbps, off.WireDrop)
+	}
+}
+
+// TestDCQCNTwoFlows: DCQCN's two-flow convergence, in shape: flow A has
+// the bottleneck to itself until flow B joins at 2 ms; with DCQCN both
+// settle near half the line rate each within a few milliseconds and
+// share it while both run, the link staying busy.
+func TestDCQCNTwoFlows(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	p.DCQCN.Enabled = true
+	flow := func(name string, host int, start sim.Time) Tenant {
+		return Tenant{Name: name, Spec: Spec{Test: WriteBW, Size: 65536, TxDepth: 32}, Clients: []int{host}, Servers: []int{2},
+			Start: start, Stop: 10 * sim.Millisecond}
+	}
+	res, err := RunScenario(p, Scenario{Metadata: true, Tenants: []Tenant{flow("A", 0, 0), flow("B", 1, 2*sim.Millisecond)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each flow's mean rate from 5 to 9 ms, from its timeline.
+	mean := func(r *Result) float64 {
+		var sum float64
+		n := 0
+		for _, pt := range r.Timeline {
+			if pt.At >= 5*sim.Millisecond && pt.At+pt.Width <= 9*sim.Millisecond {
+				sum += pt.Gbps
+				n++
+			}
+		}
+		return sum / float64(max(n, 1))
+	}
+	a, b := mean(res[0]), mean(res[1])
+	t.Logf("from 5 to 9 ms: A %.1f Gb/s, B %.1f Gb/s; CNPs handled A %d, B %d", a, b,
+		res[0].Client.Counters[transport.RPCNPHandled], res[1].Client.Counters[transport.RPCNPHandled])
+	if a < 35 || a > 65 || b < 35 || b > 65 || a+b < 85 {
+		t.Errorf("A %.1f and B %.1f Gb/s: want each within 35-65 (a fair share of 100) and together above 85", a, b)
 	}
 }

@@ -173,6 +173,11 @@ type Result struct {
 	// Checked is how many bytes were compared against their source after
 	// the run (real-bytes mode); Corrupt how many differed.
 	Checked, Corrupt int64
+	// Jain is Jain's fairness index of the client QPs' rates, each its
+	// measured bytes over the time from the window's start to its last
+	// completion: 1 when they all finish together, 1/n when one QP has
+	// the link to itself.
+	Jain float64
 	// Tenant is the tenant's name in a scenario ("" for a plain run), and
 	// Timeline what it completed over virtual time.
 	Tenant   string
@@ -397,8 +402,10 @@ type qpRun struct {
 	rkey     uint32
 	posted   int
 	done     int
-	iters    int // a client's operations: the spec's, or fewer if its tenant stopped
-	due      int // operations its posting rate has made due and not posted
+	iters    int      // a client's operations: the spec's, or fewer if its tenant stopped
+	measured int64    // bytes of its operations in the measured window
+	lastAt   sim.Time // when its last measured operation completed
+	due      int      // operations its posting rate has made due and not posted
 	off      int
 	touched  []bool        // Random in real-bytes mode: slots written or read
 	started  []sim.Time    // latency: when each round trip started
@@ -827,6 +834,8 @@ func (r *runner) measure(q *qpRun, bytes int, now sim.Time) {
 	if q.done > r.spec.Warmup {
 		r.ops++
 		r.bytes += int64(bytes)
+		q.measured += int64(bytes)
+		q.lastAt = now
 	}
 	r.winEnd = max(r.winEnd, now)
 	r.tl.add(now, 1, int64(bytes))

@@ -212,6 +212,7 @@ func (r *runner) result() (*Result, error) {
 		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9
 		res.Mops = float64(res.Ops) / sec / 1e6
 	}
+	res.Jain = r.jain()
 	if r.latN > 0 {
 		res.LatMin = r.latMin
 		res.LatAvg = r.latSum / float64(r.latN)
@@ -250,6 +251,25 @@ func (r *runner) result() (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// jain is Jain's fairness index over the client QPs' rates: (Σx)² / (n Σx²).
+func (r *runner) jain() float64 {
+	var sum, sq float64
+	n := 0
+	for _, c := range r.clients {
+		for _, q := range c.qps {
+			if q.measured == 0 || q.lastAt <= r.winStart {
+				continue
+			}
+			x := float64(q.measured) / float64(q.lastAt-r.winStart)
+			sum, sq, n = sum+x, sq+x*x, n+1
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum * sum / (float64(n) * sq)
 }
 
 // attributed replaces a side's cache hits and misses, and its protocol

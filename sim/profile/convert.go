@@ -19,7 +19,7 @@ func (p *HardwareProfile) DCQCNConfig() *transport.DCQCN {
 	return &transport.DCQCN{CNPInterval: d.CNPIntervalNs, G: d.G, AlphaPeriod: d.AlphaPeriodNs,
 		IncreasePeriod: d.IncreasePeriodNs, ByteCounter: d.ByteCounterBytes, FastRecovery: d.FastRecovery,
 		RateAI: d.RateAIMbps * 1e6, RateHAI: d.RateHAIMbps * 1e6, MinRate: d.MinRateMbps * 1e6,
-		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha}
+		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha, ClampTarget: d.ClampTarget}
 }
 
 // PCIeBytesPerSec returns the PCIe bandwidth per direction: the explicit

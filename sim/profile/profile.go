@@ -219,6 +219,10 @@ type DCQCN struct {
 	MinRateMbps float64 `toml:"min_rate_mbps"`
 	// InitialAlpha is alpha before the first CNP.
 	InitialAlpha float64 `toml:"initial_alpha"`
+	// ClampTarget sets the target rate to the current rate on every CNP
+	// (the paper's equations); false moves it only if the rate increased
+	// since the last cut (Mellanox's clamp_tgt_rate=0).
+	ClampTarget bool `toml:"clamp_target"`
 }
 
 // Lock hashes of Atomic.LockHash.
