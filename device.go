@@ -106,6 +106,11 @@ type Options struct {
 	// the arbiter. Zero fields take the defaults (DefaultHardware).
 	Hardware Hardware
 
+	// DCQCN, if set, turns on congestion control (see DCQCN;
+	// DefaultDCQCN gives a starting point). A device of a VirtualClock
+	// takes it from the clock's hardware profile instead (dcqcn.enabled).
+	DCQCN *DCQCN
+
 	// Publish makes the device visible to "rnic stat" until it closes
 	// (see Device.Publish); Open fails if it cannot.
 	Publish bool
@@ -400,6 +405,12 @@ func Open(o Options) (*Device, error) {
 			MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
 		},
 		Trace: o.Trace,
+	}
+	if o.DCQCN != nil {
+		cfg.DCQCN = o.DCQCN.engine()
+		if err := cfg.DCQCN.Validate(); err != nil {
+			return nil, fmt.Errorf("rnic: Options.%w", err)
+		}
 	}
 	if err := o.Hardware.config(&cfg); err != nil {
 		return nil, err

@@ -442,6 +442,9 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 	if o.Publish {
 		return nil, errors.New("rnic: Open: a virtual-time device cannot be published (rnic stat reads real-time devices)")
 	}
+	if o.DCQCN != nil {
+		return nil, errors.New("rnic: Open: with Options.Clock congestion control is the clock's profile's (dcqcn.enabled); leave Options.DCQCN unset")
+	}
 	shift, err := o.checkShape()
 	if err != nil {
 		return nil, err

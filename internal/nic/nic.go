@@ -79,6 +79,9 @@ type Config struct {
 
 	// Trace receives the protocol engine's debug log (nil: off).
 	Trace func(string)
+
+	// DCQCN turns on congestion control (transport.DCQCN); nil: none.
+	DCQCN *transport.DCQCN
 }
 
 // QPNBase is the first QP number handed out (transport.FirstQPN).
@@ -213,7 +216,7 @@ func New(cfg Config) (*Device, error) {
 	hw.UTLB, hw.BestPageSize = true, true
 	hw.Engine = transport.Config{
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
-		Kick: d.wake, KickIdle: d.doorbell, Event: d.event, Trace: cfg.Trace,
+		Kick: d.wake, KickIdle: d.doorbell, Event: d.event, Trace: cfg.Trace, DCQCN: cfg.DCQCN,
 	}
 	if in, ok := link.Find[link.Intact](cfg.Link); ok {
 		hw.Engine.ICRCOffload = in.Intact

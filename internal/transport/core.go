@@ -158,6 +158,13 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	}
 	c := &Core{Config: cfg, Host: cfg.Host, ATU: u, DMA: dm, QPs: NewTable[QP](FirstQPN, cfg.MaxQP), CQs: NewTable[CQ](1, cfg.MaxCQ)}
 	e := cfg.Engine
+	if e.DCQCN != nil {
+		if err := e.DCQCN.Validate(); err != nil {
+			return nil, err
+		}
+		cc := *e.DCQCN // the engine's own copy
+		e.DCQCN = &cc
+	}
 	e.ATU, e.DMA, e.QPs, e.CQs = u, dm, c.QPs, c.CQs
 	e.QPCCache, e.CQCCache = cfg.QPCCache, cfg.CQCCache
 	e.Arbiter = cfg.Arbiter

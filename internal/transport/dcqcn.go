@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/rnic/rnic/wire"
@@ -48,6 +49,28 @@ type DCQCN struct {
 	// but leaves the target where the flow was, and fast recovery returns
 	// towards it.
 	ClampTarget bool
+}
+
+// Validate reports the first parameter that cannot work.
+func (c *DCQCN) Validate() error {
+	bad := func(f string, v any, why string) error { return fmt.Errorf("DCQCN %s %v: %s", f, v, why) }
+	switch {
+	case !(c.LineRate > 0) || math.IsInf(c.LineRate, 0):
+		return bad("LineRate", c.LineRate, "want a positive rate")
+	case !(c.MinRate > 0) || c.MinRate > c.LineRate:
+		return bad("MinRate", c.MinRate, "want a positive rate up to the line rate")
+	case !(c.G > 0 && c.G <= 1):
+		return bad("G", c.G, "want (0, 1]")
+	case !(c.InitialAlpha >= 0 && c.InitialAlpha <= 1):
+		return bad("InitialAlpha", c.InitialAlpha, "want [0, 1]")
+	case c.AlphaPeriod <= 0:
+		return bad("AlphaPeriod", c.AlphaPeriod, "want a positive time")
+	case c.CNPInterval < 0 || c.IncreasePeriod < 0 || c.ByteCounter < 0 || c.FastRecovery < 0:
+		return bad("CNPInterval, IncreasePeriod, ByteCounter or FastRecovery", "", "negative")
+	case !(c.RateAI >= 0) || !(c.RateHAI >= 0) || math.IsInf(c.RateAI, 0) || math.IsInf(c.RateHAI, 0):
+		return bad("RateAI or RateHAI", "", "want non-negative rates")
+	}
+	return nil
 }
 
 // maxIncreaseEvents bounds the timer events applied at once to a QP that

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"time"
+
+	"github.com/rnic/rnic/wire"
 )
 
 // Faults configures what a port does wrong to the frames it sends, so that
@@ -38,6 +40,13 @@ type Faults struct {
 	// it. The IP and UDP headers are never touched (see the package doc).
 	Corrupt float64
 
+	// MarkCE is the probability that an ECN-capable frame (ECT(0) or
+	// ECT(1) in its IP header) is marked Congestion Experienced, as a
+	// congested switch's RED queue marks it: the receiver's congestion
+	// control answers with a CNP. The ICRC masks the ECN bits; the IPv4
+	// header checksum is recomputed.
+	MarkCE float64
+
 	// Delay is the one-way delay added to every frame. Zero delivers
 	// synchronously inside Send.
 	Delay time.Duration
@@ -56,7 +65,7 @@ func (f *Faults) validate() error {
 	probs := [...]struct {
 		name string
 		p    float64
-	}{{"Loss", f.Loss}, {"Duplicate", f.Duplicate}, {"Reorder", f.Reorder}, {"Corrupt", f.Corrupt}}
+	}{{"Loss", f.Loss}, {"Duplicate", f.Duplicate}, {"Reorder", f.Reorder}, {"Corrupt", f.Corrupt}, {"MarkCE", f.MarkCE}}
 	for _, q := range probs {
 		if !(q.p >= 0 && q.p <= 1) { // also rejects NaN
 			return fmt.Errorf("mem: Faults.%s = %v, want a probability in [0, 1]", q.name, q.p)
@@ -77,7 +86,7 @@ func (f *Faults) validate() error {
 // perfect reports whether f does nothing to frames, so that Send can take
 // the lock-free path.
 func (f *Faults) perfect() bool {
-	return f.Loss == 0 && f.Duplicate == 0 && f.Reorder == 0 && f.Corrupt == 0 &&
+	return f.Loss == 0 && f.Duplicate == 0 && f.Reorder == 0 && f.Corrupt == 0 && f.MarkCE == 0 &&
 		f.Delay == 0 && f.Jitter == 0
 }
 
@@ -150,4 +159,35 @@ func mix64(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// markCE marks an ECN-capable frame Congestion Experienced when hit, and
+// reports whether it did (a frame not ECN-capable is left as it is: a
+// switch does not mark those).
+func markCE(f []byte, hit bool) bool {
+	if !hit || len(f) < 2 {
+		return false
+	}
+	switch f[0] >> 4 {
+	case 4:
+		if len(f) < wire.IPv4HeaderSize {
+			return false
+		}
+		ip := wire.IPv4(f)
+		if ecn := ip.TOS() & wire.ECNMask; ecn != wire.ECNECT0 && ecn != wire.ECNECT1 {
+			return false
+		}
+		ip.SetTOS(ip.TOS() | wire.ECNCE)
+		ip.SetChecksum(ip.ComputeChecksum())
+		return true
+	case 6:
+		// The traffic class straddles bytes 0 and 1: its ECN bits are
+		// bits 5..4 of byte 1.
+		if ecn := f[1] >> 4 & wire.ECNMask; ecn != wire.ECNECT0 && ecn != wire.ECNECT1 {
+			return false
+		}
+		f[1] |= wire.ECNCE << 4
+		return true
+	}
+	return false
 }

@@ -67,6 +67,9 @@ func (p *Port) sendFaulty(bufs []*link.Buf) {
 				t.corrupted++
 			}
 		}
+		if in.f.MarkCE > 0 && markCE(b.Bytes(), in.hit(in.f.MarkCE)) {
+			t.marked++
+		}
 		var dup *link.Buf
 		if in.hit(in.f.Duplicate) {
 			dup = b.Clone()

@@ -13,6 +13,7 @@ type Stats struct {
 	Duplicated  uint64 // extra copies made by Faults.Duplicate
 	Reordered   uint64 // held back by Faults.Reorder
 	Corrupted   uint64 // had one payload bit flipped by Faults.Corrupt
+	ECNMarked   uint64 // marked Congestion Experienced by Faults.MarkCE
 	Delayed     uint64 // went through the delay line (delay, jitter or reorder)
 	Oversize    uint64 // longer than the port's MTU, dropped
 	NoRoute     uint64 // destination unknown, closed, or not parseable; dropped
@@ -28,7 +29,7 @@ type counters struct {
 	rxFrames, rxBytes atomic.Uint64
 
 	dropped, duplicated, reordered, corrupted, delayed atomic.Uint64
-	oversize, noRoute, unattached, closedDrops         atomic.Uint64
+	oversize, noRoute, unattached, closedDrops, marked atomic.Uint64
 	overflow                                           atomic.Uint64
 }
 
@@ -40,7 +41,7 @@ func (c *counters) snapshot() Stats {
 		Reordered: c.reordered.Load(), Corrupted: c.corrupted.Load(),
 		Delayed: c.delayed.Load(), Oversize: c.oversize.Load(),
 		NoRoute: c.noRoute.Load(), Unattached: c.unattached.Load(),
-		ClosedDrops: c.closedDrops.Load(), Overflow: c.overflow.Load(),
+		ClosedDrops: c.closedDrops.Load(), Overflow: c.overflow.Load(), ECNMarked: c.marked.Load(),
 	}
 }
 
@@ -48,7 +49,7 @@ func (c *counters) snapshot() Stats {
 // touched once per batch, not once per frame.
 type tally struct {
 	dropped, duplicated, reordered, corrupted, delayed uint64
-	oversize, noRoute                                  uint64
+	oversize, noRoute, marked                          uint64
 }
 
 // addTo adds the non-zero counts to c.
@@ -65,4 +66,5 @@ func (t *tally) addTo(c *counters) {
 	add(&c.delayed, t.delayed)
 	add(&c.oversize, t.oversize)
 	add(&c.noRoute, t.noRoute)
+	add(&c.marked, t.marked)
 }
