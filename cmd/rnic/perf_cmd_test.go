@@ -40,6 +40,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 // cmdRun is an rnic command running in this process.
 type cmdRun struct {
 	out  syncBuffer

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -349,7 +348,7 @@ func TestRDMACM(t *testing.T) {
 // (env), its output and its end.
 type background struct {
 	cmd  *exec.Cmd
-	out  syncBuf       // its standard output and error
+	out  syncBuffer    // its standard output and error
 	done chan struct{} // closed when the program has ended
 	err  error         // its end, once done is closed
 }
@@ -364,30 +363,6 @@ func startBackground(t *testing.T, env []string, argv ...string) *background {
 	}
 	go func() { b.err = b.cmd.Wait(); close(b.done) }()
 	return b
-}
-
-// syncBuf is a program's output, read while the program writes it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuf) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }
 
 // exited reports whether the program has ended.
