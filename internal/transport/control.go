@@ -356,6 +356,7 @@ func (e *Engine) reset(qp *QP) {
 	qp.req = reqState{}
 	qp.resp = respState{res: res, resCap: qp.resp.resCap, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
+	qp.cc = nil // a QP connected again starts at the line rate
 	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0
 }

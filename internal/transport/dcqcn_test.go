@@ -203,3 +203,17 @@ func TestDCQCNNotificationAndReaction(t *testing.T) {
 		t.Errorf("next send at %d, want %d (the frame at 50 Gb/s)", p.A.qp.cc.nextSend, want)
 	}
 }
+
+// TestDCQCNResetForgets: a QP taken back to RESET forgets its rate: when
+// it is connected again it starts at the line rate.
+func TestDCQCNResetForgets(t *testing.T) {
+	c := testDCQCN
+	p := newPair(t, nodeConfig{dcqcn: &c}, nodeConfig{dcqcn: &c})
+	p.A.e.cc(p.A.qp).onCNP(&c, 0)
+	if err := p.A.e.Modify(p.A.qp, &QPAttr{State: QPSReset}, AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if p.A.qp.cc != nil {
+		t.Errorf("after RESET the QP keeps its congestion state (rate %v)", p.A.qp.cc.rc)
+	}
+}
