@@ -235,6 +235,7 @@ var metricColumns = []Column{
 		}
 		return r.Jain
 	}),
+	metric("queue_max_bytes", "deepest queue of the switch port towards the first server, bytes", 0, func(r *perf.Result) any { return int64(r.QueueMaxBytes) }),
 	metric("ecn_marked", "frames the fabric marked Congestion Experienced", 0, func(r *perf.Result) any { return int64(r.ECNMarked) }),
 	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
 	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),

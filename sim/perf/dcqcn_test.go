@@ -26,6 +26,9 @@ func TestDCQCNIncast(t *testing.T) {
 		return res
 	}
 	off, on := run(false), run(true)
+	if b := mustProfile(t, "cx6").Switch.BufferBytes; off.QueueMaxBytes == 0 || off.QueueMaxBytes > b+4200 {
+		t.Errorf("the server's switch port held at most %d bytes, want some and no more than its %d buffer and a frame", off.QueueMaxBytes, b)
+	}
 	switch {
 	case off.ECNMarked != 0:
 		t.Errorf("without DCQCN %d frames were marked: they are not ECN-capable", off.ECNMarked)

@@ -164,6 +164,9 @@ type Result struct {
 	WireDrop uint64 // frames the fabric dropped (full queues)
 	// ECNMarked is the frames the fabric marked Congestion Experienced.
 	ECNMarked uint64
+	// QueueMaxBytes is the deepest the switch's port towards the first
+	// server got (its queue, the frame being sent included).
+	QueueMaxBytes int
 	// Retrans and Timeouts count, over all NICs, packets sent again and
 	// retransmission timeouts: what drops cost.
 	Retrans, Timeouts uint64

@@ -239,6 +239,9 @@ func (r *runner) result() (*Result, error) {
 		}
 	}
 	fab := w.vc.Fabric()
+	if id, ok := fab.Lookup(r.servers[0].nic.Addr()); ok {
+		res.QueueMaxBytes = fab.Host(id).SwitchPortStats().MaxQueueBytes
+	}
 	for id := range fab.Hosts() {
 		p := fab.Host(fabric.HostID(id))
 		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
