@@ -96,6 +96,10 @@ type ccState struct {
 	cuts             uint64
 }
 
+// congestionControlled reports whether DCQCN applies to the QP: the
+// connected transports (a UD QP's peers change with every datagram).
+func (qp *QP) congestionControlled() bool { return qp.Type == RC || qp.Type == UC }
+
 // cc returns the QP's congestion control context, made at line rate.
 func (e *Engine) cc(qp *QP) *ccState {
 	if qp.cc == nil {
@@ -187,7 +191,7 @@ func (e *Engine) paced(qp *QP) bool {
 // sent one less than CNPInterval ago.
 func (e *Engine) congestionExperienced(qp *QP) {
 	e.count(qp, NPECNMarked)
-	if qp.Type != RC && qp.Type != UC {
+	if !qp.congestionControlled() {
 		return
 	}
 	s := e.cc(qp)

@@ -349,7 +349,7 @@ func (e *Engine) Run(now int64, budget int) bool {
 		for _, b := range e.out[sent:] {
 			wire += b.Len()
 		}
-		if c := e.cfg.DCQCN; c != nil && wire > 0 && (qp.Type == RC || qp.Type == UC) {
+		if c := e.cfg.DCQCN; c != nil && wire > 0 && qp.congestionControlled() {
 			e.cc(qp).sent(c, now, wire)
 		}
 		e.arb.Done(q, pk, max(by, wire), more)
@@ -489,7 +489,7 @@ func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.
 // send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
 func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	f := b.Bytes()
-	if e.cfg.DCQCN != nil && r != &e.ccRoute && (qp.Type == RC || qp.Type == UC) && r.TrafficClass&wire.ECNMask == wire.ECNNotECT {
+	if e.cfg.DCQCN != nil && r != &e.ccRoute && qp.congestionControlled() && r.TrafficClass&wire.ECNMask == wire.ECNNotECT {
 		// ECN-capable transport, so that a congested switch marks
 		// rather than drops (the ICRC masks the ECN bits).
 		e.ccRoute = *r

@@ -103,16 +103,33 @@ func WritePlot(w io.Writer, format string, sw *Sweep, cols []Column, rows []Row,
 		return err
 	}
 	width, height := ps.size()
+	return render(w, format, p, legend, width, height)
+}
+
+// render draws a plot and its legend (see layout) as an image of format.
+func render(w io.Writer, format string, p *plot.Plot, legend plot.Legend, width, height vg.Length) error {
 	cv, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {
 		return err
 	}
-	dc := draw.New(cv)
-	plotArea, legendArea := layout(p, &legend, dc)
+	plotArea, legendArea := layout(p, &legend, draw.New(cv))
 	p.Draw(plotArea)
 	legend.Draw(legendArea)
 	_, err = cv.WriteTo(w)
 	return err
+}
+
+// finishLines gives a plot of lines on a linear Y axis headroom above its
+// highest point, and takes its legend out to be drawn beside it (see
+// layout).
+func finishLines(p *plot.Plot, linearY bool) plot.Legend {
+	if linearY {
+		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min)
+	}
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	return legend
 }
 
 // size returns the image's width and height: 20 cm × 10 cm by default.
@@ -166,13 +183,7 @@ func (ps *PlotSpec) build(sw *Sweep, cols []Column, rows []Row) (*plot.Plot, plo
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return nil, plot.Legend{}, err
 	}
-	if !ps.LogY {
-		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min) // headroom above the highest point
-	}
-	legend := p.Legend
-	p.Legend = plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	return p, legend, nil
+	return p, finishLines(p, !ps.LogY), nil
 }
 
 // layout splits the image into the plot's area and the legend's, to the

@@ -242,18 +242,9 @@ var tenantKeys = map[string]func(t *perf.Tenant, v any) error{
 	}),
 	"atomic_type":   stringKey(func(t *perf.Tenant) *string { return &t.Spec.AtomicType }),
 	"atomic_target": stringKey(func(t *perf.Tenant) *string { return &t.Spec.AtomicTarget }),
-	"rate": func(t *perf.Tenant, v any) (err error) {
-		t.Rate, err = rateValue(v)
-		return err
-	},
-	"clients": func(t *perf.Tenant, v any) (err error) {
-		t.Clients, err = intsValue(v)
-		return err
-	},
-	"servers": func(t *perf.Tenant, v any) (err error) {
-		t.Servers, err = intsValue(v)
-		return err
-	},
+	"rate":          key(func(t *perf.Tenant) *float64 { return &t.Rate }, rateValue),
+	"clients":       key(func(t *perf.Tenant) *[]int { return &t.Clients }, intsValue),
+	"servers":       key(func(t *perf.Tenant) *[]int { return &t.Servers }, intsValue),
 }
 
 func tenantKeyNames() string {
@@ -266,32 +257,25 @@ func tenantKeyNames() string {
 	return strings.Join(names, ", ")
 }
 
-func intKey(field func(t *perf.Tenant) *int) func(t *perf.Tenant, v any) error {
+// key sets a field of a tenant from a value read by parse.
+func key[T any](field func(t *perf.Tenant) *T, parse func(any) (T, error)) func(t *perf.Tenant, v any) error {
 	return func(t *perf.Tenant, v any) (err error) {
-		*field(t), err = intValue(v)
+		*field(t), err = parse(v)
 		return err
 	}
 }
 
-func boolKey(field func(t *perf.Tenant) *bool) func(t *perf.Tenant, v any) error {
-	return func(t *perf.Tenant, v any) (err error) {
-		*field(t), err = boolValue(v)
-		return err
-	}
+func intKey(field func(t *perf.Tenant) *int) func(*perf.Tenant, any) error {
+	return key(field, intValue)
 }
-
-func durationKey(field func(t *perf.Tenant) *sim.Time) func(t *perf.Tenant, v any) error {
-	return func(t *perf.Tenant, v any) (err error) {
-		*field(t), err = durationValue(v)
-		return err
-	}
+func boolKey(field func(t *perf.Tenant) *bool) func(*perf.Tenant, any) error {
+	return key(field, boolValue)
 }
-
-func stringKey(field func(t *perf.Tenant) *string) func(t *perf.Tenant, v any) error {
-	return func(t *perf.Tenant, v any) (err error) {
-		*field(t), err = stringValue(v)
-		return err
-	}
+func durationKey(field func(t *perf.Tenant) *sim.Time) func(*perf.Tenant, any) error {
+	return key(field, durationValue)
+}
+func stringKey(field func(t *perf.Tenant) *string) func(*perf.Tenant, any) error {
+	return key(field, stringValue)
 }
 
 // intValue reads a count: a TOML integer or a size ("4K").

@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // CheckTimeline verifies a timeline file's name before anything runs: a
@@ -130,18 +129,6 @@ func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 	if err := plotutil.AddLines(p, args...); err != nil {
 		return err
 	}
-	p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min) // headroom above the highest point
-	legend := p.Legend
-	p.Legend = plot.NewLegend()
-	legend.Top, legend.Left = true, true
 	width, height := (&PlotSpec{}).size()
-	cv, err := draw.NewFormattedCanvas(width, height, format)
-	if err != nil {
-		return err
-	}
-	plotArea, legendArea := layout(p, &legend, draw.New(cv))
-	p.Draw(plotArea)
-	legend.Draw(legendArea)
-	_, err = cv.WriteTo(w)
-	return err
+	return render(w, format, p, finishLines(p, true), width, height)
 }

@@ -84,14 +84,22 @@ func (u *atomicUnit) hold(g uint64, t, now sim.Time) {
 		u.buckets[u.bucket(g)] = t
 		return
 	}
-	if len(u.addrs) >= pruneLocks {
-		for k, at := range u.addrs {
-			if at <= now {
-				delete(u.addrs, k)
-			}
+	pruneDone(u.addrs, pruneLocks, now)
+	u.addrs[g] = t
+}
+
+// pruneDone drops, once tbl holds limit entries or more, the entries whose
+// time has passed (a read back, a lock given back): tables keyed by
+// address stay bounded by what is in flight.
+func pruneDone[K comparable](tbl map[K]sim.Time, limit int, now sim.Time) {
+	if len(tbl) < limit {
+		return
+	}
+	for k, at := range tbl {
+		if at <= now {
+			delete(tbl, k)
 		}
 	}
-	u.addrs[g] = t
 }
 
 // atomics runs a step's atomics (done: when its unit finished processing

@@ -747,14 +747,7 @@ func (n *NIC) fill(tbl map[uint32]sim.Time, key uint32, t sim.Time, misses, c, b
 	for range misses {
 		t = n.missRead(c, t, bytes)
 	}
-	if len(tbl) >= pruneFills {
-		now := n.s.Now()
-		for k, at := range tbl {
-			if at <= now {
-				delete(tbl, k)
-			}
-		}
-	}
+	pruneDone(tbl, pruneFills, n.s.Now())
 	tbl[key] = t
 	return t
 }

@@ -153,9 +153,6 @@ func (sc Scenario) prepare() ([]*runner, int, error) {
 		r := newRunner(sp)
 		r.name, r.start, r.stop, r.rate, r.sl = n, t.Start, t.Stop, t.Rate, uint8(t.SL)
 		r.clientIdx, r.serverIdx = t.Clients, t.Servers
-		if len(t.Servers) == 1 {
-			r.serverIdx = t.Servers[:1]
-		}
 		rs = append(rs, r)
 	}
 	return rs, hosts, nil

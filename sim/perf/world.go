@@ -17,7 +17,6 @@ import (
 // its machines on one switch, shared by the workloads (tenants) that run
 // on them. A plain Run is a world with one tenant.
 type world struct {
-	prof     *profile.HardwareProfile
 	vc       *rnic.VirtualClock
 	machines []*machine
 	tenants  []*runner
@@ -42,7 +41,7 @@ type machine struct {
 // newWorld builds the clock and hosts machines, sized for every tenant
 // that uses them, then each tenant's hosts, QPs and connections.
 func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, tenants []*runner, attribute bool) (*world, error) {
-	w := &world{prof: p, tenants: tenants, limit: limit, metadata: metadata, attribute: attribute}
+	w := &world{tenants: tenants, limit: limit, metadata: metadata, attribute: attribute}
 	watch := false
 	for _, r := range tenants {
 		watch = watch || r.spec.Test == WriteLat
@@ -219,24 +218,22 @@ func (r *runner) result() (*Result, error) {
 	}
 	res.Client = stats(r.clients[0].nic, r.winEnd)
 	res.Server = stats(r.servers[0].nic, r.winEnd)
+	// Packets, retransmissions and timeouts: the tenant's own QPs' in a
+	// scenario, every NIC's otherwise.
+	var counts []transport.Counters
 	if w.attribute {
 		r.attributed(&res.Client, 0)
 		r.attributed(&res.Server, 1)
-	}
-	if w.attribute {
-		// The tenant's own QPs' packets, retransmissions and timeouts.
-		for _, c := range []*transport.Counters{&res.Client.Counters, &res.Server.Counters} {
-			res.Packets += c[transport.TxPackets]
-			res.Retrans += c[transport.RetransPackets]
-			res.Timeouts += c[transport.LocalAckTimeoutErr]
-		}
+		counts = append(counts, res.Client.Counters, res.Server.Counters)
 	} else {
 		for _, m := range w.machines {
-			c := m.nic.Engine.Counters()
-			res.Packets += c[transport.TxPackets]
-			res.Retrans += c[transport.RetransPackets]
-			res.Timeouts += c[transport.LocalAckTimeoutErr]
+			counts = append(counts, m.nic.Engine.Counters())
 		}
+	}
+	for _, c := range counts {
+		res.Packets += c[transport.TxPackets]
+		res.Retrans += c[transport.RetransPackets]
+		res.Timeouts += c[transport.LocalAckTimeoutErr]
 	}
 	fab := w.vc.Fabric()
 	if id, ok := fab.Lookup(r.servers[0].nic.Addr()); ok {
