@@ -34,6 +34,9 @@ type Port struct {
 	addr netip.Addr
 	up   *egress // host → switch
 	down *egress // switch output port → host
+	// The leaf switch and its port the host is attached to.
+	sw     *Switch
+	swPort int32
 
 	recv    Receiver
 	disp    link.Dispatcher
@@ -78,14 +81,14 @@ func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
 			b.Release()
 			continue
 		}
-		addr, ecn, ok := parseIP(b.Bytes())
+		h, ok := parseIP(b.Bytes())
 		var dst HostID
 		switch {
-		case ok && addr == p.routeAddr && p.routed:
+		case ok && h.dst == p.routeAddr && p.routed:
 			dst = p.routeDst // a NIC's frames mostly go to one peer
 		case ok:
-			if dst, ok = p.f.addrs[addr]; ok {
-				p.routed, p.routeAddr, p.routeDst = true, addr, dst
+			if dst, ok = p.f.addrs[h.dst]; ok {
+				p.routed, p.routeAddr, p.routeDst = true, h.dst, dst
 			}
 		}
 		if !ok {
@@ -93,7 +96,7 @@ func (p *Port) SendAt(at sim.Time, bufs []*link.Buf) {
 			b.Release()
 			continue
 		}
-		fr := Frame{Buf: b, Len: b.Len(), Src: p.id, Dst: dst, ECN: ecn, SentAt: at}
+		fr := Frame{Buf: b, Len: b.Len(), Src: p.id, Dst: dst, ECN: h.ecn, Prio: h.prio, Entropy: h.entropy, SentAt: at}
 		if !p.f.send(p, at, fr) {
 			b.Release()
 		}
@@ -118,6 +121,8 @@ func (p *Port) SendFrame(fr Frame) bool {
 	case fr.Len <= 0 || fr.Len > p.f.cfg.MTU:
 		refused = &p.st.Oversize
 	case fr.Dst < 0 || int(fr.Dst) >= len(p.f.hosts):
+		refused = &p.st.NoRoute
+	case fr.Prio >= Priorities:
 		refused = &p.st.NoRoute
 	}
 	if refused == nil && p.f.send(p, at, fr) {
@@ -185,12 +190,12 @@ func (p *Port) Stats() HostStats { return p.st }
 
 // UplinkFreeAt returns when the host's uplink will have sent every frame
 // offered to it so far: how far its transmit queue reaches ahead.
-func (p *Port) UplinkFreeAt() sim.Time { return p.up.tx.FreeAt() }
+func (p *Port) UplinkFreeAt() sim.Time { return p.up.freeAt() }
 
 // UplinkStats returns the counters of the host's egress port (NIC to
 // switch).
-func (p *Port) UplinkStats() PortStats { return p.up.stats() }
+func (p *Port) UplinkStats() PortStats { return p.up.stats(p.f.s.Now()) }
 
 // SwitchPortStats returns the counters of the switch's output port
 // towards this host: where incast queues build, drop and mark.
-func (p *Port) SwitchPortStats() PortStats { return p.down.stats() }
+func (p *Port) SwitchPortStats() PortStats { return p.down.stats(p.f.s.Now()) }
