@@ -16,12 +16,12 @@ import (
 // simFlags are the sim command's flags: a list of values for each swept
 // parameter, and where the results go.
 type simFlags struct {
-	profiles, sets, tests                                                         []string
-	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page []string
-	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random     []string
-	atomicType, atomicTarget, recvEvery                                           []string
-	limit, scenario, timeline                                                     string
-	jobs                                                                          int
+	profiles, sets, tests                                                                 []string
+	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page, tclass []string
+	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random             []string
+	atomicType, atomicTarget, recvEvery                                                   []string
+	limit, scenario, timeline                                                             string
+	jobs                                                                                  int
 
 	csv, json, plot, x, y, series, title string
 	logx, logy                           bool
@@ -109,6 +109,7 @@ Examples:
 	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
 	fl.StringVar(&f.scenario, "scenario", "", "run the tenants of a scenario file (TOML) at once on one fabric, a row per tenant; --set tenant.NAME.KEY=v1,v2 sweeps a tenant's parameter (see docs/model.md)")
 	fl.StringVar(&f.timeline, "timeline", "", "write each run's throughput over virtual time, a line per tenant: a plot (.png, .svg, .pdf; run i of several gets -i) or the data (.csv)")
+	fl.StringSliceVar(&f.tclass, "tclass", nil, "IP traffic class of the QPs' packets, DSCP << 2 (perftest's --tclass; 104 is DSCP 26, priority 3, the profiles' PFC priority)")
 	fl.StringSliceVar(&f.recvEvery, "recv-every", nil, "a send_bw server posts one receive per QP this often (1us, 500ns) instead of one per completion, up to rx-depth outstanding (0: on completion)")
 	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")
 	fl.StringSliceVar(&f.seeds, "seed", nil, "random seeds")

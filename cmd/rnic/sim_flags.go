@@ -55,6 +55,7 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		{"warmup", f.warmup, &sw.Warmup, ""}, {"tx-depth", f.txDepth, &sw.TxDepth, "want at least 1"},
 		{"post-list", f.postList, &sw.PostList, "want at least 1"},
 		{"rx-depth", f.rxDepth, &sw.RxDepth, "want at least 1"},
+		{"tclass", f.tclass, &sw.TClass, ""},
 		{"footprint", f.footprint, &sw.Footprint, "want at least one message"},
 		{"page-size", f.page, &sw.PageSize, "want a power of two from 4K to 1G"},
 		{"threads", f.threads, &sw.Threads, "want at least 1"}, {"cq-mod", f.cqMod, &sw.CQMod, "want at least 1"},

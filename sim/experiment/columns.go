@@ -145,6 +145,7 @@ var paramColumns = []Column{
 	param("tx_depth", "operations outstanding per QP", func(s *perf.Spec) any { return int64(s.TxDepth) }),
 	param("post_list", "send work requests per post, one doorbell each", func(s *perf.Spec) any { return int64(s.PostList) }),
 	param("rx_depth", "receives a SEND server keeps posted", func(s *perf.Spec) any { return int64(s.RxDepth) }),
+	param("tclass", "IP traffic class of the QPs (DSCP << 2); priority DSCP/8", func(s *perf.Spec) any { return int64(s.TrafficClass) }),
 	param("footprint", "registered bytes per QP", func(s *perf.Spec) any { return int64(s.Footprint) }),
 	param("page_size", "MTT page size, bytes", func(s *perf.Spec) any { return int64(s.PageSize) }),
 	param("random", "offsets drawn uniformly from the footprint (else in order)", func(s *perf.Spec) any { return s.Random }),
@@ -237,6 +238,9 @@ var metricColumns = []Column{
 	}),
 	metric("queue_max_bytes", "deepest queue of the switch port towards the first server, bytes", 0, func(r *perf.Result) any { return int64(r.QueueMaxBytes) }),
 	metric("ecn_marked", "frames the fabric marked Congestion Experienced", 0, func(r *perf.Result) any { return int64(r.ECNMarked) }),
+	metric("pfc_pauses", "PFC pause frames the switches sent", 0, func(r *perf.Result) any { return int64(r.PFCPauses) }),
+	metric("pfc_paused_us", "time the hosts' uplinks were paused by PFC, summed over hosts, µs", 1, func(r *perf.Result) any { return float64(r.PFCPaused) / 1e3 }),
+	metric("headroom_drops", "lossless frames dropped because PFC headroom ran out", 0, func(r *perf.Result) any { return int64(r.HeadroomDrops) }),
 	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
 	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),
 }

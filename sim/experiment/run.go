@@ -144,7 +144,7 @@ func (s *Sweep) scenarioOnly() error {
 	}{
 		{"test", len(s.Tests)}, {"size", len(s.Sizes)}, {"qps", len(s.QPs)}, {"pairs", len(s.Pairs)},
 		{"incast", len(s.Incast)}, {"iters", len(s.Iters)}, {"warmup", len(s.Warmup)}, {"tx_depth", len(s.TxDepth)},
-		{"post_list", len(s.PostList)}, {"rx_depth", len(s.RxDepth)}, {"footprint", len(s.Footprint)},
+		{"post_list", len(s.PostList)}, {"rx_depth", len(s.RxDepth)}, {"tclass", len(s.TClass)}, {"footprint", len(s.Footprint)},
 		{"page_size", len(s.PageSize)}, {"mr_per_qp", len(s.MRPerQP)}, {"random", len(s.Random)},
 		{"threads", len(s.Threads)}, {"cq_mod", len(s.CQMod)}, {"inline", len(s.Inline)}, {"metadata", len(s.Metadata)},
 		{"mr_churn_ns", len(s.MRChurn)}, {"recv_every_ns", len(s.RecvEvery)}, {"atomic_type", len(s.AtomicType)},

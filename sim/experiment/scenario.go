@@ -219,6 +219,7 @@ var tenantKeys = map[string]func(t *perf.Tenant, v any) error{
 	"tx_depth":  intKey(func(t *perf.Tenant) *int { return &t.Spec.TxDepth }),
 	"post_list": intKey(func(t *perf.Tenant) *int { return &t.Spec.PostList }),
 	"rx_depth":  intKey(func(t *perf.Tenant) *int { return &t.Spec.RxDepth }),
+	"tclass":    intKey(func(t *perf.Tenant) *int { return &t.Spec.TrafficClass }),
 	"footprint": intKey(func(t *perf.Tenant) *int { return &t.Spec.Footprint }),
 	"page_size": intKey(func(t *perf.Tenant) *int { return &t.Spec.PageSize }),
 	"threads":   intKey(func(t *perf.Tenant) *int { return &t.Spec.Threads }),

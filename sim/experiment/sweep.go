@@ -32,6 +32,7 @@ type Sweep struct {
 	TxDepth   []int
 	PostList  []int
 	RxDepth   []int
+	TClass    []int
 	Footprint []int
 	PageSize  []int
 	MRPerQP   []bool
@@ -139,6 +140,7 @@ func (s *Sweep) dims() []dim {
 		list("tx_depth", s.TxDepth, func(p *Point, v int) { p.Spec.TxDepth = v }),
 		list("post_list", s.PostList, func(p *Point, v int) { p.Spec.PostList = v }),
 		list("rx_depth", s.RxDepth, func(p *Point, v int) { p.Spec.RxDepth = v }),
+		list("tclass", s.TClass, func(p *Point, v int) { p.Spec.TrafficClass = v }),
 		list("footprint", s.Footprint, func(p *Point, v int) { p.Spec.Footprint = v }),
 		list("page_size", s.PageSize, func(p *Point, v int) { p.Spec.PageSize = v }),
 		list("mr_per_qp", s.MRPerQP, func(p *Point, v bool) { p.Spec.MRPerQP = v }),

@@ -55,6 +55,40 @@ type QueueStats struct {
 	PausedTime                      sim.Time
 }
 
+// add sums o into s; MaxQueueBytes takes the larger.
+func (s *PortStats) add(o PortStats) {
+	s.TxFrames += o.TxFrames
+	s.TxBytes += o.TxBytes
+	s.WireBytes += o.WireBytes
+	s.Drops += o.Drops
+	s.DropBytes += o.DropBytes
+	s.ECNMarked += o.ECNMarked
+	s.ECNNotCapable += o.ECNNotCapable
+	s.MaxQueueBytes = max(s.MaxQueueBytes, o.MaxQueueBytes)
+	s.QueueWait += o.QueueWait
+	s.BusyPs += o.BusyPs
+	s.PausesSent += o.PausesSent
+	s.ResumesSent += o.ResumesSent
+	s.PausesReceived += o.PausesReceived
+	s.ResumesReceived += o.ResumesReceived
+	s.PausedTime += o.PausedTime
+	for p := range s.Queues {
+		q, r := &s.Queues[p], &o.Queues[p]
+		q.TxFrames += r.TxFrames
+		q.TxBytes += r.TxBytes
+		q.Drops += r.Drops
+		q.DropBytes += r.DropBytes
+		q.HeadroomDrops += r.HeadroomDrops
+		q.ECNMarked += r.ECNMarked
+		q.MaxQueueBytes = max(q.MaxQueueBytes, r.MaxQueueBytes)
+		q.PausesSent += r.PausesSent
+		q.ResumesSent += r.ResumesSent
+		q.PausesReceived += r.PausesReceived
+		q.ResumesReceived += r.ResumesReceived
+		q.PausedTime += r.PausedTime
+	}
+}
+
 // egress is one output port: a buffer in front of a transmitter, and the
 // cable behind it. It holds every frame it accepted until the frame
 // arrives at the far end.

@@ -284,6 +284,20 @@ func (f *Fabric) PortPeer(i, j int) string {
 	return p.peer.name
 }
 
+// Totals sums the counters of every switch port (switches) and every
+// host's uplink (uplinks).
+func (f *Fabric) Totals() (switches, uplinks PortStats) {
+	now := f.s.Now()
+	for _, e := range f.egresses {
+		if e.owner != nil {
+			switches.add(e.stats(now))
+		} else {
+			uplinks.add(e.stats(now))
+		}
+	}
+	return switches, uplinks
+}
+
 // send puts a frame on host p's uplink at time at (now or later, not
 // before the port's previous frame).
 //

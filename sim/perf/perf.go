@@ -84,6 +84,11 @@ type Spec struct {
 	// sends in flight the receive queue runs dry and the responder sends
 	// RNR NAKs, whose timers run in virtual time.
 	RxDepth int
+	// TrafficClass is the IP traffic class (DSCP << 2) of the QPs'
+	// packets, perftest's --tclass: the fabric's priority is DSCP/8
+	// (104, DSCP 26, is priority 3, RoCE's usual lossless one). The ECN
+	// bits are the NIC's.
+	TrafficClass int
 	// RecvEvery makes a send_bw server post its receives at a rate, as a
 	// program with a thread of its own for them would: after the first
 	// RxDepth, one more on each QP every RecvEvery (while fewer than
@@ -167,6 +172,12 @@ type Result struct {
 	// QueueMaxBytes is the deepest the switch's port towards the first
 	// server got (its queue, the frame being sent included).
 	QueueMaxBytes int
+	// PFC: pause frames the switches sent, how long the hosts' uplinks
+	// were paused (summed over hosts), and lossless frames dropped for
+	// want of headroom.
+	PFCPauses     uint64
+	PFCPaused     sim.Time
+	HeadroomDrops uint64
 	// Retrans and Timeouts count, over all NICs, packets sent again and
 	// retransmission timeouts: what drops cost.
 	Retrans, Timeouts uint64
@@ -264,10 +275,14 @@ func (s *Spec) defaults() error {
 		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"rx_depth", int64(s.RxDepth)}, {"footprint", int64(s.Footprint)},
 		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
 		{"mr_churn_ns", int64(s.MRChurn)}, {"recv_every_ns", int64(s.RecvEvery)}, {"limit", int64(s.Limit)},
+		{"tclass", int64(s.TrafficClass)},
 	} {
 		if c.v < 0 {
 			return bad(c.param, c.v, "negative")
 		}
+	}
+	if s.TrafficClass > 255 {
+		return bad("tclass", s.TrafficClass, "not a traffic class (0 to 255)")
 	}
 	if s.Inline < NoInline {
 		return bad("inline", s.Inline, "negative")
@@ -534,7 +549,7 @@ func (r *runner) build() error {
 				return err
 			}
 			a.peer, b.peer = b, a
-			if err := connect(a, b, r.sl); err != nil {
+			if err := connect(a, b, r.sl, uint8(r.spec.TrafficClass)); err != nil {
 				return err
 			}
 			r.totalQPs++
@@ -639,9 +654,9 @@ func (h *host) region(i int) (mr *rnic.MR, iova uint64, buf []byte, err error) {
 
 // connect connects the two QPs to each other, as perftest does: the
 // exchange of endpoints is in-process, both at PSN 0.
-func connect(a, b *qpRun, sl uint8) error {
+func connect(a, b *qpRun, sl, tclass uint8) error {
 	cp := rnic.ConnParams{Access: access, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
-		MaxRdAtomic: 16, MaxDestRdAtomic: 16, SL: sl}
+		MaxRdAtomic: 16, MaxDestRdAtomic: 16, SL: sl, TrafficClass: tclass &^ 3}
 	for _, x := range []*qpRun{a, b} {
 		y := x.peer
 		if err := x.qp.Connect(y.qp.Endpoint(cp), cp); err != nil {

@@ -239,10 +239,13 @@ func (r *runner) result() (*Result, error) {
 	if id, ok := fab.Lookup(r.servers[0].nic.Addr()); ok {
 		res.QueueMaxBytes = fab.Host(id).SwitchPortStats().MaxQueueBytes
 	}
-	for id := range fab.Hosts() {
-		p := fab.Host(fabric.HostID(id))
-		res.WireDrop += p.UplinkStats().Drops + p.SwitchPortStats().Drops
-		res.ECNMarked += p.UplinkStats().ECNMarked + p.SwitchPortStats().ECNMarked
+	sw, up := fab.Totals()
+	res.WireDrop = sw.Drops + up.Drops
+	res.ECNMarked = sw.ECNMarked + up.ECNMarked
+	res.PFCPauses = sw.PausesSent
+	res.PFCPaused = up.PausedTime
+	for _, q := range sw.Queues {
+		res.HeadroomDrops += q.HeadroomDrops
 	}
 	if !w.metadata {
 		res.Checked, res.Corrupt = r.check()

@@ -81,8 +81,8 @@ func policy(s string) cache.Policy {
 // frame limit is left at link.MaxFrame (jumbo frames): the NIC enforces
 // its path MTU itself.
 func (p *HardwareProfile) FabricConfig() fabric.Config {
-	s := &p.Switch
-	return fabric.Config{
+	s, t := &p.Switch, &p.Topology
+	c := fabric.Config{
 		Link: p.WireConfig(),
 		Switch: fabric.SwitchConfig{
 			BufferBytes: s.BufferBytes,
@@ -93,6 +93,23 @@ func (p *HardwareProfile) FabricConfig() fabric.Config {
 				MaxBytes:       s.ECNMaxBytes,
 				MaxProbability: s.ECNMaxProbability,
 			},
+			SharedBufferBytes: s.SharedBufferBytes,
+			EgressAlpha:       s.EgressAlpha,
+			PriorityQueues:    s.PriorityQueues,
+		},
+		Topology: fabric.TopologyConfig{
+			Kind: t.Kind, Leaves: t.Leaves, Spines: t.Spines, HostsPerLeaf: t.HostsPerLeaf, K: t.K,
 		},
 	}
+	if s.SharedBufferBytes > 0 {
+		c.Switch.BufferBytes = 0
+	}
+	if s.PFC && s.PFCPriority >= 0 && s.PFCPriority < fabric.Priorities {
+		c.Switch.PFC = fabric.PFCConfig{Enabled: true, Priorities: 1 << s.PFCPriority, Alpha: s.PFCAlpha,
+			HeadroomBytes: s.PFCHeadroomBytes, ResumeOffsetBytes: s.PFCResumeOffsetBytes}
+	}
+	if t.UplinkGbps > 0 {
+		c.Topology.Uplink = timing.WireConfig{RateGbps: t.UplinkGbps, Propagation: sim.Time(t.UplinkPropagationNs), VLAN: p.Link.VLAN}
+	}
+	return c
 }

@@ -18,6 +18,8 @@ type HardwareProfile struct {
 	DCQCN  DCQCN  `toml:"dcqcn"`
 	Host   Host   `toml:"host"`
 	Switch Switch `toml:"switch"`
+	// Topology wires the fabric's switches.
+	Topology Topology `toml:"topology"`
 }
 
 // Link is the NIC's Ethernet port and the cable to the switch.
@@ -254,4 +256,37 @@ type Switch struct {
 	ECNMinBytes       int     `toml:"ecn_min_bytes"`
 	ECNMaxBytes       int     `toml:"ecn_max_bytes"`
 	ECNMaxProbability float64 `toml:"ecn_max_probability"`
+	// SharedBufferBytes, if not 0, replaces the buffer per port by one
+	// buffer shared by all of a switch's ports (BufferBytes is then not
+	// used), with dynamic thresholds: a lossy queue may hold EgressAlpha
+	// times the free buffer (0: only the buffer's size limits it).
+	SharedBufferBytes int     `toml:"shared_buffer_bytes"`
+	EgressAlpha       float64 `toml:"egress_alpha"`
+	// PriorityQueues keeps the eight priorities (DSCP/8) apart at every
+	// port, strict priority; a shared buffer or PFC implies it.
+	PriorityQueues bool `toml:"priority_queues"`
+	// PFC makes priority PFCPriority lossless (needs the shared buffer):
+	// an ingress pauses its upstream once it holds PFCAlpha times the
+	// free buffer, resumes PFCResumeOffsetBytes under it, and keeps
+	// PFCHeadroomBytes per port for what arrives while a pause travels.
+	PFC                  bool    `toml:"pfc"`
+	PFCPriority          int     `toml:"pfc_priority"`
+	PFCAlpha             float64 `toml:"pfc_alpha"`
+	PFCHeadroomBytes     int     `toml:"pfc_headroom_bytes"`
+	PFCResumeOffsetBytes int     `toml:"pfc_resume_offset_bytes"`
+}
+
+// Topology wires the switches of the simulated fabric: "star" (one
+// switch), "leaf-spine" (Leaves leaves of HostsPerLeaf hosts, each linked
+// to all Spines spines) or "fat-tree" (k-ary, k³/4 hosts). Hosts fill the
+// first leaf before the next. Switch-to-switch links run at UplinkGbps
+// (0: the hosts' rate) with UplinkPropagationNs of cable.
+type Topology struct {
+	Kind                string  `toml:"kind"`
+	Leaves              int     `toml:"leaves"`
+	Spines              int     `toml:"spines"`
+	HostsPerLeaf        int     `toml:"hosts_per_leaf"`
+	K                   int     `toml:"k"`
+	UplinkGbps          float64 `toml:"uplink_gbps"`
+	UplinkPropagationNs int64   `toml:"uplink_propagation_ns"`
 }

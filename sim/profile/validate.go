@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/sim/fabric"
 	"math"
 
 	"github.com/rnic/rnic/internal/hw/cache"
@@ -190,6 +191,42 @@ func (p *HardwareProfile) Validate() error {
 			v.fail("switch.ecn_max_probability", "%v is not in (0, 1]", s.ECNMaxProbability)
 		}
 	}
+
+	v.atLeast("switch.shared_buffer_bytes", int64(s.SharedBufferBytes), 0)
+	if !(s.EgressAlpha >= 0 && s.EgressAlpha <= 1e6) {
+		v.fail("switch.egress_alpha", "%v is not in [0, 1e6]", s.EgressAlpha)
+	}
+	if s.PFC {
+		if s.SharedBufferBytes == 0 {
+			v.fail("switch.pfc", "PFC needs shared_buffer_bytes")
+		}
+		if s.PFCPriority < 0 || s.PFCPriority > 7 {
+			v.fail("switch.pfc_priority", "%d is not a priority 0..7", s.PFCPriority)
+		}
+		if !(s.PFCAlpha > 0 && s.PFCAlpha <= 1e6) {
+			v.fail("switch.pfc_alpha", "%v is not positive", s.PFCAlpha)
+		}
+		v.atLeast("switch.pfc_headroom_bytes", int64(s.PFCHeadroomBytes), 0)
+		v.atLeast("switch.pfc_resume_offset_bytes", int64(s.PFCResumeOffsetBytes), 0)
+	}
+	t := &p.Topology
+	switch t.Kind {
+	case "", fabric.Star:
+	case fabric.LeafSpine:
+		v.atLeast("topology.leaves", int64(t.Leaves), 1)
+		v.atLeast("topology.spines", int64(t.Spines), 1)
+		v.atLeast("topology.hosts_per_leaf", int64(t.HostsPerLeaf), 1)
+	case fabric.FatTree:
+		if t.K < 2 || t.K%2 != 0 || t.K > 64 {
+			v.fail("topology.k", "%d is not an even number in [2, 64]", t.K)
+		}
+	default:
+		v.fail("topology.kind", "%q is not star, leaf-spine or fat-tree", t.Kind)
+	}
+	if t.UplinkGbps != 0 && !finitePositive(t.UplinkGbps) {
+		v.fail("topology.uplink_gbps", "%v is not a positive rate", t.UplinkGbps)
+	}
+	v.atLeast("topology.uplink_propagation_ns", t.UplinkPropagationNs, 0)
 
 	if len(v.errs) == 0 {
 		return nil
