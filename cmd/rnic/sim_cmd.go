@@ -65,12 +65,16 @@ profile; key=v1,v2 sweeps it.
 By default payload bytes are moved and checked; --metadata moves only
 lengths, so that thousands of QPs and tens of hosts simulate quickly.
 
-The switch drops what overflows an output port's buffer and marks ECN, but
-nothing reacts to the marks (no DCQCN) and it sends no PFC pauses; the
-NICs' receive buffers are lossless by default. An incast beyond the buffer
+The fabric is one switch by default (topology.kind=leaf-spine or fat-tree
+for several, ECMP on the UDP source port). A switch drops what overflows an
+output port's buffer and marks ECN (RED). An incast beyond the buffer
 therefore loses frames and waits out retransmission timeouts (the table
-then shows wire_drops, retrans and timeouts); --set switch.buffer_bytes=0
-gives a switch that never drops.
+then shows wire_drops, retrans and timeouts), unless the NICs react:
+--set dcqcn.enabled=true sends ECN-capable packets, CNPs for marked ones
+and cuts the senders' rates. --set switch.shared_buffer_bytes=N gives the
+switches one buffer with dynamic thresholds, and --set switch.pfc=true
+makes priority 3 lossless (pause frames hop by hop; --tclass 104 puts the
+QPs on it): columns pfc_pauses, pfc_paused_us, headroom_drops.
 
 Examples:
   rnic sim --test write_lat --size 8 --iters 1000
@@ -79,7 +83,11 @@ Examples:
       --iters 200 --csv qps.csv --plot qps.svg --x qps --y mops --series test --logx
   rnic sim --test write_bw --size 64 --qps 4096 --metadata --set caches.qpc.entries=1024,4096,16384
   rnic sim --test write_bw --size 4K --footprint 64M --page-size 4K,2M --metadata
-  rnic sim --test write_bw --pairs 8 --incast --size 64K --set switch.buffer_bytes=1048576,0 -j 2`,
+  rnic sim --test write_bw --pairs 8 --incast --size 64K --set switch.buffer_bytes=1048576,0 -j 2
+  rnic sim --test write_bw --pairs 8 --incast --size 64K --metadata --set dcqcn.enabled=false,true \
+      --columns dcqcn.enabled,gbps,jain,wire_drops,timeouts,ecn_marked
+  rnic sim --test write_bw --pairs 8 --incast --size 64K --metadata --tclass 104 \
+      --set switch.shared_buffer_bytes=2097152 --set switch.pfc=false,true --set dcqcn.enabled=false,true`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f) },
 	}
