@@ -129,6 +129,7 @@ type egress struct {
 type schedState struct {
 	cls      [Priorities]ring[queued]
 	clsBytes [Priorities]int
+	waitPs   int64  // serialization time of the frames waiting in cls
 	cur      queued // the frame being transmitted (valid if busy)
 	busy     bool
 	txArmed  bool             // a kindTxDone event is pending for txAt
@@ -262,13 +263,7 @@ func (e *egress) pop() Frame {
 func (e *egress) freeAt() sim.Time {
 	t := e.tx.FreeAt()
 	if s := e.sched; s != nil {
-		var ps int64
-		for p := range Priorities {
-			for i := range s.cls[p].len() {
-				ps += e.tx.SerializationPs(s.cls[p].at(i).f.Len)
-			}
-		}
-		t += sim.Time((ps + 999) / 1000)
+		t += sim.Time((s.waitPs + 999) / 1000)
 	}
 	return t
 }
