@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/internal/mix"
 	"github.com/rnic/rnic/wire"
 )
 
@@ -149,16 +150,7 @@ func (in *injector) corrupt(frame []byte) bool {
 // sharing a Seed still draw different sequences.
 func addrSeed(a netip.Addr) uint64 {
 	b := a.As16()
-	return mix64(binary.BigEndian.Uint64(b[:8]) ^ mix64(binary.BigEndian.Uint64(b[8:])))
-}
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return mix.Mix64(binary.BigEndian.Uint64(b[:8]) ^ mix.Mix64(binary.BigEndian.Uint64(b[8:])))
 }
 
 // markCE marks an ECN-capable frame Congestion Experienced when hit, and

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rnic/rnic/internal/mix"
 )
 
 // Faults configures seeded loss, so that tests of a NIC over real sockets
@@ -84,18 +86,9 @@ func (l *lossy) drop(keep []bool) (n uint64) {
 // different sequences.
 func streamSeed(a netip.Addr, port uint16, rx bool) uint64 {
 	b := a.As16()
-	x := binary.BigEndian.Uint64(b[:8]) ^ mix64(binary.BigEndian.Uint64(b[8:])^uint64(port))
+	x := binary.BigEndian.Uint64(b[:8]) ^ mix.Mix64(binary.BigEndian.Uint64(b[8:])^uint64(port))
 	if rx {
 		x = ^x
 	}
-	return mix64(x)
-}
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return mix.Mix64(x)
 }

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"github.com/rnic/rnic/internal/mix"
 	"github.com/rnic/rnic/sim"
 )
 
@@ -56,7 +57,7 @@ const (
 
 func (f *Fabric) newSwitch(name string) *Switch {
 	s := &Switch{f: f, id: len(f.switches), name: name, leaf: -1}
-	s.seed = mix64(uint64(s.id)*0x9e3779b97f4a7c15 + f.s.Seed())
+	s.seed = mix.Mix64(uint64(s.id)*0x9e3779b97f4a7c15 + f.s.Seed())
 	f.switches = append(f.switches, s)
 	return s
 }
@@ -89,17 +90,8 @@ func (s *Switch) nextPort(fr *Frame) int32 {
 	if ent == 0 {
 		ent = uint64(fr.Meta.QPN)
 	}
-	h64 := mix64(s.seed ^ uint64(fr.Src)<<40 ^ uint64(fr.Dst)<<16 ^ ent)
+	h64 := mix.Mix64(s.seed ^ uint64(fr.Src)<<40 ^ uint64(fr.Dst)<<16 ^ ent)
 	return cands[h64%uint64(len(cands))]
-}
-
-// mix64 is SplitMix64's finalizer: the ECMP hash.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
 
 // receive takes a frame whose last bit arrived at port in of switch s
