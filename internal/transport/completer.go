@@ -41,6 +41,8 @@ func (cpl *completer) completerRecv(qp *QP, p *wire.Packet) {
 	ackThrough := psn
 	if kind != wire.AckKindACK {
 		ackThrough = psn.Add(wire.PSNMask) // psn - 1
+	} else if e.cfg.TIMELY != nil {
+		e.probeAcked(qp, uint32(ackThrough))
 	}
 	progress := false
 	var w *sendWQE

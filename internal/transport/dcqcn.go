@@ -77,10 +77,10 @@ func (c *DCQCN) Validate() error {
 // was idle for long: by then its rate is the line rate anyway.
 const maxIncreaseEvents = 256
 
-// ccState is one QP's congestion control context, allocated when it is
-// first needed (its first packet sent or CNP): the reaction point's rates
-// and counters, and the notification point's last CNP.
-type ccState struct {
+// dcqcnRP is DCQCN's reaction point for one QP: the rates and counters
+// CNPs and increase events move.
+type dcqcnRP struct {
+	c       *DCQCN
 	rc, rt  float64 // current and target rate
 	alpha   float64
 	alphaAt int64 // when alpha last decayed (or was raised by a CNP)
@@ -88,31 +88,21 @@ type ccState struct {
 	bytes   int64 // bytes sent since the last byte-counter event
 	tEvents int   // timer increase events since the last cut
 	bEvents int   // byte-counter increase events since the last cut
-	// nextSend paces the QP: its next packet may start then; wakeAt is
-	// the timer that rings the arbiter for it (0: off).
-	nextSend, wakeAt int64
-	lastCNP          int64 // NP: when the QP last sent a CNP
-	sentCNP          bool
-	cuts             uint64
+	cuts    uint64
 }
 
-// congestionControlled reports whether DCQCN applies to the QP: the
-// connected transports (a UD QP's peers change with every datagram).
-func (qp *QP) congestionControlled() bool { return qp.Type == RC || qp.Type == UC }
-
-// cc returns the QP's congestion control context, made at line rate.
-func (e *Engine) cc(qp *QP) *ccState {
-	if qp.cc == nil {
-		c := e.cfg.DCQCN
-		qp.cc = &ccState{rc: c.LineRate, rt: c.LineRate, alpha: c.InitialAlpha, alphaAt: e.now, incAt: e.now}
-	}
-	return qp.cc
+func newDCQCNRP(c *DCQCN, now int64) *dcqcnRP {
+	return &dcqcnRP{c: c, rc: c.LineRate, rt: c.LineRate, alpha: c.InitialAlpha, alphaAt: now, incAt: now}
 }
+
+func (s *dcqcnRP) rate() float64        { return s.rc }
+func (s *dcqcnRP) rttSample(_, _ int64) {}
 
 // catchUp applies the timer events that fell since the QP's state was
 // last touched: alpha's decays and the rate-increase events (nothing else
 // happens to the state between two packets or CNPs).
-func (s *ccState) catchUp(c *DCQCN, now int64) {
+func (s *dcqcnRP) catchUp(now int64) {
+	c := s.c
 	if c.AlphaPeriod > 0 && now-s.alphaAt >= c.AlphaPeriod {
 		n := (now - s.alphaAt) / c.AlphaPeriod
 		s.alpha *= math.Pow(1-c.G, float64(n))
@@ -123,7 +113,7 @@ func (s *ccState) catchUp(c *DCQCN, now int64) {
 		s.incAt += n * c.IncreasePeriod
 		for range min(n, maxIncreaseEvents) {
 			s.tEvents++
-			s.increase(c)
+			s.increase()
 		}
 	}
 }
@@ -132,7 +122,8 @@ func (s *ccState) catchUp(c *DCQCN, now int64) {
 // halves its distance to the target) for the first FastRecovery events of
 // both kinds, then additive increase of the target while one kind is past
 // it, hyper increase once both are.
-func (s *ccState) increase(c *DCQCN) {
+func (s *dcqcnRP) increase() {
+	c := s.c
 	switch hi, lo := max(s.tEvents, s.bEvents), min(s.tEvents, s.bEvents); {
 	case hi <= c.FastRecovery:
 	case lo > c.FastRecovery:
@@ -144,11 +135,12 @@ func (s *ccState) increase(c *DCQCN) {
 	s.rc = min((s.rt+s.rc)/2, c.LineRate)
 }
 
-// onCNP is the reaction point's cut: the target remembers the current
+// cnp is the reaction point's cut: the target remembers the current
 // rate, the current rate falls by alpha/2, alpha rises by G, and the
 // increase events start again.
-func (s *ccState) onCNP(c *DCQCN, now int64) {
-	s.catchUp(c, now)
+func (s *dcqcnRP) cnp(now int64) {
+	c := s.c
+	s.catchUp(now)
 	if c.ClampTarget || s.tEvents+s.bEvents > 0 || s.cuts == 0 {
 		s.rt = s.rc
 	}
@@ -159,31 +151,17 @@ func (s *ccState) onCNP(c *DCQCN, now int64) {
 	s.cuts++
 }
 
-// sent accounts a turn's bytes on the wire: the byte counter's events, and
-// the pacing of the next packet at the current rate.
-func (s *ccState) sent(c *DCQCN, now int64, bytes int) {
-	s.catchUp(c, now)
-	if c.ByteCounter > 0 {
+// sent accounts a turn's bytes on the wire: the byte counter's events.
+func (s *dcqcnRP) sent(now int64, bytes int) {
+	s.catchUp(now)
+	if c := s.c; c.ByteCounter > 0 {
 		s.bytes += int64(bytes)
 		for s.bytes >= c.ByteCounter {
 			s.bytes -= c.ByteCounter
 			s.bEvents++
-			s.increase(c)
+			s.increase()
 		}
 	}
-	s.nextSend = max(s.nextSend, now) + int64(math.Ceil(float64(bytes)*8e9/s.rc))
-}
-
-// paced reports whether the QP must wait before it sends again, and arms
-// its wake-up then.
-func (e *Engine) paced(qp *QP) bool {
-	s := qp.cc
-	if s == nil || s.nextSend <= e.now || s.rc >= e.cfg.DCQCN.LineRate {
-		return false
-	}
-	s.wakeAt = s.nextSend
-	e.schedule(qp)
-	return true
 }
 
 // congestionExperienced is the notification point: a CE-marked packet for

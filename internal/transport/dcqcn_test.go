@@ -20,13 +20,13 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a)
 // halves the rate.
 func TestDCQCNCut(t *testing.T) {
 	c := testDCQCN
-	s := ccState{rc: c.LineRate, rt: c.LineRate, alpha: c.InitialAlpha}
-	s.onCNP(&c, 0)
+	s := dcqcnRP{c: &c, rc: c.LineRate, rt: c.LineRate, alpha: c.InitialAlpha}
+	s.cnp(0)
 	if !near(s.rc, 50e9) || !near(s.rt, 100e9) || !near(s.alpha, 1) {
 		t.Fatalf("after the first CNP: rc %v rt %v alpha %v, want 50e9, 100e9, 1", s.rc, s.rt, s.alpha)
 	}
 	// Alpha decays by (1-g) each K without CNPs: after 10 K.
-	s.onCNP(&c, 10*55_000)
+	s.cnp(10 * 55_000)
 	wantAlpha := math.Pow(1-c.G, 10)
 	wantRC := 0.0
 	{
@@ -47,20 +47,22 @@ func TestDCQCNCut(t *testing.T) {
 	// A second CNP before any increase event: the rate is cut again, the
 	// target stays (ClampTarget off); with ClampTarget it follows.
 	rt := s.rt
-	s.onCNP(&c, 10*55_000)
+	s.cnp(10 * 55_000)
 	if s.rt != rt {
 		t.Errorf("a CNP with no increase since the last: target %v, want it kept at %v", s.rt, rt)
 	}
 	cl := c
 	cl.ClampTarget = true
 	rc := s.rc
-	s.onCNP(&cl, 10*55_000)
+	s.c = &cl
+	s.cnp(10 * 55_000)
+	s.c = &c
 	if s.rt != rc {
 		t.Errorf("ClampTarget: target %v, want the current rate %v", s.rt, rc)
 	}
 	// The floor.
 	for range 200 {
-		s.onCNP(&c, 10*55_000)
+		s.cnp(10 * 55_000)
 	}
 	if s.rc != c.MinRate {
 		t.Errorf("after 200 CNPs rc %v, want the floor %v", s.rc, c.MinRate)
@@ -73,15 +75,15 @@ func TestDCQCNCut(t *testing.T) {
 // follows it, never past the line rate.
 func TestDCQCNRecovery(t *testing.T) {
 	c := testDCQCN
-	s := ccState{rc: 80e9, rt: 80e9, alpha: 1}
-	s.onCNP(&c, 0) // rc 40e9, rt 80e9
-	s.catchUp(&c, 3*55_000)
+	s := dcqcnRP{c: &c, rc: 80e9, rt: 80e9, alpha: 1}
+	s.cnp(0) // rc 40e9, rt 80e9
+	s.catchUp(3 * 55_000)
 	if !near(s.rc, 75e9) || !near(s.rt, 80e9) || s.tEvents != 3 {
 		t.Fatalf("after 3 timer events: rc %v rt %v (%d events), want 75e9 80e9", s.rc, s.rt, s.tEvents)
 	}
 	// Byte-counter events come with what the QP sends.
 	for range 6 {
-		s.sent(&c, 3*55_000, int(c.ByteCounter))
+		s.sent(3*55_000, int(c.ByteCounter))
 	}
 	// Events 1..5 of bytes (with 3 timer events: fast recovery while both
 	// are within F), the 6th is past F on one kind: additive increase.
@@ -96,12 +98,12 @@ func TestDCQCNRecovery(t *testing.T) {
 		t.Errorf("after 6 byte events: rc %v rt %v (%d), want %v %v", s.rc, s.rt, s.bEvents, rc, rt)
 	}
 	// Both kinds past F: hyper increase, by (min-F)·HAI per event.
-	s.catchUp(&c, 9*55_000) // 6 more timer events: 9 in all
+	s.catchUp(9 * 55_000) // 6 more timer events: 9 in all
 	if s.rt <= rt+c.RateAI*6 {
 		t.Errorf("9 timer and 6 byte events: target %v, want hyper increase past %v", s.rt, rt+c.RateAI*6)
 	}
 	// A long quiet time brings the QP back to the line rate and no further.
-	s.catchUp(&c, 1_000_000_000)
+	s.catchUp(1_000_000_000)
 	if s.rc != c.LineRate || s.rt != c.LineRate {
 		t.Errorf("after a quiet second: rc %v rt %v, want the line rate", s.rc, s.rt)
 	}
@@ -111,12 +113,12 @@ func TestDCQCNRecovery(t *testing.T) {
 // when the last one's bytes have left at its rate.
 func TestDCQCNPacing(t *testing.T) {
 	c := testDCQCN
-	s := ccState{rc: 8e9, rt: 8e9, alpha: 1, alphaAt: 0, incAt: 0}
-	s.sent(&c, 1000, 1000) // 1000 B at 8 Gb/s: 1 µs
+	s := ccState{rp: &dcqcnRP{c: &c, rc: 8e9, rt: 8e9, alpha: 1}}
+	s.pace(1000, 1000) // 1000 B at 8 Gb/s: 1 µs
 	if s.nextSend != 2000 {
 		t.Errorf("next send at %d, want 2000", s.nextSend)
 	}
-	s.sent(&c, 1500, 500) // sent early (the gap was the caller's to respect): queued behind
+	s.pace(1500, 500) // sent early (the gap was the caller's to respect): queued behind
 	if s.nextSend != 2500 {
 		t.Errorf("next send at %d, want 2500", s.nextSend)
 	}
@@ -179,7 +181,7 @@ func TestDCQCNNotificationAndReaction(t *testing.T) {
 	cnp := cnps[0].Clone()
 	p.B.e.ClearOutbox()
 	p.A.e.Receive(p.now, []*link.Buf{cnp})
-	if got := p.A.e.Counters()[RPCNPHandled]; got != 1 || p.A.qp.cc == nil || !near(p.A.qp.cc.rc, c.LineRate/2) {
+	if got := p.A.e.Counters()[RPCNPHandled]; got != 1 || p.A.qp.cc == nil || !near(p.A.qp.cc.rp.rate(), c.LineRate/2) {
 		t.Fatalf("A handled %d CNPs, its rate %v; want 1 and half the line rate", got, p.A.qp.cc)
 	}
 	// Paced: a 1 KiB WRITE now leaves only after the last one's bytes
@@ -209,11 +211,11 @@ func TestDCQCNNotificationAndReaction(t *testing.T) {
 func TestDCQCNResetForgets(t *testing.T) {
 	c := testDCQCN
 	p := newPair(t, nodeConfig{dcqcn: &c}, nodeConfig{dcqcn: &c})
-	p.A.e.cc(p.A.qp).onCNP(&c, 0)
+	p.A.e.ccCNP(p.A.qp)
 	if err := p.A.e.Modify(p.A.qp, &QPAttr{State: QPSReset}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	if p.A.qp.cc != nil {
-		t.Errorf("after RESET the QP keeps its congestion state (rate %v)", p.A.qp.cc.rc)
+		t.Errorf("after RESET the QP keeps its congestion state (rate %v)", p.A.qp.cc.rp.rate())
 	}
 }

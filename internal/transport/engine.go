@@ -88,6 +88,9 @@ type Config struct {
 	ICRCOffload func() bool
 	// DCQCN turns on congestion control (see DCQCN); nil: none.
 	DCQCN *DCQCN
+	// TIMELY turns on delay-based congestion control instead (see
+	// TIMELY); not with DCQCN.
+	TIMELY *TIMELY
 }
 
 // Engine is one protocol engine: the requester, responder and completer of
@@ -102,6 +105,8 @@ type Engine struct {
 	// (ECT(0) on data, none on a CNP): a copy, so that the QP's own
 	// attributes (ibv_query_qp) keep the traffic class asked for.
 	ccRoute wire.Route
+	// rateObs is told of every congestion-controlled rate change.
+	rateObs func(qpn uint32, now int64, bps float64)
 	qpc     *cache.Cache[uint32, *QP]
 	cqc     *cache.Cache[uint32, *CQ]
 
@@ -331,7 +336,7 @@ func (e *Engine) Run(now int64, budget int) bool {
 			g.Packets = budget
 		}
 		e.bill.QP = qp.QPN
-		if e.cfg.DCQCN != nil && e.paced(qp) {
+		if e.ccOn() && e.paced(qp) {
 			// Its rate lets it send nothing yet: its pacing timer rings
 			// it again.
 			e.arb.Done(q, 0, 0, false)
@@ -349,8 +354,8 @@ func (e *Engine) Run(now int64, budget int) bool {
 		for _, b := range e.out[sent:] {
 			wire += b.Len()
 		}
-		if c := e.cfg.DCQCN; c != nil && wire > 0 && qp.congestionControlled() {
-			e.cc(qp).sent(c, now, wire)
+		if e.ccOn() && wire > 0 && qp.congestionControlled() {
+			e.ccSent(qp, now, wire)
 		}
 		e.arb.Done(q, pk, max(by, wire), more)
 		budget -= pk

@@ -64,7 +64,8 @@ func offload(on bool) func() bool {
 }
 
 type nodeConfig struct {
-	dcqcn           *DCQCN // congestion control (nil: none)
+	dcqcn           *DCQCN  // congestion control (nil: none)
+	timely          *TIMELY // delay-based congestion control instead
 	qpType          QPType
 	localMTU        wire.MTU // the port's active MTU (Config.LocalMTU)
 	pathMTU         wire.MTU
@@ -193,7 +194,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
 		Host: cfg.host, UTLB: cfg.utlb, BestPageSize: cfg.utlb,
 		Engine: Config{
-			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload), DCQCN: cfg.dcqcn,
+			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload), DCQCN: cfg.dcqcn, TIMELY: cfg.timely,
 			Event: func(ev Event) { n.events = append(n.events, ev) },
 			Trace: func(s string) { n.trace = append(n.trace, s) },
 		},

@@ -514,6 +514,9 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
 	}
 	e.send(qp, b, route)
+	if e.cfg.TIMELY != nil && (ackReq || psn.Before(req.maxPSN)) {
+		e.probeSent(qp, uint32(psn), psn.Before(req.maxPSN))
+	}
 	if psn.Before(req.maxPSN) {
 		e.count(qp, RetransPackets)
 		if info.readAtom && e.cfg.Trace != nil {

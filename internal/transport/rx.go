@@ -53,9 +53,9 @@ func (e *Engine) receiveOne(b *link.Buf) {
 		}
 		// The reaction point: the CNP names the QP whose packets were
 		// marked (its destination QP is ours).
-		if c := e.cfg.DCQCN; c != nil {
+		if e.cfg.DCQCN != nil {
 			if qp := e.lookupQP(p.BTH.DestQP()); qp != nil && qp.congestionControlled() {
-				e.cc(qp).onCNP(c, e.now)
+				e.ccCNP(qp)
 				e.count(qp, RPCNPHandled)
 				return
 			}

@@ -147,7 +147,7 @@ func TestScenarioSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
-	if err != nil || len(recs) < 5 || strings.Join(recs[0], ",") != "run,label,tenant,t_ns,width_ns,gbps,mops" {
+	if err != nil || len(recs) < 5 || strings.Join(recs[0], ",") != "run,label,tenant,t_ns,width_ns,gbps,mops,rate_gbps,queue_bytes" {
 		t.Errorf("timeline CSV: %v, %d records, header %v", err, len(recs), recs[0])
 	}
 }

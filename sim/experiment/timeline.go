@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 )
 
 // CheckTimeline verifies a timeline file's name before anything runs: a
@@ -29,9 +30,13 @@ func CheckTimeline(file string) error {
 
 // SaveTimeline writes what each row's workload completed over virtual
 // time (perf.Result.Timeline): as CSV (run, label, tenant, t_ns,
-// width_ns, gbps, mops) for a .csv file, else as plots of throughput
-// over time, one line per tenant, one plot per run of the sweep (the
-// file name of run i of several gets "-i" before its extension).
+// width_ns, gbps, mops, rate_gbps, queue_bytes) for a .csv file, else as
+// plots, one per run of the sweep (the file name of run i of several gets
+// "-i" before its extension): throughput over time, one line per tenant,
+// with the congestion control's rate of each tenant's first QP dashed
+// beside it when there is one; and the queue of the switch port towards
+// the run's first server over time, in a second file whose name gets
+// "-queue" before its extension.
 func SaveTimeline(file string, rows []Row) error {
 	if strings.EqualFold(filepath.Ext(file), ".csv") {
 		var b bytes.Buffer
@@ -56,6 +61,14 @@ func SaveTimeline(file string, rows []Row) error {
 			return err
 		}
 		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		b.Reset()
+		if err := writeQueuePlot(&b, format, run); err != nil {
+			return err
+		}
+		ext := filepath.Ext(name)
+		if err := os.WriteFile(strings.TrimSuffix(name, ext)+"-queue"+ext, b.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -86,7 +99,7 @@ func rowName(r *Row) string {
 // WriteTimelineCSV writes the rows' timelines as CSV.
 func WriteTimelineCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"run", "label", "tenant", "t_ns", "width_ns", "gbps", "mops"})
+	cw.Write([]string{"run", "label", "tenant", "t_ns", "width_ns", "gbps", "mops", "rate_gbps", "queue_bytes"})
 	for i := range rows {
 		r := &rows[i]
 		if r.Result == nil {
@@ -94,7 +107,8 @@ func WriteTimelineCSV(w io.Writer, rows []Row) error {
 		}
 		for _, pt := range r.Result.Timeline {
 			cw.Write([]string{strconv.Itoa(r.Index), r.Label, rowName(r), strconv.FormatInt(int64(pt.At), 10),
-				strconv.FormatInt(int64(pt.Width), 10), strconv.FormatFloat(pt.Gbps, 'g', 6, 64), strconv.FormatFloat(pt.Mops, 'g', 6, 64)})
+				strconv.FormatInt(int64(pt.Width), 10), strconv.FormatFloat(pt.Gbps, 'g', 6, 64), strconv.FormatFloat(pt.Mops, 'g', 6, 64),
+				strconv.FormatFloat(pt.RateGbps, 'g', 6, 64), strconv.FormatInt(pt.QueueBytes, 10)})
 		}
 	}
 	cw.Flush()
@@ -111,22 +125,84 @@ func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	var args []any
+	var rates []plotter.XYs
 	for i := range run {
 		r := &run[i]
 		if r.Result == nil {
 			continue
 		}
 		xy := make(plotter.XYs, len(r.Result.Timeline))
+		rate := make(plotter.XYs, 0, len(r.Result.Timeline))
 		for k, pt := range r.Result.Timeline {
 			xy[k].X = float64(pt.At+pt.Width/2) / 1e3
 			xy[k].Y = pt.Gbps
+			if pt.RateGbps > 0 {
+				rate = append(rate, plotter.XY{X: xy[k].X, Y: pt.RateGbps})
+			}
 		}
 		args = append(args, rowName(r), xy)
+		if len(rate) == 0 {
+			rate = nil
+		}
+		rates = append(rates, rate)
 	}
 	if len(args) == 0 {
 		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
 	}
-	if err := plotutil.AddLines(p, args...); err != nil {
+	// Throughput solid, each tenant's rate dashed in its colour.
+	for i := 0; i < len(args); i += 2 {
+		l, err := plotter.NewLine(args[i+1].(plotter.XYs))
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i / 2)
+		p.Add(l)
+		p.Legend.Add(args[i].(string), l)
+		if rates[i/2] == nil {
+			continue
+		}
+		rl, err := plotter.NewLine(rates[i/2])
+		if err != nil {
+			return err
+		}
+		rl.Color = l.Color
+		rl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(rl)
+		p.Legend.Add(args[i].(string)+" rate", rl)
+	}
+	width, height := (&PlotSpec{}).size()
+	return render(w, format, p, finishLines(p, true), width, height)
+}
+
+// writeQueuePlot draws one run's queue at the switch port towards its
+// first server over time (the deepest in each bin).
+func writeQueuePlot(w io.Writer, format string, run []Row) error {
+	var r *Row
+	for i := range run {
+		if run[i].Result != nil {
+			r = &run[i]
+			break
+		}
+	}
+	if r == nil {
+		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
+	}
+	p := plot.New()
+	p.Title.Text = "switch queue towards the first server: " + strings.TrimSuffix(run[0].Label, " tenant="+rowName(&run[0]))
+	p.X.Label.Text = "virtual time, µs"
+	p.Y.Label.Text = "KiB queued (deepest in each bin)"
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	xy := make(plotter.XYs, 0, len(r.Result.Timeline))
+	for _, pt := range r.Result.Timeline {
+		if pt.QueueBytes >= 0 {
+			xy = append(xy, plotter.XY{X: float64(pt.At+pt.Width/2) / 1e3, Y: float64(pt.QueueBytes) / 1024})
+		}
+	}
+	if len(xy) == 0 {
+		xy = append(xy, plotter.XY{})
+	}
+	if err := plotutil.AddLines(p, "queue", xy); err != nil {
 		return err
 	}
 	width, height := (&PlotSpec{}).size()

@@ -123,6 +123,11 @@ type egress struct {
 	waitNs    sim.Time // scheduled: time frames waited in the priority queues
 	st        PortStats
 	sched     *schedState // scheduled mode only
+	// watch, if set, is told the buffer's depth whenever it changes (a
+	// frame queued or sent; for an analytic port, at each frame queued,
+	// and at the last one's departure if the queue had emptied since).
+	watch    func(at sim.Time, bytes int)
+	lastDone sim.Time
 }
 
 // schedState is the part of an egress used only in scheduled mode.
@@ -190,8 +195,15 @@ func (e *egress) enqueue(at sim.Time, f Frame, rng randFloat) (arrive sim.Time, 
 		return 0, false
 	}
 	e.mark(&f, e.bufBytes, rng)
+	if e.watch != nil && e.bufBytes == 0 && e.lastDone > 0 && e.lastDone < at {
+		e.watch(e.lastDone, 0)
+	}
 	done, arrive := e.tx.Send(at, f.Len)
 	e.bufBytes += f.Len
+	e.lastDone = done
+	if e.watch != nil {
+		e.watch(at, e.bufBytes)
+	}
 	e.q.push(inFlight{f: f, done: done, arrive: arrive})
 	e.st.MaxQueueBytes = max(e.st.MaxQueueBytes, e.bufBytes)
 	qs.TxFrames++

@@ -196,6 +196,11 @@ func (p *Port) UplinkFreeAt() sim.Time { return p.up.freeAt() }
 // switch).
 func (p *Port) UplinkStats() PortStats { return p.up.stats(p.f.s.Now()) }
 
+// WatchSwitchPort has fn told the depth of the switch's queue towards
+// this host (bytes, the frame being sent included) each time it changes:
+// a queue occupancy timeline. Nil stops it.
+func (p *Port) WatchSwitchPort(fn func(at sim.Time, bytes int)) { p.down.watch = fn }
+
 // SwitchPortStats returns the counters of the switch's output port
 // towards this host: where incast queues build, drop and mark.
 func (p *Port) SwitchPortStats() PortStats { return p.down.stats(p.f.s.Now()) }

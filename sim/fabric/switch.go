@@ -284,6 +284,9 @@ func (f *Fabric) offer(e *egress, q queued) {
 	st.cls[p].push(q)
 	st.clsBytes[p] += q.f.Len
 	st.waitPs += e.tx.SerializationPs(q.f.Len)
+	if e.watch != nil {
+		e.watch(f.s.Now(), e.bufBytes)
+	}
 	e.bufBytes += q.f.Len
 	e.st.MaxQueueBytes = max(e.st.MaxQueueBytes, e.bufBytes)
 	qs := &e.st.Queues[p]
@@ -327,6 +330,9 @@ func (f *Fabric) txDone(e *egress, gen uint32) {
 		e.bufBytes -= cur.f.Len
 		st.clsBytes[cur.f.Prio] -= cur.f.Len
 		f.release(e, &cur)
+		if e.watch != nil {
+			e.watch(now, e.bufBytes)
+		}
 	}
 	next := sim.Time(-1)
 	for p := Priorities - 1; p >= 0; p-- {

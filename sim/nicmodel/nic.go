@@ -285,6 +285,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		Billing:  true,
 		Metadata: cfg.Metadata,
 		DCQCN:    p.DCQCNConfig(),
+		TIMELY:   p.TIMELYConfig(),
 		Event:    cfg.Event,
 		Trace:    cfg.Trace,
 	}

@@ -491,6 +491,10 @@ type runner struct {
 	rate        float64
 	sl          uint8
 	tl          timeline
+	// flow is its first client QP, whose congestion-controlled rate
+	// rates records.
+	flow  *qpRun
+	rates rateLog
 	caches      [2]cacheCount // its client and server QPs' cache lookups (scenarios)
 
 	measuring bool

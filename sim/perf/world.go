@@ -25,6 +25,9 @@ type world struct {
 	// attribute: the tenants' cache hit rates are their own QPs' (a
 	// scenario), not the whole NIC's (one workload, as before tenants).
 	attribute bool
+	// queue is the depth of the switch port towards the first tenant's
+	// first server over time.
+	queue gauge
 }
 
 // machine is one host of the fabric: a device of the clock, shared by the
@@ -92,6 +95,27 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 			return nil, tenantErr(r, err)
 		}
 	}
+	// Timelines: each tenant's flow's rate under congestion control, and
+	// the queue of the switch port towards the first server.
+	cc := p.DCQCN.Enabled || p.TIMELY.Enabled
+	for _, r := range tenants {
+		if len(r.clients) > 0 && len(r.clients[0].qps) > 0 {
+			r.flow = r.clients[0].qps[0]
+		}
+		if cc {
+			r.rates.start, r.rates.from = p.Link.RateGbps*1e9, r.start
+		}
+	}
+	if cc {
+		for _, m := range w.machines {
+			m.nic.Engine.SetRateObserver(m.rateChanged)
+		}
+	}
+	if first := tenants[0]; len(first.servers) > 0 {
+		if id, ok := vc.Fabric().Lookup(first.servers[0].nic.Addr()); ok {
+			vc.Fabric().Host(id).WatchSwitchPort(w.queue.add)
+		}
+	}
 	return w, nil
 }
 
@@ -101,6 +125,14 @@ func tenantErr(r *runner, err error) error {
 		return err
 	}
 	return fmt.Errorf("tenant %q: %w", r.name, err)
+}
+
+// rateChanged records a congestion-controlled rate change of a tenant's
+// flow (its first client QP).
+func (m *machine) rateChanged(qpn uint32, now int64, bps float64) {
+	if q := m.qps[qpn]; q != nil && q.h.run.flow == q {
+		q.h.run.rates.add(sim.Time(now), bps)
+	}
 }
 
 // observe attributes a step's cache lookups and misses to the tenant of
@@ -205,7 +237,7 @@ func (r *runner) result() (*Result, error) {
 			r.spec.Test, w.limit, r.finished, r.totalQPs, r.errors, why)
 	}
 	res := &Result{Spec: r.spec, Tenant: r.name, Elapsed: r.winEnd - r.winStart, Ops: r.ops, Bytes: r.bytes, Errors: r.errors,
-		Events: w.vc.Events(), Lat: &r.lat, Timeline: r.tl.points()}
+		Events: w.vc.Events(), Lat: &r.lat, Timeline: r.tl.points(&r.rates, &w.queue)}
 	if res.Elapsed > 0 {
 		sec := float64(res.Elapsed) / 1e9
 		res.Gbps = float64(res.Bytes) * 8 / sec / 1e9

@@ -22,6 +22,17 @@ func (p *HardwareProfile) DCQCNConfig() *transport.DCQCN {
 		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha, ClampTarget: d.ClampTarget}
 }
 
+// TIMELYConfig returns the engine's delay-based congestion control, nil
+// when off.
+func (p *HardwareProfile) TIMELYConfig() *transport.TIMELY {
+	t := &p.TIMELY
+	if !t.Enabled {
+		return nil
+	}
+	return &transport.TIMELY{LineRate: p.Link.RateGbps * 1e9, MinRate: t.MinRateMbps * 1e6, Alpha: t.Alpha, Beta: t.Beta,
+		Delta: t.DeltaMbps * 1e6, TLow: t.TLowNs, THigh: t.THighNs, MinRTT: t.MinRTTNs, HAIThreshold: t.HAIThreshold}
+}
+
 // PCIeBytesPerSec returns the PCIe bandwidth per direction: the explicit
 // bandwidth_gbytes_per_s, or the one derived from gen and lanes.
 func (p *HardwareProfile) PCIeBytesPerSec() int64 {

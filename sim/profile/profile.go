@@ -16,6 +16,7 @@ type HardwareProfile struct {
 	Engine Engine `toml:"engine"`
 	Atomic Atomic `toml:"atomic"`
 	DCQCN  DCQCN  `toml:"dcqcn"`
+	TIMELY TIMELY `toml:"timely"`
 	Host   Host   `toml:"host"`
 	Switch Switch `toml:"switch"`
 	// Topology wires the fabric's switches.
@@ -225,6 +226,29 @@ type DCQCN struct {
 	// (the paper's equations); false moves it only if the rate increased
 	// since the last cut (Mellanox's clamp_tgt_rate=0).
 	ClampTarget bool `toml:"clamp_target"`
+}
+
+// TIMELY is delay-based congestion control in the NIC's protocol engine
+// (see transport.TIMELY), instead of DCQCN: each RC QP times one
+// ACK-requesting packet at a time and moves its rate by the RTT and its
+// gradient.
+type TIMELY struct {
+	Enabled bool `toml:"enabled"`
+	// Alpha weighs a new RTT difference in the gradient's average; Beta
+	// is the multiplicative decrease factor.
+	Alpha float64 `toml:"alpha"`
+	Beta  float64 `toml:"beta"`
+	// DeltaMbps is the additive increase step; MinRateMbps the floor.
+	DeltaMbps   float64 `toml:"delta_mbps"`
+	MinRateMbps float64 `toml:"min_rate_mbps"`
+	// TLowNs and THighNs bound the RTTs the gradient rules; MinRTTNs
+	// normalizes the gradient.
+	TLowNs   int64 `toml:"t_low_ns"`
+	THighNs  int64 `toml:"t_high_ns"`
+	MinRTTNs int64 `toml:"min_rtt_ns"`
+	// HAIThreshold is the falling-gradient samples in a row before the
+	// increase is that many steps at once (0: never).
+	HAIThreshold int `toml:"hai_threshold"`
 }
 
 // Lock hashes of Atomic.LockHash.

@@ -176,6 +176,14 @@ func (p *HardwareProfile) Validate() error {
 		}
 	}
 
+	if p.TIMELY.Enabled {
+		if p.DCQCN.Enabled {
+			v.fail("timely.enabled", "one congestion control at a time: dcqcn.enabled is set too")
+		} else if c := p.TIMELYConfig(); c.Validate() != nil {
+			v.fail("timely", "%v", c.Validate())
+		}
+	}
+
 	v.atLeast("host.post_send_ns", p.Host.PostSendNs, 0)
 	v.atLeast("host.poll_cq_ns", p.Host.PollCQNs, 0)
 
