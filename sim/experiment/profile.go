@@ -114,12 +114,47 @@ func applyOverrides(base *profile.HardwareProfile, text []byte, overrides []Over
 			return nil, fmt.Errorf("--set %s: %w", o, err)
 		}
 		clearSizeSibling(doc, o.Key)
+		if o.Key == "dcqcn.preset" {
+			if err := applyDCQCNPreset(doc, o.Value); err != nil {
+				return nil, fmt.Errorf("--set %s: %w", o, err)
+			}
+		}
 	}
 	var out bytes.Buffer
 	if err := toml.NewEncoder(&out).Encode(doc); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// applyDCQCNPreset writes every DCQCN parameter of the named preset into
+// doc (enabled is left as it is): later --set keys still change one.
+func applyDCQCNPreset(doc map[string]any, name string) error {
+	if name == "" {
+		return nil
+	}
+	d, err := profile.DCQCNPreset(name)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(d); err != nil {
+		return err
+	}
+	var vals map[string]any
+	if _, err := toml.Decode(buf.String(), &vals); err != nil {
+		return err
+	}
+	delete(vals, "enabled")
+	t, ok := doc["dcqcn"].(map[string]any)
+	if !ok {
+		t = map[string]any{}
+		doc["dcqcn"] = t
+	}
+	for k, v := range vals {
+		t[k] = v
+	}
+	return nil
 }
 
 // clearSizeSibling removes the other way of giving a cache's size when key

@@ -204,6 +204,10 @@ type Atomic struct {
 // per QP cut by CNPs and recovered on a timer and a byte counter.
 type DCQCN struct {
 	Enabled bool `toml:"enabled"`
+	// Preset names the parameter set the values below came from ("paper",
+	// "mellanox"; see DCQCNPreset), "" for values of the profile's own.
+	// Setting it with --set replaces them all.
+	Preset string `toml:"preset"`
 	// CNPIntervalNs is the least time between two CNPs of one QP (N).
 	CNPIntervalNs int64 `toml:"cnp_interval_ns"`
 	// G is the gain of alpha, the estimate of the marked fraction.

@@ -151,6 +151,9 @@ func (p *HardwareProfile) Validate() error {
 		v.pow2("atomic.lock_granule_bytes", a.LockGranuleBytes, 8, 4096)
 	}
 
+	if !knownPreset(p.DCQCN.Preset) {
+		v.fail("dcqcn.preset", "%q is not one of %v", p.DCQCN.Preset, DCQCNPresets)
+	}
 	if d := &p.DCQCN; d.Enabled {
 		v.atLeast("dcqcn.cnp_interval_ns", d.CNPIntervalNs, 0)
 		v.atLeast("dcqcn.alpha_period_ns", d.AlphaPeriodNs, 1)
