@@ -309,3 +309,40 @@ func TestScheduledNoAllocation(t *testing.T) {
 		t.Fatalf("%.1f allocations per round, want 0", allocs)
 	}
 }
+
+// TestLossyBesideLossless: one incast into host 0 with half the senders
+// on the lossless priority 3 and half on the lossy priority 0, at once:
+// the lossy queue drops, the lossless one pauses its senders and loses
+// nothing, each counted on its own priority.
+func TestLossyBesideLossless(t *testing.T) {
+	const senders, n = 8, 100
+	s, f, ports, sinks := build(t, 11, pfcConfig(), senders+1)
+	prio := func(i int) uint8 { return uint8(3 * (i % 2)) } // odd hosts lossless
+	for i := 1; i <= senders; i++ {
+		for j := range n {
+			ports[i].SendFrame(Frame{Len: 1000, Dst: 0, Prio: prio(i), Meta: Meta{PSN: uint32(j)}})
+		}
+	}
+	s.Run()
+	got := map[uint8]int{}
+	for _, a := range sinks[0].got {
+		got[prio(int(a.src))]++
+	}
+	st := ports[0].SwitchPortStats()
+	if got[3] != senders/2*n || st.Queues[3].Drops != 0 {
+		t.Errorf("lossless: %d of %d delivered, %d dropped", got[3], senders/2*n, st.Queues[3].Drops)
+	}
+	if st.Queues[0].Drops == 0 || got[0]+int(st.Queues[0].Drops) != senders/2*n {
+		t.Errorf("lossy: %d delivered + %d dropped of %d", got[0], st.Queues[0].Drops, senders/2*n)
+	}
+	for i := 1; i <= senders; i++ {
+		up := ports[i].UplinkStats()
+		if lossless := prio(i) == 3; lossless != (up.Queues[3].PausesReceived > 0) || up.Queues[0].PausesReceived != 0 {
+			t.Errorf("host %d (priority %d): pauses received %d on 3, %d on 0", i, prio(i), up.Queues[3].PausesReceived, up.Queues[0].PausesReceived)
+		}
+	}
+	if x := f.switches[0]; x.used != 0 || x.nXoff != 0 {
+		t.Errorf("after the run: %d bytes held, %d pauses in force", x.used, x.nXoff)
+	}
+	t.Logf("lossless %d delivered; lossy %d delivered, %d dropped", got[3], got[0], st.Queues[0].Drops)
+}
