@@ -49,6 +49,11 @@ type DCQCN struct {
 	// but leaves the target where the flow was, and fast recovery returns
 	// towards it.
 	ClampTarget bool
+	// CNPTrafficClass is the IP traffic class of the CNPs the notification
+	// point sends (ConnectX's cnp_dscp 48 is 192: priority 6, ahead of
+	// RoCE data in strict-priority switches); 0: the QP's own. Its ECN
+	// bits are ignored (a CNP is never ECN-capable).
+	CNPTrafficClass uint8
 }
 
 // Validate reports the first parameter that cannot work.
@@ -177,9 +182,13 @@ func (e *Engine) congestionExperienced(qp *QP) {
 		return
 	}
 	s.sentCNP, s.lastCNP = true, e.now
-	// A CNP is not ECN-capable: it is sent in the QP's traffic class
-	// with the ECN bits clear, so that congestion cannot mark it.
+	// A CNP is not ECN-capable: it is sent in the QP's traffic class (or
+	// the configured one) with the ECN bits clear, so that congestion
+	// cannot mark it.
 	e.ccRoute = qp.attr.AV
+	if tc := e.cfg.DCQCN.CNPTrafficClass; tc != 0 {
+		e.ccRoute.TrafficClass = tc
+	}
 	e.ccRoute.TrafficClass &^= wire.ECNMask
 	b, f, h := e.newFrame(&e.ccRoute, wire.OpCNP, 0)
 	bth := wire.BTH(f[h:])

@@ -219,3 +219,34 @@ func TestDCQCNResetForgets(t *testing.T) {
 		t.Errorf("after RESET the QP keeps its congestion state (rate %v)", p.A.qp.cc.rp.rate())
 	}
 }
+
+// TestDCQCNCNPTrafficClass: with CNPTrafficClass set, CNPs leave in that
+// class (ConnectX's DSCP 48, priority 6), whatever the QP's, and never
+// ECN-capable.
+func TestDCQCNCNPTrafficClass(t *testing.T) {
+	c := testDCQCN
+	c.CNPTrafficClass = 192 | wire.ECNECT0 // the ECN bits are ignored
+	p := newPair(t, nodeConfig{dcqcn: &c}, nodeConfig{dcqcn: &c})
+	p.A.post(SendWR{Opcode: WRRDMAWrite, SGL: []SGE{p.A.sge(0, 64)}, RemoteAddr: p.B.addr(0), RKey: p.B.key})
+	p.A.e.Run(p.now, 16)
+	out := append([]*link.Buf(nil), p.A.e.Outbox()...)
+	p.A.e.ClearOutbox()
+	markCE(out[0].Bytes())
+	p.B.e.Receive(p.now, out)
+	n := 0
+	for _, b := range p.B.e.Outbox() {
+		var pk wire.Packet
+		if err := pk.Parse(b.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		if pk.Op == wire.OpCNP {
+			n++
+			if pk.TrafficClass != 192 {
+				t.Errorf("CNP traffic class %d, want 192", pk.TrafficClass)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d CNPs, want 1", n)
+	}
+}

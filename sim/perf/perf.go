@@ -493,9 +493,9 @@ type runner struct {
 	tl          timeline
 	// flow is its first client QP, whose congestion-controlled rate
 	// rates records.
-	flow  *qpRun
-	rates rateLog
-	caches      [2]cacheCount // its client and server QPs' cache lookups (scenarios)
+	flow   *qpRun
+	rates  rateLog
+	caches [2]cacheCount // its client and server QPs' cache lookups (scenarios)
 
 	measuring bool
 	winStart  sim.Time

@@ -19,7 +19,8 @@ func (p *HardwareProfile) DCQCNConfig() *transport.DCQCN {
 	return &transport.DCQCN{CNPInterval: d.CNPIntervalNs, G: d.G, AlphaPeriod: d.AlphaPeriodNs,
 		IncreasePeriod: d.IncreasePeriodNs, ByteCounter: d.ByteCounterBytes, FastRecovery: d.FastRecovery,
 		RateAI: d.RateAIMbps * 1e6, RateHAI: d.RateHAIMbps * 1e6, MinRate: d.MinRateMbps * 1e6,
-		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha, ClampTarget: d.ClampTarget}
+		LineRate: p.Link.RateGbps * 1e9, InitialAlpha: d.InitialAlpha, ClampTarget: d.ClampTarget,
+		CNPTrafficClass: uint8(d.CNPTClass)}
 }
 
 // TIMELYConfig returns the engine's delay-based congestion control, nil

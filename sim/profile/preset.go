@@ -23,7 +23,7 @@ var DCQCNPresets = []string{"paper", "mellanox"}
 //     1019 (g = 5/1024), rpg_time_reset 300 µs (T), rpg_byte_reset 32767
 //     B (B), rpg_threshold 1 (F), rpg_ai_rate 5 Mb/s, rpg_hai_rate 50
 //     Mb/s, rpg_min_rate 1 Mb/s, initial_alpha_value 1023 (of 1024),
-//     clamp_tgt_rate 0.
+//     clamp_tgt_rate 0, cnp_dscp 48 (traffic class 192, priority 6).
 func DCQCNPreset(name string) (DCQCN, error) {
 	switch name {
 	case "paper":
@@ -33,7 +33,7 @@ func DCQCNPreset(name string) (DCQCN, error) {
 	case "mellanox":
 		return DCQCN{Preset: name, CNPIntervalNs: 4_000, G: 5.0 / 1024, AlphaPeriodNs: 1_000, IncreasePeriodNs: 300_000,
 			ByteCounterBytes: 32767, FastRecovery: 1, RateAIMbps: 5, RateHAIMbps: 50, MinRateMbps: 1,
-			InitialAlpha: 1023.0 / 1024, ClampTarget: false}, nil
+			InitialAlpha: 1023.0 / 1024, ClampTarget: false, CNPTClass: 192}, nil
 	}
 	return DCQCN{}, fmt.Errorf("no DCQCN preset %q (there are: %v)", name, DCQCNPresets)
 }

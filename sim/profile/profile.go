@@ -230,6 +230,9 @@ type DCQCN struct {
 	// (the paper's equations); false moves it only if the rate increased
 	// since the last cut (Mellanox's clamp_tgt_rate=0).
 	ClampTarget bool `toml:"clamp_target"`
+	// CNPTClass is the IP traffic class of CNPs (DSCP << 2; 192 is
+	// DSCP 48, priority 6, ConnectX's default); 0: the QP's own.
+	CNPTClass int `toml:"cnp_tclass"`
 }
 
 // TIMELY is delay-based congestion control in the NIC's protocol engine

@@ -160,6 +160,9 @@ func (p *HardwareProfile) Validate() error {
 		v.atLeast("dcqcn.increase_period_ns", d.IncreasePeriodNs, 0)
 		v.atLeast("dcqcn.byte_counter_bytes", d.ByteCounterBytes, 0)
 		v.atLeast("dcqcn.fast_recovery", int64(d.FastRecovery), 0)
+		if d.CNPTClass < 0 || d.CNPTClass > 255 {
+			v.fail("dcqcn.cnp_tclass", "%d is not a traffic class (0 to 255)", d.CNPTClass)
+		}
 		if !(d.G > 0 && d.G <= 1) {
 			v.fail("dcqcn.g", "%v is not in (0, 1]", d.G)
 		}
