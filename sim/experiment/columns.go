@@ -240,6 +240,7 @@ var metricColumns = []Column{
 	metric("ecn_marked", "frames the fabric marked Congestion Experienced", 0, func(r *perf.Result) any { return int64(r.ECNMarked) }),
 	metric("pfc_pauses", "PFC pause frames the switches sent", 0, func(r *perf.Result) any { return int64(r.PFCPauses) }),
 	metric("pfc_paused_us", "time the hosts' uplinks were paused by PFC, summed over hosts, µs", 1, func(r *perf.Result) any { return float64(r.PFCPaused) / 1e3 }),
+	metric("uplink_queue_max_bytes", "deepest host uplink queue (what a NIC handed to its port ahead of the wire), bytes", 0, func(r *perf.Result) any { return int64(r.UplinkQueueMaxBytes) }),
 	metric("headroom_drops", "lossless frames dropped because PFC headroom ran out", 0, func(r *perf.Result) any { return int64(r.HeadroomDrops) }),
 	metric("retrans", "packets sent again by all NICs (go-back-N, READ resumes)", 0, func(r *perf.Result) any { return int64(r.Retrans) }),
 	metric("timeouts", "retransmission timeouts on all NICs", 0, func(r *perf.Result) any { return int64(r.Timeouts) }),

@@ -128,6 +128,8 @@ type egress struct {
 	// and at the last one's departure if the queue had emptied since).
 	watch    func(at sim.Time, bytes int)
 	lastDone sim.Time
+	// onResume, if set, is called when PFC resumes a priority here.
+	onResume func()
 }
 
 // schedState is the part of an egress used only in scheduled mode.
@@ -270,12 +272,13 @@ func (e *egress) pop() Frame {
 }
 
 // freeAt returns when the port will have sent what it holds, if nothing
-// is paused: the transmitter's free time, plus in scheduled mode the
-// serialization of the frames still waiting.
-func (e *egress) freeAt() sim.Time {
+// is paused: the transmitter's free time; in scheduled mode, the frames
+// still waiting sent back to back from then (or from now, or from the
+// last one's ready time, if later).
+func (e *egress) freeAt(now sim.Time) sim.Time {
 	t := e.tx.FreeAt()
-	if s := e.sched; s != nil {
-		t += sim.Time((s.waitPs + 999) / 1000)
+	if s := e.sched; s != nil && s.waitPs > 0 {
+		t = max(t, now, e.last) + sim.Time((s.waitPs+999)/1000)
 	}
 	return t
 }

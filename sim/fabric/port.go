@@ -190,11 +190,30 @@ func (p *Port) Stats() HostStats { return p.st }
 
 // UplinkFreeAt returns when the host's uplink will have sent every frame
 // offered to it so far: how far its transmit queue reaches ahead.
-func (p *Port) UplinkFreeAt() sim.Time { return p.up.freeAt() }
+func (p *Port) UplinkFreeAt() sim.Time { return p.up.freeAt(p.f.s.Now()) }
 
 // UplinkStats returns the counters of the host's egress port (NIC to
 // switch).
 func (p *Port) UplinkStats() PortStats { return p.up.stats(p.f.s.Now()) }
+
+// UplinkPaused reports whether PFC has paused a priority of the host's
+// uplink that has frames waiting.
+func (p *Port) UplinkPaused() bool {
+	st := p.up.sched
+	if st == nil {
+		return false
+	}
+	for pr := range Priorities {
+		if st.paused[pr] && st.cls[pr].len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// OnUplinkResume has fn called when PFC resumes a priority of the host's
+// uplink: a NIC that stopped for a pause goes on.
+func (p *Port) OnUplinkResume(fn func()) { p.up.onResume = fn }
 
 // WatchSwitchPort has fn told the depth of the switch's queue towards
 // this host (bytes, the frame being sent included) each time it changes:

@@ -274,6 +274,9 @@ func (f *Fabric) pfcArrive(e *egress, p uint8, xoff bool) {
 		e.st.PausedTime += d
 		qs.PausedTime += d
 		f.armTx(e, now)
+		if e.onResume != nil {
+			e.onResume()
+		}
 	}
 }
 

@@ -298,6 +298,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	n.Engine.SetGate(busyGate{n})
 	n.timer = s.NewTimer(n, evTimer, 0)
 	cfg.Port.Attach(n)
+	cfg.Port.OnUplinkResume(func() { n.scheduleProgress(n.s.Now()) })
 	return n, nil
 }
 
@@ -458,7 +459,12 @@ func (n *NIC) progress() {
 			// when their payload will be in, which may be ahead of now).
 			// Full, the arbiter picks the next packet when the wire has
 			// taken enough: free-txAhead is after lastTx, so by then the
-			// buffer measured from now has room.
+			// buffer measured from now has room. While PFC pauses the
+			// port the buffer does not drain: the arbiter waits for the
+			// resume (OnUplinkResume) once it is full.
+			if n.port.UplinkPaused() && n.port.UplinkFreeAt()-max(now, n.lastTx) > n.txAhead {
+				break
+			}
 			if free := n.port.UplinkFreeAt(); free-max(now, n.lastTx) > n.txAhead {
 				n.scheduleProgress(free - n.txAhead)
 				break

@@ -187,3 +187,30 @@ func TestDCQCNPaperTwoFlows(t *testing.T) {
 		t.Errorf("converged queue %.0f B on average, want at most 100 KB", queue)
 	}
 }
+
+// TestPFCStopsTheNIC: under PFC a NIC with a finite transmit buffer
+// (engine.tx_buffer_bytes) stops its arbiter once the paused port holds
+// that much, and goes on at the resume; with an unlimited one its queue
+// grows while it is paused.
+func TestPFCStopsTheNIC(t *testing.T) {
+	run := func(txBuf int) *Result {
+		p := mustProfile(t, "cx6")
+		p.Switch.SharedBufferBytes = 2 << 20
+		p.Switch.PFC = true
+		p.Engine.TxBufferBytes = txBuf
+		res, err := Run(p, Spec{Test: WriteBW, Size: 65536, Pairs: 8, Incast: true, Iters: 100, Metadata: true, TrafficClass: 104})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("tx buffer %d: %.1f Gb/s, %d pauses, deepest uplink queue %d B", txBuf, res.Gbps, res.PFCPauses, res.UplinkQueueMaxBytes)
+		return res
+	}
+	unlimited, limited := run(0), run(64<<10)
+	if limited.UplinkQueueMaxBytes > 64<<10+2*4200 || limited.WireDrop != 0 || limited.PFCPauses == 0 || limited.Gbps < 95 {
+		t.Errorf("64 KiB transmit buffer: uplink queue %d B, %d drops, %d pauses, %.1f Gb/s; want at most the buffer and two frames, lossless at line rate",
+			limited.UplinkQueueMaxBytes, limited.WireDrop, limited.PFCPauses, limited.Gbps)
+	}
+	if unlimited.UplinkQueueMaxBytes < 4*limited.UplinkQueueMaxBytes {
+		t.Errorf("unlimited transmit buffer: uplink queue %d B, want it to grow while paused (limited: %d)", unlimited.UplinkQueueMaxBytes, limited.UplinkQueueMaxBytes)
+	}
+}

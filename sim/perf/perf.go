@@ -178,6 +178,9 @@ type Result struct {
 	PFCPauses     uint64
 	PFCPaused     sim.Time
 	HeadroomDrops uint64
+	// UplinkQueueMaxBytes is the deepest any host's uplink queue got:
+	// what a NIC handed to its port before the wire (or a pause) took it.
+	UplinkQueueMaxBytes int
 	// Retrans and Timeouts count, over all NICs, packets sent again and
 	// retransmission timeouts: what drops cost.
 	Retrans, Timeouts uint64

@@ -276,6 +276,7 @@ func (r *runner) result() (*Result, error) {
 	res.ECNMarked = sw.ECNMarked + up.ECNMarked
 	res.PFCPauses = sw.PausesSent
 	res.PFCPaused = up.PausedTime
+	res.UplinkQueueMaxBytes = up.MaxQueueBytes
 	for _, q := range sw.Queues {
 		res.HeadroomDrops += q.HeadroomDrops
 	}
