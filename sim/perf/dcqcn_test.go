@@ -79,18 +79,26 @@ func TestDCQCNTwoFlows(t *testing.T) {
 	}
 }
 
-// incastFabric is cx6 with a 2 MiB shared buffer per switch (PFC on
-// priority 3 if pfc) and DCQCN if dcqcn.
-func incastFabric(t testing.TB, pfc, dcqcn bool) *Result {
+// incastShared runs an 8 → 1 incast of iters 64 KiB WRITEs per sender
+// on priority 3, on cx6 with a 2 MiB shared buffer per switch, changed by
+// set.
+func incastShared(t testing.TB, iters int, set func(p *profile.HardwareProfile)) *Result {
 	t.Helper()
 	p := mustProfile(t, "cx6")
 	p.Switch.SharedBufferBytes = 2 << 20
-	p.Switch.PFC = pfc
-	p.DCQCN.Enabled = dcqcn
-	res, err := Run(p, Spec{Test: WriteBW, Size: 65536, Pairs: 8, Incast: true, Iters: 300, Metadata: true, TrafficClass: 104})
+	set(p)
+	res, err := Run(p, Spec{Test: WriteBW, Size: 65536, Pairs: 8, Incast: true, Iters: iters, Metadata: true, TrafficClass: 104})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// incastFabric is the incast of TestDCQCNIncast in a 2 MiB shared buffer,
+// with PFC on priority 3 if pfc and DCQCN if dcqcn.
+func incastFabric(t testing.TB, pfc, dcqcn bool) *Result {
+	t.Helper()
+	res := incastShared(t, 300, func(p *profile.HardwareProfile) { p.Switch.PFC, p.DCQCN.Enabled = pfc, dcqcn })
 	t.Logf("pfc %v dcqcn %v: %.1f Gb/s, Jain %.3f, %d drops, %d marked, %d pauses, paused %v, %d timeouts",
 		pfc, dcqcn, res.Gbps, res.Jain, res.WireDrop, res.ECNMarked, res.PFCPauses, res.PFCPaused, res.Timeouts)
 	return res
@@ -194,14 +202,7 @@ func TestDCQCNPaperTwoFlows(t *testing.T) {
 // grows while it is paused.
 func TestPFCStopsTheNIC(t *testing.T) {
 	run := func(txBuf int) *Result {
-		p := mustProfile(t, "cx6")
-		p.Switch.SharedBufferBytes = 2 << 20
-		p.Switch.PFC = true
-		p.Engine.TxBufferBytes = txBuf
-		res, err := Run(p, Spec{Test: WriteBW, Size: 65536, Pairs: 8, Incast: true, Iters: 100, Metadata: true, TrafficClass: 104})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := incastShared(t, 100, func(p *profile.HardwareProfile) { p.Switch.PFC, p.Engine.TxBufferBytes = true, txBuf })
 		t.Logf("tx buffer %d: %.1f Gb/s, %d pauses, deepest uplink queue %d B", txBuf, res.Gbps, res.PFCPauses, res.UplinkQueueMaxBytes)
 		return res
 	}
