@@ -20,7 +20,7 @@ type simFlags struct {
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page, tclass []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random             []string
 	atomicType, atomicTarget, recvEvery                                                   []string
-	limit, scenario, timeline                                                             string
+	limit, scenario, timeline, ports                                                      string
 	jobs                                                                                  int
 
 	csv, json, plot, x, y, series, title string
@@ -116,6 +116,7 @@ Examples:
 	fl.StringSliceVar(&f.inline, "inline", nil, "largest inline payload of WRITE and SEND tests, bytes; 0: none (default 220 for write_lat and send_lat, 0 otherwise)")
 	fl.StringSliceVar(&f.metadata, "metadata", nil, "move lengths only, not payload bytes (fast; nothing is checked)")
 	fl.StringVar(&f.scenario, "scenario", "", "run the tenants of a scenario file (TOML) at once on one fabric, a row per tenant; --set tenant.NAME.KEY=v1,v2 sweeps a tenant's parameter (see docs/model.md)")
+	fl.StringVar(&f.ports, "ports", "", "write the fabric's counters after each run to this CSV file (- for standard output): per egress port and priority, frames, drops, ECN marks, PFC pauses and paused time")
 	fl.StringVar(&f.timeline, "timeline", "", "write each run's throughput over virtual time, a line per tenant: a plot (.png, .svg, .pdf; run i of several gets -i) or the data (.csv)")
 	fl.StringSliceVar(&f.tclass, "tclass", nil, "IP traffic class of the QPs' packets, DSCP << 2 (perftest's --tclass; 104 is DSCP 26, priority 3, the profiles' PFC priority)")
 	fl.StringSliceVar(&f.recvEvery, "recv-every", nil, "a send_bw server posts one receive per QP this often (1us, 500ns) instead of one per completion, up to rx-depth outstanding (0: on completion)")

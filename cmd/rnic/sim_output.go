@@ -31,6 +31,9 @@ func (f *simFlags) write(out io.Writer, sw *experiment.Sweep, cols []experiment.
 			errs = append(errs, fmt.Errorf("--plot: %w", err))
 		}
 	}
+	if f.ports != "" {
+		errs = append(errs, writeTo(out, f.ports, func(w io.Writer) error { return experiment.WritePortsCSV(w, rows) }))
+	}
 	if f.timeline != "" {
 		if err := experiment.SaveTimeline(f.timeline, rows); err != nil {
 			errs = append(errs, fmt.Errorf("--timeline: %w", err))

@@ -88,6 +88,9 @@ func groupRuns(rows []Row) [][]Row {
 	return runs
 }
 
+// runLabel is a row's label without its tenant: the run's.
+func runLabel(r *Row) string { return strings.TrimSuffix(r.Label, " tenant="+rowName(r)) }
+
 // rowName names a row's line: its tenant, or its test.
 func rowName(r *Row) string {
 	if r.Tenant != nil {
@@ -119,7 +122,7 @@ func WriteTimelineCSV(w io.Writer, rows []Row) error {
 // row (tenant).
 func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 	p := plot.New()
-	p.Title.Text = "throughput over time: " + strings.TrimSuffix(run[0].Label, " tenant="+rowName(&run[0]))
+	p.Title.Text = "throughput over time: " + runLabel(&run[0])
 	p.X.Label.Text = "virtual time, µs"
 	p.Y.Label.Text = "Gb/s (payload)"
 	p.Y.Min = 0
@@ -188,7 +191,7 @@ func writeQueuePlot(w io.Writer, format string, run []Row) error {
 		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
 	}
 	p := plot.New()
-	p.Title.Text = "switch queue towards the first server: " + strings.TrimSuffix(run[0].Label, " tenant="+rowName(&run[0]))
+	p.Title.Text = "switch queue towards the first server: " + runLabel(&run[0])
 	p.X.Label.Text = "virtual time, µs"
 	p.Y.Label.Text = "KiB queued (deepest in each bin)"
 	p.Y.Min = 0

@@ -284,6 +284,32 @@ func (f *Fabric) PortPeer(i, j int) string {
 	return p.peer.name
 }
 
+// PortInfo names one egress port of the fabric and gives its counters.
+type PortInfo struct {
+	// Node is the switch's name, or "host N" for a host's uplink; Port
+	// its number on the switch (0 for an uplink); Peer what is at the far
+	// end of its cable.
+	Node  string
+	Port  int
+	Peer  string
+	Stats PortStats
+}
+
+// Ports returns every egress port: the switches' ports in order, then
+// the hosts' uplinks.
+func (f *Fabric) Ports() []PortInfo {
+	var out []PortInfo
+	for i, s := range f.switches {
+		for j := range s.ports {
+			out = append(out, PortInfo{Node: s.name, Port: j, Peer: f.PortPeer(i, j), Stats: f.SwitchPort(i, j)})
+		}
+	}
+	for _, h := range f.hosts {
+		out = append(out, PortInfo{Node: fmt.Sprintf("host %d", h.id), Peer: h.sw.name, Stats: h.UplinkStats()})
+	}
+	return out
+}
+
 // Totals sums the counters of every switch port (switches) and every
 // host's uplink (uplinks).
 func (f *Fabric) Totals() (switches, uplinks PortStats) {

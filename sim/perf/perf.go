@@ -28,6 +28,7 @@ import (
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
+	"github.com/rnic/rnic/sim/fabric"
 	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
 	"github.com/rnic/rnic/sim/timing"
@@ -178,6 +179,9 @@ type Result struct {
 	PFCPauses     uint64
 	PFCPaused     sim.Time
 	HeadroomDrops uint64
+	// Ports are the fabric's egress ports and their counters (the whole
+	// fabric's, the same in every tenant's result).
+	Ports []fabric.PortInfo
 	// UplinkQueueMaxBytes is the deepest any host's uplink queue got:
 	// what a NIC handed to its port before the wire (or a pause) took it.
 	UplinkQueueMaxBytes int

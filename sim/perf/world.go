@@ -277,6 +277,7 @@ func (r *runner) result() (*Result, error) {
 	res.PFCPauses = sw.PausesSent
 	res.PFCPaused = up.PausedTime
 	res.UplinkQueueMaxBytes = up.MaxQueueBytes
+	res.Ports = fab.Ports()
 	for _, q := range sw.Queues {
 		res.HeadroomDrops += q.HeadroomDrops
 	}
