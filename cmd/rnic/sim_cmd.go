@@ -74,7 +74,11 @@ then shows wire_drops, retrans and timeouts), unless the NICs react:
 and cuts the senders' rates. --set switch.shared_buffer_bytes=N gives the
 switches one buffer with dynamic thresholds, and --set switch.pfc=true
 makes priority 3 lossless (pause frames hop by hop; --tclass 104 puts the
-QPs on it): columns pfc_pauses, pfc_paused_us, headroom_drops.
+QPs on it): columns pfc_pauses, pfc_paused_us, headroom_drops; --ports
+F.csv writes every port's counters per priority. --set timely.enabled=true
+runs delay-based TIMELY instead of DCQCN; --set dcqcn.preset=paper or
+mellanox takes a named parameter set. --timeline draws each tenant's rate
+and the queue towards the first server over time.
 
 Examples:
   rnic sim --test write_lat --size 8 --iters 1000
