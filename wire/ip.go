@@ -16,6 +16,45 @@ const (
 	ECNMask   = 3
 )
 
+// PacketECN returns the ECN codepoint of an IP packet (its IPv4 or IPv6
+// header first), and ok false if it has no whole IP header.
+func PacketECN(pkt []byte) (ecn uint8, ok bool) {
+	switch {
+	case len(pkt) >= IPv4HeaderSize && pkt[0]>>4 == 4:
+		return IPv4(pkt).TOS() & ECNMask, true
+	case len(pkt) >= IPv6HeaderSize && pkt[0]>>4 == 6:
+		// The traffic class straddles bytes 0 and 1: its ECN bits are
+		// bits 5..4 of byte 1.
+		return pkt[1] >> 4 & ECNMask, true
+	}
+	return 0, false
+}
+
+// ECNCapable reports whether an IP packet is ECT(0) or ECT(1): one a
+// congested switch may mark rather than drop.
+func ECNCapable(pkt []byte) bool {
+	ecn, ok := PacketECN(pkt)
+	return ok && (ecn == ECNECT0 || ecn == ECNECT1)
+}
+
+// MarkCE marks an ECN-capable IP packet Congestion Experienced, as a
+// congested switch does (the IPv4 header checksum recomputed; the ICRC
+// masks the ECN bits, so it stays valid), and reports whether it did: a
+// packet that is not ECN-capable is left as it is.
+func MarkCE(pkt []byte) bool {
+	if !ECNCapable(pkt) {
+		return false
+	}
+	if pkt[0]>>4 == 4 {
+		ip := IPv4(pkt)
+		ip.SetTOS(ip.TOS() | ECNCE)
+		ip.SetChecksum(ip.ComputeChecksum())
+		return true
+	}
+	pkt[1] |= ECNCE << 4
+	return true
+}
+
 // IPv4 flag bits, as returned by IPv4.Flags.
 const (
 	IPv4FlagMF       = 1 << 0 // more fragments

@@ -195,3 +195,46 @@ func TestUDPChecksumZero(t *testing.T) {
 		t.Errorf("CheckUDPChecksum: %v", err)
 	}
 }
+
+// TestMarkCE: a congested switch marks ECT(0) and ECT(1) packets CE (the
+// IPv4 checksum still valid) and leaves Not-ECT and CE ones alone.
+func TestMarkCE(t *testing.T) {
+	for _, tc := range []struct {
+		ecn        uint8
+		v6, marked bool
+	}{
+		{wire.ECNECT0, false, true}, {wire.ECNECT1, false, true}, {wire.ECNNotECT, false, false}, {wire.ECNCE, false, false},
+		{wire.ECNECT0, true, true}, {wire.ECNNotECT, true, false},
+	} {
+		var pkt []byte
+		if tc.v6 {
+			pkt = make([]byte, wire.IPv6HeaderSize)
+			pkt[0], pkt[1] = 6<<4, tc.ecn<<4
+		} else {
+			pkt = make([]byte, wire.IPv4HeaderSize)
+			ip := wire.IPv4(pkt)
+			pkt[0] = 4<<4 | 5
+			ip.SetTOS(104 | tc.ecn)
+			ip.SetChecksum(ip.ComputeChecksum())
+		}
+		if got := wire.ECNCapable(pkt); got != tc.marked {
+			t.Errorf("%+v: ECNCapable %v", tc, got)
+		}
+		if got := wire.MarkCE(pkt); got != tc.marked {
+			t.Errorf("%+v: MarkCE %v", tc, got)
+		}
+		ecn, _ := wire.PacketECN(pkt)
+		if want := map[bool]uint8{true: wire.ECNCE, false: tc.ecn}[tc.marked]; ecn != want {
+			t.Errorf("%+v: ECN %d after, want %d", tc, ecn, want)
+		}
+		if !tc.v6 {
+			ip := wire.IPv4(pkt)
+			if ip.TOS()>>2 != 26 || ip.Checksum() != ip.ComputeChecksum() {
+				t.Errorf("%+v: DSCP %d, checksum %#x want %#x", tc, ip.TOS()>>2, ip.Checksum(), ip.ComputeChecksum())
+			}
+		}
+	}
+	if _, ok := wire.PacketECN([]byte{0x45}); ok || wire.MarkCE([]byte{0x45}) {
+		t.Error("a truncated header was read or marked")
+	}
+}

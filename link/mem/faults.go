@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/internal/mix"
-	"github.com/rnic/rnic/wire"
 )
 
 // Faults configures what a port does wrong to the frames it sends, so that
@@ -151,35 +150,4 @@ func (in *injector) corrupt(frame []byte) bool {
 func addrSeed(a netip.Addr) uint64 {
 	b := a.As16()
 	return mix.Mix64(binary.BigEndian.Uint64(b[:8]) ^ mix.Mix64(binary.BigEndian.Uint64(b[8:])))
-}
-
-// markCE marks an ECN-capable frame Congestion Experienced when hit, and
-// reports whether it did (a frame not ECN-capable is left as it is: a
-// switch does not mark those).
-func markCE(f []byte, hit bool) bool {
-	if !hit || len(f) < 2 {
-		return false
-	}
-	switch f[0] >> 4 {
-	case 4:
-		if len(f) < wire.IPv4HeaderSize {
-			return false
-		}
-		ip := wire.IPv4(f)
-		if ecn := ip.TOS() & wire.ECNMask; ecn != wire.ECNECT0 && ecn != wire.ECNECT1 {
-			return false
-		}
-		ip.SetTOS(ip.TOS() | wire.ECNCE)
-		ip.SetChecksum(ip.ComputeChecksum())
-		return true
-	case 6:
-		// The traffic class straddles bytes 0 and 1: its ECN bits are
-		// bits 5..4 of byte 1.
-		if ecn := f[1] >> 4 & wire.ECNMask; ecn != wire.ECNECT0 && ecn != wire.ECNECT1 {
-			return false
-		}
-		f[1] |= wire.ECNCE << 4
-		return true
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/wire"
 )
 
 // Send transmits frames, taking ownership of every buffer (see link.Link).
@@ -67,7 +68,7 @@ func (p *Port) sendFaulty(bufs []*link.Buf) {
 				t.corrupted++
 			}
 		}
-		if in.f.MarkCE > 0 && markCE(b.Bytes(), in.hit(in.f.MarkCE)) {
+		if in.f.MarkCE > 0 && in.hit(in.f.MarkCE) && wire.MarkCE(b.Bytes()) {
 			t.marked++
 		}
 		var dup *link.Buf

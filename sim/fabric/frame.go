@@ -58,19 +58,8 @@ func (f *Frame) ecnCapable() bool { return f.ECN == wire.ECNECT0 || f.ECN == wir
 // is real.
 func (f *Frame) markCE() {
 	f.ECN = wire.ECNCE
-	if f.Buf == nil {
-		return
-	}
-	b := f.Buf.Bytes()
-	switch b[0] >> 4 {
-	case 4:
-		ip := wire.IPv4(b)
-		ip.SetTOS(ip.TOS() | wire.ECNCE)
-		ip.SetChecksum(ip.ComputeChecksum())
-	case 6:
-		// The traffic class straddles bytes 0 and 1; its ECN bits are
-		// bits 5..4 of byte 1.
-		b[1] |= wire.ECNCE << 4
+	if f.Buf != nil {
+		wire.MarkCE(f.Buf.Bytes())
 	}
 }
 
