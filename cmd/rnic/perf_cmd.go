@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/perftest"
 	"github.com/spf13/cobra"
 )
@@ -35,6 +36,9 @@ type perfFlags struct {
 
 	timeout time.Duration
 	loss    float64 // seeded loss injected in the NIC's own link, on send
+
+	dcqcn    bool    // --dcqcn: congestion control on the NIC
+	rxMarkCE float64 // --rx-mark-ce: received ECN-capable frames marked CE
 }
 
 // newPerfCmd returns "rnic perf <test> [flags] [server]".
@@ -68,6 +72,17 @@ As in perftest, the two sides agree on the MTU but not on -s, -a, -b,
 -l or --reversed: give both the same. A server started without the
 client's -a has buffers too small for its larger messages.
 
+--dcqcn turns on DCQCN congestion control in the NIC (rnic.DefaultDCQCN):
+its RC packets leave ECN-capable (ECT(0)), a packet that arrives marked
+Congestion Experienced is answered with a CNP, and a CNP cuts the sending
+QP's rate. The line rate is 100 Gb/s: a link on UDP sockets knows no port
+speed. After the run a line "dcqcn: np_ecn_marked_roce_packets N
+np_cnp_sent N rp_cnp_handled N rp_cnp_ignored N" shows what it did.
+--rx-mark-ce P marks received ECN-capable frames CE with probability P
+before the NIC sees them, standing in for a congested switch on the way
+(its RED queue with ECN): a server with --dcqcn --rx-mark-ce 0.05 sends
+CNPs to its client.
+
 --pcap FILE records the NIC's frames for tshark, bounded as tcpdump
 bounds a capture: --pcap-snaplen (tcpdump -s; default 128 bytes, every
 header), --pcap-filesize (tcpdump -C, million bytes) and --pcap-filecount
@@ -77,6 +92,8 @@ Examples:
   rnic perf write_bw -d 127.0.0.1                       # server
   rnic perf write_bw -d 127.0.0.2 -s 4096 127.0.0.1     # client
   rnic perf read_lat -d 127.0.0.1 -a                    # server for the next line
+  rnic perf write_bw -d 127.0.0.1 --dcqcn --rx-mark-ce 0.05   # server: CNPs for 5 % of the writes
+  rnic perf write_bw -d 127.0.0.2 --dcqcn 127.0.0.1            # client: cuts its rate on them
   rnic perf read_lat -d 127.0.0.2 -a --pcap lat.pcap --pcap-filesize 50 --pcap-filecount 4 127.0.0.1`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -132,6 +149,8 @@ Examples:
 	fl.IntVar(&f.pcapFiles, "pcap-filecount", 0, "with --pcap-filesize: keep this many files, FILE0 to FILE<n-1>, overwriting the oldest (tcpdump -W)")
 	fl.DurationVar(&f.timeout, "timeout", perftest.DefaultTimeout, "give up when the peer is silent this long")
 	fl.Float64Var(&f.loss, "loss", 0, "drop this fraction of the frames the NIC sends (seeded), to exercise loss recovery against a real peer")
+	fl.BoolVar(&f.dcqcn, "dcqcn", false, "DCQCN congestion control: ECN-capable packets, CNPs for CE-marked ones, rate cuts on CNPs; line rate 100 Gb/s (the UDP link knows no port speed); prints the dcqcn counters after the run")
+	fl.Float64Var(&f.rxMarkCE, "rx-mark-ce", 0, "mark this fraction of the ECN-capable frames the NIC receives Congestion Experienced (seeded), before the NIC sees them: stands in for a congested switch's RED/ECN queue on the way in")
 	return cmd
 }
 
@@ -194,7 +213,11 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss}
+	devs := &perfDevices{errw: cmd.ErrOrStderr(), loss: f.loss, rxMarkCE: f.rxMarkCE}
+	if f.dcqcn {
+		d := rnic.DefaultDCQCN(perfLineRate)
+		devs.dcqcn = &d
+	}
 	if f.pcap != "" {
 		if devs.capture, err = newCapture(f.pcap, copts); err != nil {
 			return err
@@ -217,6 +240,9 @@ func runPerf(cmd *cobra.Command, f *perfFlags, args []string) (err error) {
 	}
 	if f.counters {
 		printCounters(cmd.OutOrStdout(), res, true)
+	}
+	if f.dcqcn || f.rxMarkCE > 0 {
+		devs.printDCQCN(cmd.OutOrStdout(), res)
 	}
 	return nil
 }
@@ -247,6 +273,9 @@ func (f *perfFlags) check(cmd *cobra.Command, args []string) (perftest.Config, c
 	}
 	if f.loss < 0 || f.loss >= 1 {
 		return cfg, captureOptions{}, fmt.Errorf("--loss %v: must be in [0, 1)", f.loss)
+	}
+	if !(f.rxMarkCE >= 0 && f.rxMarkCE <= 1) { // also rejects NaN
+		return cfg, captureOptions{}, fmt.Errorf("--rx-mark-ce %v: must be a probability in [0, 1]", f.rxMarkCE)
 	}
 	copts, err := f.captureOptions(cmd)
 	return cfg, copts, err

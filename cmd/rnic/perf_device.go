@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/statsrv"
@@ -31,6 +32,12 @@ type perfDevices struct {
 	errw    io.Writer
 	loss    float64
 	traces  []*os.File // RNIC_TRACE files
+	// dcqcn is the NICs' congestion control (--dcqcn; nil: none);
+	// rxMarkCE the probability that a received ECN-capable frame is
+	// marked CE on its way in (--rx-mark-ce), marked counting them.
+	dcqcn    *rnic.DCQCN
+	rxMarkCE float64
+	marked   atomic.Uint64
 }
 
 // open opens the device for addr, named rnic_<addr>.
@@ -40,10 +47,15 @@ func (p *perfDevices) open(addr netip.Addr) (*rnic.Device, error) {
 		return nil, err
 	}
 	l := inner
-	if p.capture != nil {
-		l = p.capture.wrap(inner)
+	if p.rxMarkCE > 0 {
+		// Under the capture: it records the frames as the NIC gets them,
+		// marked, as a tcpdump on the NIC's port behind the switch would.
+		l = newMarkCELink(l, p.rxMarkCE, 1, addr, &p.marked)
 	}
-	opts := rnic.Options{Link: l, Name: "rnic_" + addr.String()}
+	if p.capture != nil {
+		l = p.capture.wrap(l)
+	}
+	opts := rnic.Options{Link: l, Name: "rnic_" + addr.String(), DCQCN: p.dcqcn}
 	if path := os.Getenv("RNIC_TRACE"); path != "" {
 		// A development aid: the protocol engine's debug log (go-back,
 		// resends, NAKs, duplicates), one line per event, to a file.
