@@ -20,7 +20,7 @@ type simFlags struct {
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page, tclass []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random             []string
 	atomicType, atomicTarget, recvEvery                                                   []string
-	limit, scenario, timeline, ports                                                      string
+	limit, scenario, timeline, ports, shard, shardFile                                    string
 	jobs                                                                                  int
 
 	csv, json, plot, x, y, series, title string
@@ -31,6 +31,14 @@ type simFlags struct {
 
 // newSimCmd returns "rnic sim" and its "profile" subcommands.
 func newSimCmd() *cobra.Command {
+	cmd, _ := simCommand()
+	cmd.AddCommand(newSimProfileCmd(), newSimMergeCmd())
+	return cmd
+}
+
+// simCommand returns the sim command without its subcommands, and the
+// flags it parses into (merge parses a shard's command line with it).
+func simCommand() (*cobra.Command, *simFlags) {
 	var f simFlags
 	tests := make([]string, len(perf.Tests))
 	for i, t := range perf.Tests {
@@ -141,11 +149,12 @@ Examples:
 	fl.BoolVar(&f.wall, "wall", false, "add wall-clock columns (wall_s, events_per_wall_s, pkts_per_wall_s), which differ from run to run")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on standard error")
 	fl.BoolVar(&f.breakdown, "breakdown", false, "instead of the sweep, print the latency breakdown of one small RDMA WRITE (--size, default 8) on each profile")
+	fl.StringVar(&f.shard, "shard", "", "run share i/N of the sweep's runs (every N-th, from the i-th) and write them to a shard file, for \"rnic sim merge\" (the outputs the command asks for are merge's to write)")
+	fl.StringVar(&f.shardFile, "shard-file", "", "with --shard: the shard file (default rnic-sim-shard-i-of-N.json)")
 	for _, name := range []string{"incast", "metadata", "mr-per-qp", "random"} {
 		fl.Lookup(name).NoOptDefVal = "true"
 	}
-	cmd.AddCommand(newSimProfileCmd())
-	return cmd
+	return cmd, &f
 }
 
 // runSim runs the sweep and writes its results.
@@ -178,12 +187,31 @@ func runSim(cmd *cobra.Command, f *simFlags) error {
 	if !f.quiet {
 		opt.Progress = cmd.ErrOrStderr()
 	}
+	if f.shard != "" {
+		if opt.Shard, err = experiment.ParseShard(f.shard); err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+	}
 	rows, runErr := experiment.Run(ctx, sw, opt)
 	if rows == nil && runErr != nil {
 		return runErr
 	}
 	if errors.Is(runErr, context.Canceled) {
 		runErr = fmt.Errorf("interrupted: the results are of the %d runs that finished", len(rows))
+	}
+	if f.shard != "" {
+		// A shard writes its rows for merge, and shows its table.
+		points, _ := sw.Points()
+		name, err := f.writeShard(cmd.Flags(), opt.Shard, len(points), rows)
+		if err != nil {
+			return errors.Join(runErr, fmt.Errorf("--shard: %w", err))
+		}
+		err = errors.Join(runErr, experiment.WriteTable(out, sw.TableColumns(cols, rows), rows))
+		shardProgress(cmd.ErrOrStderr(), opt.Shard, rows, name)
+		if n := experiment.Failed(rows); n > 0 {
+			err = errors.Join(err, fmt.Errorf("%d of the shard's %d runs failed (they are in its file, as a whole run would show them)", n, len(rows)))
+		}
+		return err
 	}
 	err = errors.Join(runErr, f.write(out, sw, cols, rows, ps))
 	if n := experiment.Failed(rows); n > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,8 @@ type Options struct {
 	Jobs int
 	// Progress, if set, gets one line per finished run.
 	Progress io.Writer
+	// Shard, if set, runs only that share of the sweep's points.
+	Shard Shard
 }
 
 // Run runs every point of the sweep and returns their rows in the sweep's
@@ -29,6 +32,9 @@ func Run(ctx context.Context, sw *Sweep, opt Options) ([]Row, error) {
 	points, err := sw.Points()
 	if err != nil {
 		return nil, err
+	}
+	if opt.Shard.N > 0 {
+		points = slices.DeleteFunc(points, func(p Point) bool { return !opt.Shard.has(p.Index) })
 	}
 	profs, err := sw.LoadProfiles(points)
 	if err != nil {

@@ -1,6 +1,10 @@
 package timing
 
-import "math/bits"
+import (
+	"encoding/json"
+	"fmt"
+	"math/bits"
+)
 
 // DefaultHistBits is the sub-bucket resolution of a zero Histogram:
 // 2^3 sub-buckets per power of two keep values within 12.5% of their true
@@ -100,4 +104,47 @@ func (h *Histogram) Quantile(q float64) int64 {
 func (h *Histogram) Reset() {
 	clear(h.counts)
 	h.n, h.sum, h.max = 0, 0, 0
+}
+
+// histJSON is a Histogram's form in JSON: its resolution, totals, and the
+// buckets that counted anything as [bucket, count] pairs (a latency
+// histogram has thousands of buckets, a few dozen of them used).
+type histJSON struct {
+	Bits    uint8       `json:"bits"`
+	N       uint64      `json:"n"`
+	Sum     int64       `json:"sum"`
+	Max     int64       `json:"max"`
+	Buckets [][2]uint64 `json:"buckets,omitempty"`
+}
+
+// MarshalJSON writes the histogram so that UnmarshalJSON restores it
+// exactly (a sweep's shards are merged from it).
+func (h *Histogram) MarshalJSON() ([]byte, error) {
+	j := histJSON{Bits: h.Bits, N: h.n, Sum: h.sum, Max: h.max}
+	for b, c := range h.counts {
+		if c != 0 {
+			j.Buckets = append(j.Buckets, [2]uint64{uint64(b), c})
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON restores a histogram written by MarshalJSON.
+func (h *Histogram) UnmarshalJSON(data []byte) error {
+	var j histJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*h = Histogram{Bits: j.Bits, n: j.N, sum: j.Sum, max: j.Max}
+	if len(j.Buckets) > 0 {
+		sb := h.bits()
+		h.counts = make([]uint64, (63-int(sb)+1)<<sb)
+		for _, bc := range j.Buckets {
+			if bc[0] >= uint64(len(h.counts)) {
+				return fmt.Errorf("timing: histogram bucket %d out of range", bc[0])
+			}
+			h.counts[bc[0]] = bc[1]
+		}
+	}
+	return nil
 }
