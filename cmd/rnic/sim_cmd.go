@@ -22,6 +22,7 @@ type simFlags struct {
 	atomicType, atomicTarget, recvEvery                                                   []string
 	limit, scenario, timeline, ports, shard, shardFile                                    string
 	jobs                                                                                  int
+	slurm                                                                                 slurmFlags
 
 	csv, json, plot, x, y, series, title string
 	logx, logy                           bool
@@ -32,7 +33,7 @@ type simFlags struct {
 // newSimCmd returns "rnic sim" and its "profile" subcommands.
 func newSimCmd() *cobra.Command {
 	cmd, _ := simCommand()
-	cmd.AddCommand(newSimProfileCmd(), newSimMergeCmd())
+	cmd.AddCommand(newSimProfileCmd(), newSimMergeCmd(), newSimStatusCmd())
 	return cmd
 }
 
@@ -150,6 +151,7 @@ Examples:
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on standard error")
 	fl.BoolVar(&f.breakdown, "breakdown", false, "instead of the sweep, print the latency breakdown of one small RDMA WRITE (--size, default 8) on each profile")
 	fl.StringVar(&f.shard, "shard", "", "run share i/N of the sweep's runs (every N-th, from the i-th) and write them to a shard file, for \"rnic sim merge\" (the outputs the command asks for are merge's to write)")
+	f.slurm.add(fl)
 	fl.StringVar(&f.shardFile, "shard-file", "", "with --shard: the shard file (default rnic-sim-shard-i-of-N.json)")
 	for _, name := range []string{"incast", "metadata", "mr-per-qp", "random"} {
 		fl.Lookup(name).NoOptDefVal = "true"
@@ -176,6 +178,13 @@ func runSim(cmd *cobra.Command, f *simFlags) error {
 	ps, err := f.plotSpec(sw, cols)
 	if err != nil {
 		return err
+	}
+	if f.slurm.dir != "" {
+		if f.shard != "" {
+			return errors.New("--slurm writes the shards' jobs: give it no --shard")
+		}
+		points, _ := sw.Points() // checked by plotSpec's sweep
+		return f.slurm.write(out, cmd.Flags(), len(points))
 	}
 	ctx := cmd.Context()
 	if ctx == nil {
