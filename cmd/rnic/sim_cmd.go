@@ -89,6 +89,11 @@ runs delay-based TIMELY instead of DCQCN; --set dcqcn.preset=paper or
 mellanox takes a named parameter set. --timeline draws each tenant's rate
 and the queue towards the first server over time.
 
+A sweep runs as shards with --shard i/N (each writes a shard file; "rnic
+sim merge FILES" prints and writes what the whole sweep would), or on a
+Slurm cluster with --slurm DIR (a job array of shards and their merge;
+"rnic sim status DIR" follows it).
+
 Examples:
   rnic sim --test write_lat --size 8 --iters 1000
   rnic sim --breakdown

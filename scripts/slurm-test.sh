@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# slurm-test.sh — a sweep on a real Slurm cluster, compared with the same
+# sweep in one process.
+#
+# Starts a one-node Slurm cluster on this machine (munged, slurmctld and
+# slurmd from Debian's slurm-wlm and munge, with a private configuration,
+# state and munge socket in a temporary directory, the daemons on
+# 127.0.0.1 ports 16817/16818), writes a small sweep with
+# "rnic sim ... --slurm DIR --slurm-shards 3", submits it with the
+# generated submit.sh (a job array and its merge), waits for the merge,
+# and compares its table, CSV and JSON with one "rnic sim" run of the
+# same sweep, byte for byte; "rnic sim status" is checked on the way.
+# It stops the daemons it started.
+#
+# Needs root (slurmd runs jobs as their users). With INSTALL=1 it
+# installs slurm-wlm and munge with apt-get first. Exit status: 0 passed,
+# 1 failed, 77 skipped (not root, or Slurm not installed), saying why.
+#
+# Usage: sudo scripts/slurm-test.sh     (go test ./cmd/rnic -run TestSlurmCluster runs it)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+skip() { echo "slurm-test: skipped: $*"; exit 77; }
+fail() { echo "slurm-test: FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (slurmd runs the jobs)"
+if [ "${INSTALL:-0}" = 1 ] && ! command -v slurmctld >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >/dev/null || skip "apt-get install slurm-wlm munge failed"
+fi
+for c in munged slurmctld slurmd sbatch sinfo squeue runuser; do
+	command -v "$c" >/dev/null || skip "$c is not installed (apt-get install slurm-wlm munge)"
+done
+[ -r /etc/munge/munge.key ] || skip "no /etc/munge/munge.key (the munge package makes it)"
+
+D=$(mktemp -d /tmp/rnic-slurm.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$D"
+}
+trap cleanup EXIT
+mkdir -p "$D"/{state,spool,munge,work}
+chown munge:munge "$D/munge"
+chmod 755 "$D"
+
+runuser -u munge -- munged --socket="$D/munge/munge.socket" --pid-file="$D/munge/munged.pid" \
+	--log-file="$D/munge/munged.log" --seed-file="$D/munge/munged.seed" || fail "munged did not start"
+for _ in $(seq 50); do [ -s "$D/munge/munged.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$D/munge/munged.pid")")
+
+node=$(hostname -s)
+cat >"$D/slurm.conf" <<CONF
+ClusterName=rnictest
+SlurmctldHost=$node(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$D/munge/munge.socket
+CredType=cred/munge
+SlurmctldPort=16817
+SlurmdPort=16818
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool
+SlurmctldPidFile=$D/slurmctld.pid
+SlurmdPidFile=$D/slurmd.pid
+SlurmctldLogFile=$D/slurmctld.log
+SlurmdLogFile=$D/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+PartitionName=rnic Nodes=$node Default=YES MaxTime=INFINITE State=UP
+CONF
+export SLURM_CONF=$D/slurm.conf
+slurmctld -f "$SLURM_CONF" -c -i || fail "slurmctld did not start ($(tail -3 "$D/slurmctld.log" 2>/dev/null))"
+for _ in $(seq 50); do [ -s "$D/slurmctld.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$D/slurmctld.pid")")
+slurmd -f "$SLURM_CONF" -N "$node" || fail "slurmd did not start ($(tail -3 "$D/slurmd.log" 2>/dev/null))"
+for _ in $(seq 50); do [ -s "$D/slurmd.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$D/slurmd.pid")")
+for _ in $(seq 60); do sinfo -h -o %T 2>/dev/null | grep -q idle && break; sleep 1; done
+sinfo -h -o %T | grep -q idle || fail "the node did not come up: $(sinfo 2>&1; tail -5 "$D/slurmd.log")"
+echo "slurm-test: one-node cluster up ($(sinfo -h -o '%P %D %T %c CPUs'))"
+
+(cd "$here" && go build -o "$D/rnic-build" ./cmd/rnic) || fail "go build"
+rnic=$D/rnic-build
+sweep=(sim --test write_bw,write_lat --size 64,4K --qps 1,2 --iters 40 --metadata --csv out.csv --json out.json)
+
+mkdir -p "$D/whole"
+(cd "$D/whole" && "$rnic" "${sweep[@]}" -q >result.txt) || fail "the one-process run"
+(cd "$D/work" && "$rnic" "${sweep[@]}" --slurm "$D/sweep" --slurm-shards 3 --slurm-time 10:00) || fail "rnic sim --slurm"
+"$D/sweep/submit.sh" || fail "submit.sh"
+for _ in $(seq 300); do
+	[ -e "$D/sweep/result.txt" ] && break
+	grep -q . "$D"/sweep/state/*.failed 2>/dev/null && break
+	sleep 1
+done
+status=$("$rnic" sim status "$D/sweep")
+echo "$status"
+[ -e "$D/sweep/result.txt" ] || fail "no merged result after 300 s: $(squeue; cat "$D"/sweep/logs/*.log)"
+echo "$status" | grep -q "done 3, running 0, failed 0, pending 0" || fail "status: $status"
+for f in result.txt out.csv out.json; do
+	cmp "$D/whole/$f" "$D/sweep/$f" || fail "$f of the Slurm sweep differs from the one-process run's"
+done
+echo "slurm-test: PASS: 3 array tasks and the merge ran on Slurm; table, CSV and JSON identical to one process"
