@@ -12,9 +12,10 @@
 # same sweep, byte for byte; "rnic sim status" is checked on the way.
 # It stops the daemons it started.
 #
-# Needs root (slurmd runs jobs as their users). With INSTALL=1 it
-# installs slurm-wlm and munge with apt-get first. Exit status: 0 passed,
-# 1 failed, 77 skipped (not root, or Slurm not installed), saying why.
+# Needs root (slurmd runs jobs as their users). Where Slurm is missing it
+# installs Debian's slurm-wlm and munge with apt-get (INSTALL=0: it does
+# not). Exit status: 0 passed, 1 failed, 77 skipped (not root, or Slurm
+# not installed and not installable), saying why.
 #
 # Usage: sudo scripts/slurm-test.sh     (go test ./cmd/rnic -run TestSlurmCluster runs it)
 set -uo pipefail
@@ -24,8 +25,10 @@ skip() { echo "slurm-test: skipped: $*"; exit 77; }
 fail() { echo "slurm-test: FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (slurmd runs the jobs)"
-if [ "${INSTALL:-0}" = 1 ] && ! command -v slurmctld >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >/dev/null || skip "apt-get install slurm-wlm munge failed"
+if [ "${INSTALL:-1}" = 1 ] && ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null; then
+	echo "slurm-test: apt-get install slurm-wlm munge"
+	(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends slurm-wlm munge) >/dev/null 2>&1 ||
+		skip "apt-get install slurm-wlm munge failed"
 fi
 for c in munged slurmctld slurmd sbatch sinfo squeue runuser; do
 	command -v "$c" >/dev/null || skip "$c is not installed (apt-get install slurm-wlm munge)"
