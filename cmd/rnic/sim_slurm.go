@@ -158,6 +158,9 @@ i=$SLURM_ARRAY_TASK_ID
 cd %[4]s || exit 1
 rm -f state/$i.done state/$i.failed
 date +%%s > state/$i.started
+# Slurm ends a task past its time limit (or scancel) with SIGTERM: it
+# is a failure, for status.
+trap 'echo 143 > state/$i.failed; exit 143' TERM
 if ./rnic sim %[6]s --shard $i/%[1]d --shard-file shards/shard-$i.json -j %[2]d -q; then
 	date +%%s > state/$i.done
 else
