@@ -20,13 +20,7 @@ func WritePortsCSV(w io.Writer, rows []Row) error {
 		"ecn_marked", "max_queue_bytes", "pauses_sent", "resumes_sent", "pauses_received", "resumes_received", "paused_us"})
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, run := range groupRuns(rows) {
-		var r *Row
-		for i := range run {
-			if run[i].Result != nil {
-				r = &run[i]
-				break
-			}
-		}
+		r := firstResult(run)
 		if r == nil {
 			continue
 		}

@@ -88,6 +88,18 @@ func groupRuns(rows []Row) [][]Row {
 	return runs
 }
 
+// firstResult returns the first row of a run that has a result (the
+// fabric's timeline and counters are the run's, the same in each of its
+// tenants' rows), or nil.
+func firstResult(run []Row) *Row {
+	for i := range run {
+		if run[i].Result != nil {
+			return &run[i]
+		}
+	}
+	return nil
+}
+
 // runLabel is a row's label without its tenant: the run's.
 func runLabel(r *Row) string { return strings.TrimSuffix(r.Label, " tenant="+rowName(r)) }
 
@@ -180,13 +192,7 @@ func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 // writeQueuePlot draws one run's queue at the switch port towards its
 // first server over time (the deepest in each bin).
 func writeQueuePlot(w io.Writer, format string, run []Row) error {
-	var r *Row
-	for i := range run {
-		if run[i].Result != nil {
-			r = &run[i]
-			break
-		}
-	}
+	r := firstResult(run)
 	if r == nil {
 		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
 	}
