@@ -94,7 +94,10 @@ func TestSlurmCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("bash", script).CombinedOutput()
+	// The test binary is rnic (TestMain, RNIC_TEST_MAIN=1): no build.
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "RNIC="+os.Args[0], "RNIC_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee) && ee.ExitCode() == 77:
