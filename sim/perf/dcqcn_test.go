@@ -95,10 +95,11 @@ func incastShared(t testing.TB, iters int, set func(p *profile.HardwareProfile))
 }
 
 // incastFabric is the incast of TestDCQCNIncast in a 2 MiB shared buffer,
-// with PFC on priority 3 if pfc and DCQCN if dcqcn.
-func incastFabric(t testing.TB, pfc, dcqcn bool) *Result {
+// iters WRITEs per sender, with PFC on priority 3 if pfc and DCQCN if
+// dcqcn.
+func incastFabric(t testing.TB, iters int, pfc, dcqcn bool) *Result {
 	t.Helper()
-	res := incastShared(t, 300, func(p *profile.HardwareProfile) { p.Switch.PFC, p.DCQCN.Enabled = pfc, dcqcn })
+	res := incastShared(t, iters, func(p *profile.HardwareProfile) { p.Switch.PFC, p.DCQCN.Enabled = pfc, dcqcn })
 	t.Logf("pfc %v dcqcn %v: %.1f Gb/s, Jain %.3f, %d drops, %d marked, %d pauses, paused %v, %d timeouts",
 		pfc, dcqcn, res.Gbps, res.Jain, res.WireDrop, res.ECNMarked, res.PFCPauses, res.PFCPaused, res.Timeouts)
 	return res
@@ -112,15 +113,18 @@ func incastFabric(t testing.TB, pfc, dcqcn bool) *Result {
 // DCQCN's slow recovery after its first cuts leaves the port under line
 // rate: 67 Gb/s when written).
 func TestPFCIncast(t *testing.T) {
-	lossy, pfc, both := incastFabric(t, false, false), incastFabric(t, true, false), incastFabric(t, true, true)
+	// DCQCN's first cuts weigh on a short run: it gets twice the WRITEs.
+	lossy, pfc, both := incastFabric(t, 150, false, false), incastFabric(t, 150, true, false), incastFabric(t, 300, true, true)
 	if lossy.WireDrop == 0 || lossy.PFCPauses != 0 || lossy.Gbps > 50 {
 		t.Errorf("lossy: %.1f Gb/s, %d drops, %d pauses; want a collapse on drops", lossy.Gbps, lossy.WireDrop, lossy.PFCPauses)
 	}
 	if pfc.WireDrop != 0 || pfc.HeadroomDrops != 0 || pfc.Retrans != 0 || pfc.PFCPauses == 0 || pfc.PFCPaused == 0 || pfc.Gbps < 95 || pfc.Jain < 0.95 {
 		t.Errorf("PFC: %.1f Gb/s, Jain %.3f, %d drops, %d retransmitted, %d pauses; want line rate, fair, lossless", pfc.Gbps, pfc.Jain, pfc.WireDrop, pfc.Retrans, pfc.PFCPauses)
 	}
-	if both.WireDrop != 0 || both.Gbps < 60 || both.PFCPauses*10 > pfc.PFCPauses || both.ECNMarked == 0 {
-		t.Errorf("PFC and DCQCN: %.1f Gb/s, %d drops, %d pauses (PFC alone %d), %d marked; want lossless, above 60 Gb/s, a tenth of the pauses", both.Gbps, both.WireDrop, both.PFCPauses, pfc.PFCPauses, both.ECNMarked)
+	// Pauses per WRITE: both ran twice as many.
+	if both.WireDrop != 0 || both.Gbps < 60 || both.PFCPauses*10 > 2*pfc.PFCPauses || both.ECNMarked == 0 {
+		t.Errorf("PFC and DCQCN: %.1f Gb/s, %d drops, %d pauses in 300 WRITEs per sender (PFC alone %d in 150), %d marked; want lossless, above 60 Gb/s, a tenth of the pauses per WRITE",
+			both.Gbps, both.WireDrop, both.PFCPauses, pfc.PFCPauses, both.ECNMarked)
 	}
 }
 
