@@ -52,14 +52,12 @@ func sweepDigest(f *simFlags, command []string) (string, error) {
 	for _, a := range command {
 		fmt.Fprintf(h, "%q\n", a)
 	}
-	files := slices.Clone(f.profiles)
+	// A built-in profile is named by the version; files are hashed.
+	files := slices.DeleteFunc(slices.Clone(f.profiles), builtinProfile)
 	if f.scenario != "" {
 		files = append(files, f.scenario)
 	}
 	for _, name := range files {
-		if _, err := profile.Builtin(name); err == nil && name != f.scenario {
-			continue // a built-in profile: the version says which
-		}
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return "", err
@@ -69,6 +67,9 @@ func sweepDigest(f *simFlags, command []string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// builtinProfile reports whether name is a built-in profile's.
+func builtinProfile(name string) bool { return slices.Contains(profile.Names(), name) }
 
 // simVersion is rnic's version as shards record it: the module's, with
 // the commit it was built from when the build says (and "+dirty" for a

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rnic/rnic/sim/profile"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -83,7 +82,7 @@ func absFiles(command []string) ([]string, error) {
 		case "--profile":
 			vs := strings.Split(val, ",")
 			for j, v := range vs {
-				if _, err := profile.Builtin(v); err == nil {
+				if builtinProfile(v) {
 					continue
 				}
 				p, err := filepath.Abs(v)
