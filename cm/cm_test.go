@@ -153,6 +153,10 @@ func TestDialListen(t *testing.T) {
 			if qp.State() != rnic.QPSRTS {
 				t.Fatalf("QP %#x in %v, want RTS", qp.QPN(), qp.State())
 			}
+			// As the kernel CM readies a QP: the longest RNR NAK timer.
+			if a, _, err := qp.Query(); err != nil || a.MinRNRTimer != cm.MinRNRTimer || cm.MinRNRTimer != 0 {
+				t.Errorf("QP %#x: min_rnr_timer %d (%v), want 0", qp.QPN(), a.MinRNRTimer, err)
+			}
 		}
 
 		// An RDMA WRITE from the client into the server's region.

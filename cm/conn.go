@@ -198,7 +198,7 @@ func (c *Conn) readyQP(mtu rnic.MTU, peerQPN uint32, peerPSN wire.PSN, peerIniti
 	g := rnic.GIDFromAddr(c.remote.Addr())
 	rtr := rnic.QPAttr{State: rnic.QPSRTR, PathMTU: mtu, DestQPN: peerQPN, RQPSN: rnic.PSN(c.psn),
 		AH:              rnic.AHAttr{DGID: g, SGIDIndex: rnic.AddrGIDIndex, HopLimit: 64},
-		MaxDestRdAtomic: min(c.cfg.responder(at), max(peerInitiator, 1)), MinRNRTimer: 12}
+		MaxDestRdAtomic: min(c.cfg.responder(at), max(peerInitiator, 1)), MinRNRTimer: MinRNRTimer}
 	if err := c.qp.Modify(&rtr, rnic.QPAttrState|rnic.QPAttrAV|rnic.QPAttrPathMTU|rnic.QPAttrDestQPN|
 		rnic.QPAttrRQPSN|rnic.QPAttrMaxDestRdAtomic|rnic.QPAttrMinRNRTimer); err != nil {
 		return err

@@ -616,7 +616,7 @@ func (h *hostCM) initQPAttr(id *hostID, state uint8) (unix.Errno, func(*hostif.M
 				return unix.EINVAL, nil
 			}
 			mask |= ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN | ibvQPMaxDestRdAtom | ibvQPMinRNRTimer
-			mtu, destQPN, rqPSN, maxDest, minRNR = id.pathMTU, id.peerQPN, id.psn, max(id.responder, 1), 12
+			mtu, destQPN, rqPSN, maxDest, minRNR = id.pathMTU, id.peerQPN, id.psn, max(id.responder, 1), MinRNRTimer
 			dgid = wire.GIDFromAddr(id.remote.Addr())
 		}
 	case rnic.QPSRTS:

@@ -144,6 +144,10 @@ func (c *cmClient) ready(id uint32, qp *rnic.QP, states ...rnic.QPState) {
 		if r.End() != nil {
 			c.t.Fatal(r.End())
 		}
+		// The kernel CM's RTR: the longest RNR NAK timer (code 0, 655.36 ms).
+		if s == rnic.QPSRTR && (mask&rnic.QPAttrMinRNRTimer == 0 || a.MinRNRTimer != 0) {
+			c.t.Fatalf("RTR: min_rnr_timer %d (in the mask: %v), want 0 as Linux's CM", a.MinRNRTimer, mask&rnic.QPAttrMinRNRTimer != 0)
+		}
 		if err := qp.Modify(&a, mask); err != nil {
 			c.t.Fatalf("modify to %v with the CM's attributes: %v", s, err)
 		}

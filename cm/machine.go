@@ -37,6 +37,13 @@ const (
 	mraServiceTimeout = 24
 	// TargetACKDelay is the REP's target ACK delay (rxe's local_ca_ack_delay).
 	TargetACKDelay = 15
+	// MinRNRTimer is the RNR NAK timer code a connected QP's RTR gets:
+	// 0, the longest (655.36 ms, IBTA Table 45), as the kernel CM's
+	// cm_init_qp_rtr_attr sets it. A shorter one makes a peer that sends
+	// before the receive is posted (rdma-core's test_rdmacm external-QP
+	// test does: its reply can beat the other side's post_recv) run out
+	// of RNR retries within milliseconds when a process is slow to post.
+	MinRNRTimer = 0
 	// UDPQKey is the Q_Key of rdma_cm's UD QPs (RDMA_UDP_QKEY), which a
 	// SIDR_REP names.
 	UDPQKey = 0x01234567
