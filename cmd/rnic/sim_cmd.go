@@ -20,8 +20,8 @@ type simFlags struct {
 	sizes, qps, pairs, iters, warmup, txDepth, postList, rxDepth, footprint, page, tclass []string
 	threads, cqMod, inline, mrChurn, seeds, incast, metadata, mrPerQP, random             []string
 	atomicType, atomicTarget, recvEvery                                                   []string
-	limit, scenario, timeline, ports, shard, shardFile                                    string
-	jobs                                                                                  int
+	limit, scenario, timeline, timelinePort, ports, shard, shardFile                      string
+	jobs, timelineQP                                                                      int
 	slurm                                                                                 slurmFlags
 
 	csv, json, plot, x, y, series, title string
@@ -86,8 +86,10 @@ makes priority 3 lossless (pause frames hop by hop; --tclass 104 puts the
 QPs on it): columns pfc_pauses, pfc_paused_us, headroom_drops; --ports
 F.csv writes every port's counters per priority. --set timely.enabled=true
 runs delay-based TIMELY instead of DCQCN; --set dcqcn.preset=paper or
-mellanox takes a named parameter set. --timeline draws each tenant's rate
-and the queue towards the first server over time.
+mellanox takes a named parameter set. --timeline draws each tenant's
+throughput, the congestion-control rate of one of its QPs (--timeline-qp)
+and the queue of one port (--timeline-port; by default the one towards
+the first server) over time.
 
 A sweep runs as shards with --shard i/N (each writes a shard file; "rnic
 sim merge FILES" prints and writes what the whole sweep would), or on a
@@ -136,6 +138,8 @@ Examples:
 	fl.StringVar(&f.scenario, "scenario", "", "run the tenants of a scenario file (TOML) at once on one fabric, a row per tenant; --set tenant.NAME.KEY=v1,v2 sweeps a tenant's parameter (see docs/model.md)")
 	fl.StringVar(&f.ports, "ports", "", "write the fabric's counters after each run to this CSV file (- for standard output): per egress port and priority, frames, drops, ECN marks, PFC pauses and paused time")
 	fl.StringVar(&f.timeline, "timeline", "", "write each run's throughput over virtual time, a line per tenant: a plot (.png, .svg, .pdf; run i of several gets -i) or the data (.csv)")
+	fl.IntVar(&f.timelineQP, "timeline-qp", 0, "--timeline: the client QP whose congestion-control rate it draws, 0-based, client by client (the second client's first is --qps); with --scenario a tenant's timeline_qp")
+	fl.StringVar(&f.timelinePort, "timeline-port", "", "--timeline: the egress port whose queue it draws, NODE:PORT as --ports names it (switch:0, leaf1:3, \"host 2:0\" for host 2's uplink; default: the switch port towards the first server)")
 	fl.StringSliceVar(&f.tclass, "tclass", nil, "IP traffic class of the QPs' packets, DSCP << 2 (perftest's --tclass; 104 is DSCP 26, priority 3, the profiles' PFC priority)")
 	fl.StringSliceVar(&f.recvEvery, "recv-every", nil, "a send_bw server posts one receive per QP this often (1us, 500ns) instead of one per completion, up to rx-depth outstanding (0: on completion)")
 	fl.StringSliceVar(&f.mrChurn, "mr-churn", nil, "re-register a memory region on each server this often (10us, 1ms; 0: never)")

@@ -207,6 +207,9 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"--plot", "p.png"}, "no numeric parameter is swept"},
 		{[]string{"--plot", "p.png", "--x", "qps", "--y", "speed"}, `--y: no column "speed"`},
 		{[]string{"--iters", "5", "--warmup", "5"}, "--warmup 5: want fewer than iters (5)"},
+		{[]string{"--timeline-qp", "-1"}, "--timeline-qp -1"},
+		{[]string{"--pairs", "2", "--timeline-qp", "2"}, "--timeline-qp 2: want one of the 2 client QPs"},
+		{[]string{"--timeline-port", "leaf0"}, "--timeline-port leaf0: want NODE:PORT"},
 		{[]string{"unexpected"}, "unknown command"},
 	} {
 		_, _, err := runRnic(t, append([]string{"sim", "-q"}, tc.args...)...)
@@ -301,6 +304,7 @@ func TestSimScenario(t *testing.T) {
 		{"--scenario", "no-such-file.toml"},
 		{"--set", "tenant.bully.size=64"},
 		{"--scenario", file, "--timeline", "tl.txt"},
+		{"--scenario", file, "--timeline-qp", "1"},
 	} {
 		if _, _, err := runRnic(t, append([]string{"sim", "-q"}, args...)...); err == nil {
 			t.Errorf("rnic sim %q: no error", args)

@@ -113,6 +113,10 @@ func (f *simFlags) sweep() (*experiment.Sweep, error) {
 		}
 		sw.Limit = d
 	}
+	if f.timelineQP < 0 {
+		return nil, fmt.Errorf("--timeline-qp %d: want a client QP's number, 0-based", f.timelineQP)
+	}
+	sw.TimelineQP, sw.TimelinePort = f.timelineQP, f.timelinePort
 	if f.csv == "-" && f.json == "-" {
 		return nil, fmt.Errorf("--csv - and --json -: only one of them can go to standard output")
 	}

@@ -134,6 +134,9 @@ func (s *Sweep) scenario(p Point) (perf.Scenario, error) {
 		seed = int64(p.Spec.Seed)
 	}
 	sc, err := s.Scenario.Scenario(ovs, seed)
+	if s.TimelinePort != "" {
+		sc.TimelinePort = s.TimelinePort
+	}
 	if err == nil {
 		err = sc.Validate()
 	}
@@ -165,6 +168,9 @@ func (s *Sweep) scenarioOnly() error {
 	}
 	if s.Limit > 0 {
 		return fmt.Errorf("experiment: with a scenario its limit is in its file")
+	}
+	if s.TimelineQP != 0 {
+		return fmt.Errorf("experiment: with a scenario the timeline's QP is a tenant's: timeline_qp in its file or --set tenant.NAME.timeline_qp=N")
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 //	metadata = true      # move lengths only
 //	seed = 1
 //	limit = "20ms"       # virtual time bound
+//	timeline_port = "switch:2"  # the port whose queue the timelines follow (default: towards the first server)
 //
 //	[[tenant]]
 //	name = "victim"      # results and --set tenant.victim.KEY=... name it
@@ -34,6 +35,7 @@ import (
 //	start = "50us"       # when its threads begin; stop: when its clients stop posting
 //	rate = "1M"          # operations per second per QP (default: keep tx_depth outstanding)
 //	sl = 1               # service level of its QPs
+//	timeline_qp = 0      # its client QP whose rate its timeline follows
 //
 // Sizes take suffixes (4K), times Go durations ("10us") or nanoseconds,
 // rates SI suffixes ("2.5M").
@@ -43,7 +45,10 @@ type ScenarioDoc struct {
 	Metadata bool
 	Seed     uint64
 	Limit    sim.Time
-	Tenants  []TenantDoc
+	// TimelinePort is the port whose queue the timelines follow
+	// (perf.Scenario's).
+	TimelinePort string
+	Tenants      []TenantDoc
 }
 
 // TenantDoc is one [[tenant]] of a scenario file: its name and its keys
@@ -90,6 +95,8 @@ func ParseScenario(text []byte) (*ScenarioDoc, error) {
 			d.Seed = uint64(n)
 		case "limit":
 			d.Limit, err = durationValue(v)
+		case "timeline_port":
+			d.TimelinePort, err = stringValue(v)
 		case "tenant":
 			tables, ok := v.([]map[string]any)
 			if !ok {
@@ -113,7 +120,7 @@ func ParseScenario(text []byte) (*ScenarioDoc, error) {
 				d.Tenants = append(d.Tenants, td)
 			}
 		default:
-			return nil, fmt.Errorf("unknown key %q (keys: hosts, metadata, seed, limit, [[tenant]])", k)
+			return nil, fmt.Errorf("unknown key %q (keys: hosts, metadata, seed, limit, timeline_port, [[tenant]])", k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
@@ -164,7 +171,7 @@ func (d *ScenarioDoc) checkSet(key string) error {
 // keys (key tenant.NAME.KEY: a TOML value or a bare word) and seed
 // (seed >= 0 overrides the file's).
 func (d *ScenarioDoc) Scenario(overrides []Override, seed int64) (perf.Scenario, error) {
-	sc := perf.Scenario{Hosts: d.Hosts, Metadata: d.Metadata, Seed: d.Seed, Limit: d.Limit}
+	sc := perf.Scenario{Hosts: d.Hosts, Metadata: d.Metadata, Seed: d.Seed, Limit: d.Limit, TimelinePort: d.TimelinePort}
 	if seed >= 0 {
 		sc.Seed = uint64(seed)
 	}
@@ -212,19 +219,20 @@ var tenantKeys = map[string]func(t *perf.Tenant, v any) error{
 		}
 		return err
 	},
-	"size":      intKey(func(t *perf.Tenant) *int { return &t.Spec.Size }),
-	"qps":       intKey(func(t *perf.Tenant) *int { return &t.Spec.QPs }),
-	"iters":     intKey(func(t *perf.Tenant) *int { return &t.Spec.Iters }),
-	"warmup":    intKey(func(t *perf.Tenant) *int { return &t.Spec.Warmup }),
-	"tx_depth":  intKey(func(t *perf.Tenant) *int { return &t.Spec.TxDepth }),
-	"post_list": intKey(func(t *perf.Tenant) *int { return &t.Spec.PostList }),
-	"rx_depth":  intKey(func(t *perf.Tenant) *int { return &t.Spec.RxDepth }),
-	"tclass":    intKey(func(t *perf.Tenant) *int { return &t.Spec.TrafficClass }),
-	"footprint": intKey(func(t *perf.Tenant) *int { return &t.Spec.Footprint }),
-	"page_size": intKey(func(t *perf.Tenant) *int { return &t.Spec.PageSize }),
-	"threads":   intKey(func(t *perf.Tenant) *int { return &t.Spec.Threads }),
-	"cq_mod":    intKey(func(t *perf.Tenant) *int { return &t.Spec.CQMod }),
-	"sl":        intKey(func(t *perf.Tenant) *int { return &t.SL }),
+	"size":        intKey(func(t *perf.Tenant) *int { return &t.Spec.Size }),
+	"qps":         intKey(func(t *perf.Tenant) *int { return &t.Spec.QPs }),
+	"iters":       intKey(func(t *perf.Tenant) *int { return &t.Spec.Iters }),
+	"warmup":      intKey(func(t *perf.Tenant) *int { return &t.Spec.Warmup }),
+	"tx_depth":    intKey(func(t *perf.Tenant) *int { return &t.Spec.TxDepth }),
+	"post_list":   intKey(func(t *perf.Tenant) *int { return &t.Spec.PostList }),
+	"rx_depth":    intKey(func(t *perf.Tenant) *int { return &t.Spec.RxDepth }),
+	"tclass":      intKey(func(t *perf.Tenant) *int { return &t.Spec.TrafficClass }),
+	"footprint":   intKey(func(t *perf.Tenant) *int { return &t.Spec.Footprint }),
+	"page_size":   intKey(func(t *perf.Tenant) *int { return &t.Spec.PageSize }),
+	"threads":     intKey(func(t *perf.Tenant) *int { return &t.Spec.Threads }),
+	"cq_mod":      intKey(func(t *perf.Tenant) *int { return &t.Spec.CQMod }),
+	"sl":          intKey(func(t *perf.Tenant) *int { return &t.SL }),
+	"timeline_qp": intKey(func(t *perf.Tenant) *int { return &t.Spec.TimelineQP }),
 	"inline": func(t *perf.Tenant, v any) error {
 		n, err := intValue(v)
 		if n == 0 {

@@ -67,6 +67,15 @@ func TestParseScenario(t *testing.T) {
 	if b, v := sc.Tenants[1], sc.Tenants[0]; b.Spec.Size != 4096 || !b.Spec.Random || !reflect.DeepEqual(v.Clients, []int{3}) || sc.Seed != 9 {
 		t.Errorf("overrides not applied: %+v", sc)
 	}
+	// The timeline's port (the scenario's) and QP (a tenant's).
+	d, err = ParseScenario([]byte("timeline_port = \"switch:1\"\n" + twoTenants))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err = d.Scenario([]Override{{"tenant.bully.timeline_qp", "3"}}, -1)
+	if err != nil || sc.TimelinePort != "switch:1" || sc.Tenants[1].Spec.TimelineQP != 3 {
+		t.Errorf("timeline_port and timeline_qp: %v %+v", err, sc)
+	}
 }
 
 // TestScenarioErrors: a file or an override that cannot mean anything
@@ -103,6 +112,9 @@ func TestScenarioErrors(t *testing.T) {
 	}
 	if _, err := (&Sweep{Scenario: d, Sizes: []int{64}}).Points(); err == nil || !strings.Contains(err.Error(), "size given") {
 		t.Errorf("a scenario with --size: %v", err)
+	}
+	if _, err := (&Sweep{Scenario: d, TimelineQP: 1}).Points(); err == nil || !strings.Contains(err.Error(), "timeline_qp") {
+		t.Errorf("a scenario with --timeline-qp: %v", err)
 	}
 	if _, err := (&Sweep{Sets: []Set{{"tenant.bully.size", []string{"64"}}}}).Points(); err == nil {
 		t.Errorf("a tenant override without a scenario: no error")

@@ -54,6 +54,12 @@ type Sweep struct {
 
 	// Limit bounds each run's virtual time (0: perf's default).
 	Limit sim.Time
+	// TimelineQP and TimelinePort choose the flow whose rate and the port
+	// whose queue each run's timeline follows (perf.Spec's). With a
+	// scenario, TimelinePort overrides its file's and TimelineQP is a
+	// tenant key (timeline_qp).
+	TimelineQP   int
+	TimelinePort string
 
 	// Scenario, if set, runs the scenario file's tenants at once instead
 	// of one workload: the workload lists above must be empty (the
@@ -204,7 +210,7 @@ func (s *Sweep) Points() ([]Point, error) {
 		p := &points[n]
 		p.Index = n
 		p.Sets = make([]string, len(s.Sets))
-		p.Spec.Limit = s.Limit
+		p.Spec.Limit, p.Spec.TimelineQP, p.Spec.TimelinePort = s.Limit, s.TimelineQP, s.TimelinePort
 		var label []string
 		for k, d := range ds {
 			d.apply(p, idx[k])

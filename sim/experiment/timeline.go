@@ -33,10 +33,11 @@ func CheckTimeline(file string) error {
 // width_ns, gbps, mops, rate_gbps, queue_bytes) for a .csv file, else as
 // plots, one per run of the sweep (the file name of run i of several gets
 // "-i" before its extension): throughput over time, one line per tenant,
-// with the congestion control's rate of each tenant's first QP dashed
-// beside it when there is one; and the queue of the switch port towards
-// the run's first server over time, in a second file whose name gets
-// "-queue" before its extension.
+// with the congestion control's rate of each tenant's chosen QP
+// (perf.Spec.TimelineQP) dashed beside it when there is one; and the
+// queue of the chosen port (perf.Spec.TimelinePort, by default the switch
+// port towards the run's first server) over time, in a second file whose
+// name gets "-queue" before its extension.
 func SaveTimeline(file string, rows []Row) error {
 	if strings.EqualFold(filepath.Ext(file), ".csv") {
 		var b bytes.Buffer
@@ -189,15 +190,15 @@ func writeTimelinePlot(w io.Writer, format string, run []Row) error {
 	return render(w, format, p, finishLines(p, true), width, height)
 }
 
-// writeQueuePlot draws one run's queue at the switch port towards its
-// first server over time (the deepest in each bin).
+// writeQueuePlot draws one run's queue at its chosen port over time (the
+// deepest in each bin), the port named in the title.
 func writeQueuePlot(w io.Writer, format string, run []Row) error {
 	r := firstResult(run)
 	if r == nil {
 		return fmt.Errorf("timeline: no run of %q finished", run[0].Label)
 	}
 	p := plot.New()
-	p.Title.Text = "switch queue towards the first server: " + runLabel(&run[0])
+	p.Title.Text = "queue of port " + r.Result.QueuePort + ": " + runLabel(&run[0])
 	p.X.Label.Text = "virtual time, µs"
 	p.Y.Label.Text = "KiB queued (deepest in each bin)"
 	p.Y.Min = 0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/sim"
@@ -308,6 +309,40 @@ func (f *Fabric) Ports() []PortInfo {
 		out = append(out, PortInfo{Node: fmt.Sprintf("host %d", h.id), Peer: h.sw.name, Stats: h.UplinkStats()})
 	}
 	return out
+}
+
+// PortName names an egress port as Ports does, NODE:PORT: a switch's
+// name and its port number ("switch:0", "leaf1:3"), or "host N:0" for
+// host N's uplink.
+func PortName(node string, port int) string { return fmt.Sprintf("%s:%d", node, port) }
+
+// WatchPort has fn told the depth of the named egress port's queue
+// (bytes, the frame being sent included; PortName's names) each time it
+// changes: a queue occupancy timeline of any port. Nil stops it. Hosts
+// attached later are not found.
+func (f *Fabric) WatchPort(name string, fn func(at sim.Time, bytes int)) error {
+	for _, s := range f.switches {
+		for j := range s.ports {
+			if PortName(s.name, j) == name {
+				s.ports[j].out.watch = fn
+				return nil
+			}
+		}
+	}
+	for _, h := range f.hosts {
+		if PortName(fmt.Sprintf("host %d", h.id), 0) == name {
+			h.up.watch = fn
+			return nil
+		}
+	}
+	var names []string
+	for _, p := range f.Ports() {
+		names = append(names, PortName(p.Node, p.Port))
+	}
+	if len(names) > 6 {
+		names = append(names[:3], "…", names[len(names)-1])
+	}
+	return fmt.Errorf("fabric: no egress port %q (NODE:PORT, as the ports table names them: %s)", name, strings.Join(names, ", "))
 }
 
 // Totals sums the counters of every switch port (switches) and every

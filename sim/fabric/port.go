@@ -215,10 +215,9 @@ func (p *Port) UplinkPaused() bool {
 // uplink: a NIC that stopped for a pause goes on.
 func (p *Port) OnUplinkResume(fn func()) { p.up.onResume = fn }
 
-// WatchSwitchPort has fn told the depth of the switch's queue towards
-// this host (bytes, the frame being sent included) each time it changes:
-// a queue occupancy timeline. Nil stops it.
-func (p *Port) WatchSwitchPort(fn func(at sim.Time, bytes int)) { p.down.watch = fn }
+// SwitchPortName names the switch's output port towards this host as
+// Fabric.Ports does (PortName): the port WatchPort watches by that name.
+func (p *Port) SwitchPortName() string { return PortName(p.sw.name, int(p.swPort)) }
 
 // SwitchPortStats returns the counters of the switch's output port
 // towards this host: where incast queues build, drop and mark.

@@ -287,10 +287,10 @@ func (f *Fabric) offer(e *egress, q queued) {
 	st.cls[p].push(q)
 	st.clsBytes[p] += q.f.Len
 	st.waitPs += e.tx.SerializationPs(q.f.Len)
+	e.bufBytes += q.f.Len
 	if e.watch != nil {
 		e.watch(f.s.Now(), e.bufBytes)
 	}
-	e.bufBytes += q.f.Len
 	e.st.MaxQueueBytes = max(e.st.MaxQueueBytes, e.bufBytes)
 	qs := &e.st.Queues[p]
 	qs.MaxQueueBytes = max(qs.MaxQueueBytes, st.clsBytes[p])

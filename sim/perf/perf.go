@@ -150,6 +150,15 @@ type Spec struct {
 	Seed    uint64
 	// Limit bounds the virtual time of the run (default 10 s).
 	Limit sim.Time
+	// TimelineQP is the client QP whose congestion-control rate the
+	// timeline follows (TimelinePoint.RateGbps): 0-based, counted client
+	// by client (the second client's first QP is QPs); default the first.
+	TimelineQP int
+	// TimelinePort is the egress port whose queue the timeline follows
+	// (TimelinePoint.QueueBytes), named as Result.Ports names it:
+	// fabric.PortName, NODE:PORT ("leaf0:3", "host 2:0" for host 2's
+	// uplink); default the switch port towards the first server.
+	TimelinePort string
 }
 
 // Result is what a run measured.
@@ -173,6 +182,9 @@ type Result struct {
 	// QueueMaxBytes is the deepest the switch's port towards the first
 	// server got (its queue, the frame being sent included).
 	QueueMaxBytes int
+	// QueuePort names the port the timeline's QueueBytes follows
+	// (Spec.TimelinePort, or the port towards the first server).
+	QueuePort string
 	// PFC: pause frames the switches sent, how long the hosts' uplinks
 	// were paused (summed over hosts), and lossless frames dropped for
 	// want of headroom.
@@ -282,7 +294,7 @@ func (s *Spec) defaults() error {
 		{"warmup", int64(s.Warmup)}, {"tx_depth", int64(s.TxDepth)}, {"post_list", int64(s.PostList)}, {"rx_depth", int64(s.RxDepth)}, {"footprint", int64(s.Footprint)},
 		{"page_size", int64(s.PageSize)}, {"threads", int64(s.Threads)}, {"cq_mod", int64(s.CQMod)},
 		{"mr_churn_ns", int64(s.MRChurn)}, {"recv_every_ns", int64(s.RecvEvery)}, {"limit", int64(s.Limit)},
-		{"tclass", int64(s.TrafficClass)},
+		{"tclass", int64(s.TrafficClass)}, {"timeline_qp", int64(s.TimelineQP)},
 	} {
 		if c.v < 0 {
 			return bad(c.param, c.v, "negative")
@@ -312,6 +324,12 @@ func (s *Spec) defaults() error {
 	}
 	if s.Iters == 0 {
 		s.Iters = 1000
+	}
+	if s.TimelineQP >= s.QPs*s.Pairs {
+		return bad("timeline_qp", s.TimelineQP, "want one of the %d client QPs (qps %d times %d clients), 0-based", s.QPs*s.Pairs, s.QPs, s.Pairs)
+	}
+	if s.TimelinePort != "" && !strings.Contains(s.TimelinePort, ":") {
+		return bad("timeline_port", s.TimelinePort, "want NODE:PORT as the ports table names a port (switch:0, leaf1:3, host 2:0)")
 	}
 	if s.Warmup >= s.Iters {
 		return bad("warmup", s.Warmup, "want fewer than iters (%d): warmup operations are not measured", s.Iters)
@@ -472,7 +490,7 @@ func single(p *profile.HardwareProfile, spec Spec) (*runner, error) {
 	for i := range nServers {
 		r.serverIdx = append(r.serverIdx, spec.Pairs+i)
 	}
-	if _, err := newWorld(p, spec.Pairs+nServers, spec.Seed, spec.Metadata, spec.Limit, []*runner{r}, false); err != nil {
+	if _, err := newWorld(p, spec.Pairs+nServers, spec.Seed, spec.Metadata, spec.Limit, spec.TimelinePort, []*runner{r}, false); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -498,8 +516,8 @@ type runner struct {
 	rate        float64
 	sl          uint8
 	tl          timeline
-	// flow is its first client QP, whose congestion-controlled rate
-	// rates records.
+	// flow is the client QP (spec.TimelineQP) whose
+	// congestion-controlled rate rates records.
 	flow   *qpRun
 	rates  rateLog
 	caches [2]cacheCount // its client and server QPs' cache lookups (scenarios)

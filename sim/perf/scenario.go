@@ -23,8 +23,12 @@ type Scenario struct {
 	Metadata bool
 	Seed     uint64
 	// Limit bounds the virtual time (default 10 s).
-	Limit   sim.Time
-	Tenants []Tenant
+	Limit sim.Time
+	// TimelinePort is the egress port whose queue the tenants' timelines
+	// follow (Spec.TimelinePort's names; default the port towards the
+	// first tenant's first server).
+	TimelinePort string
+	Tenants      []Tenant
 }
 
 // Tenant is one workload of a scenario.
@@ -32,8 +36,8 @@ type Tenant struct {
 	// Name names the tenant in results and in --set tenant.NAME.KEY
 	// (letters, digits, '_' and '-').
 	Name string
-	// Spec is the workload; its Pairs, Incast, Metadata, Seed and Limit
-	// are the scenario's and must be zero. Iters 0 with a Stop time runs
+	// Spec is the workload; its Pairs, Incast, Metadata, Seed, Limit and
+	// TimelinePort are the scenario's and must be zero. Iters 0 with a Stop time runs
 	// until the stop.
 	Spec Spec
 	// Clients are the hosts (0-based) of its clients; Servers its servers:
@@ -104,8 +108,8 @@ func (sc Scenario) prepare() ([]*runner, int, error) {
 		}
 		seen[n] = true
 		sp := t.Spec
-		if sp.Pairs != 0 || sp.Incast || sp.Metadata || sp.Seed != 0 || sp.Limit != 0 {
-			return nil, 0, bad(n, "pairs, incast, metadata, seed, limit", "the scenario's, not a tenant's (a tenant's hosts are its clients and servers)")
+		if sp.Pairs != 0 || sp.Incast || sp.Metadata || sp.Seed != 0 || sp.Limit != 0 || sp.TimelinePort != "" {
+			return nil, 0, bad(n, "pairs, incast, metadata, seed, limit, timeline_port", "the scenario's, not a tenant's (a tenant's hosts are its clients and servers)")
 		}
 		if len(t.Clients) == 0 || len(t.Servers) == 0 {
 			return nil, 0, bad(n, "clients, servers", "a tenant needs both")
@@ -137,7 +141,7 @@ func (sc Scenario) prepare() ([]*runner, int, error) {
 		}
 		sp.Pairs = len(t.Clients)
 		sp.Incast = len(t.Servers) == 1 && len(t.Clients) > 1
-		sp.Metadata, sp.Seed = sc.Metadata, sc.Seed
+		sp.Metadata, sp.Seed, sp.TimelinePort = sc.Metadata, sc.Seed, sc.TimelinePort
 		if sp.Iters == 0 && t.Stop > 0 {
 			sp.Iters = untilStop
 		}
@@ -178,7 +182,7 @@ func RunScenario(p *profile.HardwareProfile, sc Scenario) ([]*Result, error) {
 	for _, r := range rs {
 		r.spec.Limit = limit
 	}
-	w, err := newWorld(p, hosts, sc.Seed, sc.Metadata, limit, rs, true)
+	w, err := newWorld(p, hosts, sc.Seed, sc.Metadata, limit, sc.TimelinePort, rs, true)
 	if err != nil {
 		return nil, err
 	}

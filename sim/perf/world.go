@@ -25,9 +25,11 @@ type world struct {
 	// attribute: the tenants' cache hit rates are their own QPs' (a
 	// scenario), not the whole NIC's (one workload, as before tenants).
 	attribute bool
-	// queue is the depth of the switch port towards the first tenant's
-	// first server over time.
-	queue gauge
+	// queue is the depth of the port queuePort names over time
+	// (Spec.TimelinePort, or the switch port towards the first tenant's
+	// first server).
+	queue     gauge
+	queuePort string
 }
 
 // machine is one host of the fabric: a device of the clock, shared by the
@@ -43,7 +45,7 @@ type machine struct {
 
 // newWorld builds the clock and hosts machines, sized for every tenant
 // that uses them, then each tenant's hosts, QPs and connections.
-func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, tenants []*runner, attribute bool) (*world, error) {
+func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool, limit sim.Time, queuePort string, tenants []*runner, attribute bool) (*world, error) {
 	w := &world{tenants: tenants, limit: limit, metadata: metadata, attribute: attribute}
 	watch := false
 	for _, r := range tenants {
@@ -95,12 +97,14 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 			return nil, tenantErr(r, err)
 		}
 	}
-	// Timelines: each tenant's flow's rate under congestion control, and
-	// the queue of the switch port towards the first server.
+	// Timelines: each tenant's chosen flow's rate under congestion
+	// control, and the queue of the chosen port (by default the switch
+	// port towards the first server).
 	cc := p.DCQCN.Enabled || p.TIMELY.Enabled
 	for _, r := range tenants {
-		if len(r.clients) > 0 && len(r.clients[0].qps) > 0 {
-			r.flow = r.clients[0].qps[0]
+		c, q := r.spec.TimelineQP/r.spec.QPs, r.spec.TimelineQP%r.spec.QPs
+		if c < len(r.clients) && q < len(r.clients[c].qps) {
+			r.flow = r.clients[c].qps[q]
 		}
 		if cc {
 			r.rates.start, r.rates.from = p.Link.RateGbps*1e9, r.start
@@ -111,9 +115,15 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 			m.nic.Engine.SetRateObserver(m.rateChanged)
 		}
 	}
-	if first := tenants[0]; len(first.servers) > 0 {
+	w.queuePort = queuePort
+	if first := tenants[0]; queuePort == "" && len(first.servers) > 0 {
 		if id, ok := vc.Fabric().Lookup(first.servers[0].nic.Addr()); ok {
-			vc.Fabric().Host(id).WatchSwitchPort(w.queue.add)
+			w.queuePort = vc.Fabric().Host(id).SwitchPortName()
+		}
+	}
+	if w.queuePort != "" {
+		if err := vc.Fabric().WatchPort(w.queuePort, w.queue.add); err != nil {
+			return nil, fmt.Errorf("perf: timeline_port: %w", err)
 		}
 	}
 	return w, nil
@@ -278,6 +288,7 @@ func (r *runner) result() (*Result, error) {
 	res.PFCPaused = up.PausedTime
 	res.UplinkQueueMaxBytes = up.MaxQueueBytes
 	res.Ports = fab.Ports()
+	res.QueuePort = w.queuePort
 	for _, q := range sw.Queues {
 		res.HeadroomDrops += q.HeadroomDrops
 	}
