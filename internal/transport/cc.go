@@ -1,6 +1,10 @@
 package transport
 
-import "math"
+import (
+	"math"
+
+	"github.com/rnic/rnic/internal/hw/sched"
+)
 
 // Congestion control at the reaction point is one of two algorithms,
 // chosen by the engine's configuration: DCQCN (ECN marks → CNPs → rate
@@ -106,6 +110,25 @@ func (e *Engine) ccCNP(qp *QP) {
 	s := e.cc(qp)
 	s.rp.cnp(e.now)
 	e.rateMoved(qp, s)
+}
+
+// rateGate is the arbiter's rate limiter (sched.Gate) when congestion
+// control runs: it refuses the turn of a QP whose rate lets it send
+// nothing yet, and arms the timer that rings it when it may (paced); the
+// QPs it admits go on to next, the timing model's gate, if any.
+type rateGate struct {
+	e    *Engine
+	next sched.Gate
+}
+
+func (g rateGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
+	if qp := g.e.QPByIndex(q); qp != nil && !qp.destroyed && g.e.paced(qp) {
+		return gr, false
+	}
+	if g.next != nil {
+		return g.next.Admit(q, gr)
+	}
+	return gr, true
 }
 
 // paced reports whether the QP must wait before it sends again, and arms

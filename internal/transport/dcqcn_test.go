@@ -185,12 +185,17 @@ func TestDCQCNNotificationAndReaction(t *testing.T) {
 		t.Fatalf("A handled %d CNPs, its rate %v; want 1 and half the line rate", got, p.A.qp.cc)
 	}
 	// Paced: a 1 KiB WRITE now leaves only after the last one's bytes
-	// at 50 Gb/s; the engine's timer rings the QP then.
+	// at 50 Gb/s; the arbiter's gate (the rate limiter) refuses the QP's
+	// turn and the engine's timer rings the QP then.
 	p.A.post(SendWR{WRID: 9, Opcode: WRRDMAWrite, SGL: []SGE{p.A.sge(0, 1024)}, RemoteAddr: p.B.addr(0), RKey: p.B.key})
 	p.A.qp.cc.nextSend = p.now + 1000
+	refused := p.A.e.ArbiterStats().Refused
 	p.A.e.Run(p.now, 16)
 	if n := len(p.A.e.Outbox()); n != 0 {
 		t.Fatalf("%d frames sent before the pacing time", n)
+	}
+	if got := p.A.e.ArbiterStats().Refused - refused; got != 1 {
+		t.Errorf("the arbiter's gate refused %d turns before the pacing time, want 1", got)
 	}
 	at, ok := p.A.e.NextDeadline()
 	if !ok || at != p.now+1000 {

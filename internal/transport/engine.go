@@ -192,6 +192,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, arb: arb, qpc: qpc, cqc: cqc, segs: make([]atu.Seg, 0, 64)}
+	e.SetGate(nil)
 	e.req = requester{e: e, readBudget: cfg.MaxReadPSNs}
 	e.resp = responder{e: e}
 	e.comp = completer{e: e}
@@ -336,12 +337,6 @@ func (e *Engine) Run(now int64, budget int) bool {
 			g.Packets = budget
 		}
 		e.bill.QP = qp.QPN
-		if e.ccOn() && e.paced(qp) {
-			// Its rate lets it send nothing yet: its pacing timer rings
-			// it again.
-			e.arb.Done(q, 0, 0, false)
-			continue
-		}
 		sent := len(e.out)
 		pk, by, more := e.serve(qp, g)
 		// The turn costs the QP its frames' bytes on the wire: a READ
@@ -440,7 +435,18 @@ func (e *Engine) ArbiterStats() sched.Stats { return e.arb.Stats() }
 // SetGate installs a gate on the engine's arbiter (see sched.Gate): the
 // timing model uses it to hold back a QP whose previous step is still in a
 // processing unit. Call it before the engine runs, from its goroutine.
-func (e *Engine) SetGate(g sched.Gate) { e.arb.SetGate(g) }
+// With congestion control on, the arbiter's gate is the rate limiter
+// (rateGate), which asks g about the QPs it admits.
+func (e *Engine) SetGate(g sched.Gate) {
+	switch {
+	case e.ccOn():
+		e.arb.SetGate(rateGate{e, g})
+	case g != nil:
+		e.arb.SetGate(g)
+	default:
+		e.arb.SetGate(nil)
+	}
+}
 
 // Unpark makes a QP the gate refused ready again, without counting a
 // doorbell: its work was never taken. Call it from the engine's goroutine.
