@@ -114,6 +114,12 @@ func (qp *QP) recvCQN() uint32 { return qp.rcq.CQN }
 // State returns the QP's state as the posting path sees it.
 func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
 
+// TrafficClass returns the IP traffic class of the QP's path (its
+// ModifyQP address vector; the ECN bits as asked, not as DCQCN sets
+// them): the fabric's priority is its top three bits. Call it from the
+// engine's goroutine, as the arbiter's gate does.
+func (qp *QP) TrafficClass() uint8 { return qp.attr.AV.TrafficClass }
+
 // SendOutstanding returns the send WQEs posted and not yet retired: at
 // most this many completions are still to come from the send queue.
 func (qp *QP) SendOutstanding() int { return int(qp.sq.pi.Load() - qp.sq.ci.Load()) }

@@ -136,8 +136,8 @@ type egress struct {
 type schedState struct {
 	cls      [Priorities]ring[queued]
 	clsBytes [Priorities]int
-	waitPs   int64  // serialization time of the frames waiting in cls
-	cur      queued // the frame being transmitted (valid if busy)
+	waitPs   [Priorities]int64 // serialization time of the frames waiting in each of cls
+	cur      queued            // the frame being transmitted (valid if busy)
 	busy     bool
 	txArmed  bool             // a kindTxDone event is pending for txAt
 	txAt     sim.Time         // when it is due
@@ -271,14 +271,23 @@ func (e *egress) pop() Frame {
 	return x.f
 }
 
-// freeAt returns when the port will have sent what it holds, if nothing
-// is paused: the transmitter's free time; in scheduled mode, the frames
-// still waiting sent back to back from then (or from now, or from the
-// last one's ready time, if later).
+// freeAt returns when the port will have sent what it holds but the
+// frames of paused priorities: the transmitter's free time; in scheduled
+// mode, the frames still waiting in priorities not paused sent back to
+// back from then (or from now, or from the last one's ready time, if
+// later).
 func (e *egress) freeAt(now sim.Time) sim.Time {
 	t := e.tx.FreeAt()
-	if s := e.sched; s != nil && s.waitPs > 0 {
-		t = max(t, now, e.last) + sim.Time((s.waitPs+999)/1000)
+	if s := e.sched; s != nil {
+		var ps int64
+		for p, w := range s.waitPs {
+			if !s.paused[p] {
+				ps += w
+			}
+		}
+		if ps > 0 {
+			t = max(t, now, e.last) + sim.Time((ps+999)/1000)
+		}
 	}
 	return t
 }

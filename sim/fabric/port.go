@@ -189,26 +189,24 @@ func (p *Port) deliver(fr Frame) {
 func (p *Port) Stats() HostStats { return p.st }
 
 // UplinkFreeAt returns when the host's uplink will have sent every frame
-// offered to it so far: how far its transmit queue reaches ahead.
+// offered to it so far but those of paused priorities: how far its
+// transmit queue reaches ahead of the wire.
 func (p *Port) UplinkFreeAt() sim.Time { return p.up.freeAt(p.f.s.Now()) }
 
 // UplinkStats returns the counters of the host's egress port (NIC to
 // switch).
 func (p *Port) UplinkStats() PortStats { return p.up.stats(p.f.s.Now()) }
 
-// UplinkPaused reports whether PFC has paused a priority of the host's
-// uplink that has frames waiting.
-func (p *Port) UplinkPaused() bool {
+// UplinkPaused reports whether PFC has paused priority prio of the
+// host's uplink, and the bytes of that priority's frames waiting there:
+// what a NIC's transmit buffer for the priority holds while it cannot
+// drain.
+func (p *Port) UplinkPaused(prio uint8) (paused bool, waiting int) {
 	st := p.up.sched
-	if st == nil {
-		return false
+	if st == nil || prio >= Priorities {
+		return false, 0
 	}
-	for pr := range Priorities {
-		if st.paused[pr] && st.cls[pr].len() > 0 {
-			return true
-		}
-	}
-	return false
+	return st.paused[prio], st.clsBytes[prio]
 }
 
 // OnUplinkResume has fn called when PFC resumes a priority of the host's

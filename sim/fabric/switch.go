@@ -286,7 +286,7 @@ func (f *Fabric) offer(e *egress, q queued) {
 	p := q.f.Prio
 	st.cls[p].push(q)
 	st.clsBytes[p] += q.f.Len
-	st.waitPs += e.tx.SerializationPs(q.f.Len)
+	st.waitPs[p] += e.tx.SerializationPs(q.f.Len)
 	e.bufBytes += q.f.Len
 	if e.watch != nil {
 		e.watch(f.s.Now(), e.bufBytes)
@@ -350,7 +350,7 @@ func (f *Fabric) txDone(e *egress, gen uint32) {
 			continue
 		}
 		q := st.cls[p].pop()
-		st.waitPs -= e.tx.SerializationPs(q.f.Len)
+		st.waitPs[p] -= e.tx.SerializationPs(q.f.Len)
 		e.waitNs += now - q.ready
 		done, arrive := e.tx.Send(now, q.f.Len)
 		qs := &e.st.Queues[p]

@@ -168,6 +168,7 @@ type NIC struct {
 	// packet handed over before the arbiter takes no more send work:
 	// the transmit buffer at line rate (0: no limit).
 	txAhead  sim.Time
+	txBuf    int      // the transmit buffer, bytes (0: no limit)
 	progAt   sim.Time // a progress event is scheduled for this time (0: none)
 	timer    *sim.Timer
 	cqe      CQEHandler
@@ -271,6 +272,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		respPSN:  make([]wire.PSN, cfg.MaxQP),
 		rxMax:    p.Engine.RxBufferBytes,
 		txAhead:  sim.Time(math.Ceil(float64(p.Engine.TxBufferBytes) * 8 / p.Link.RateGbps)),
+		txBuf:    p.Engine.TxBufferBytes,
 		metadata: cfg.Metadata,
 		atom:     newAtomicUnit(&p.Atomic),
 	}
@@ -459,12 +461,11 @@ func (n *NIC) progress() {
 			// when their payload will be in, which may be ahead of now).
 			// Full, the arbiter picks the next packet when the wire has
 			// taken enough: free-txAhead is after lastTx, so by then the
-			// buffer measured from now has room. While PFC pauses the
-			// port the buffer does not drain: the arbiter waits for the
-			// resume (OnUplinkResume) once it is full.
-			if n.port.UplinkPaused() && n.port.UplinkFreeAt()-max(now, n.lastTx) > n.txAhead {
-				break
-			}
+			// buffer measured from now has room. The packets of a
+			// priority PFC pauses do not drain: they count apart
+			// (UplinkFreeAt leaves them out), and once they fill the
+			// priority's buffer the gate passes over its QPs until the
+			// resume (pfcFull).
 			if free := n.port.UplinkFreeAt(); free-max(now, n.lastTx) > n.txAhead {
 				n.scheduleProgress(free - n.txAhead)
 				break
@@ -586,7 +587,7 @@ func (n *NIC) slot(qpn uint32) (int, bool) {
 func (n *NIC) unpark(now sim.Time) {
 	kept := n.parked[:0]
 	for _, qp := range n.parked {
-		if n.busy(qp.QPN, txSide, now) {
+		if n.busy(qp.QPN, txSide, now) || n.pfcFull(qp) {
 			kept = append(kept, qp)
 			continue
 		}
@@ -597,14 +598,28 @@ func (n *NIC) unpark(now sim.Time) {
 	n.parked = kept
 }
 
-// busyGate is the arbiter's gate: it passes over a QP that is in a unit
-// (the QP is parked and given back by unpark when its step is done).
+// pfcFull reports whether PFC pauses the priority of the QP's packets
+// (its traffic class) with that priority's transmit buffer full: more
+// would only pile up in front of the paused uplink. Never with the
+// unlimited buffer.
+func (n *NIC) pfcFull(qp *transport.QP) bool {
+	if n.txBuf == 0 {
+		return false
+	}
+	paused, waiting := n.port.UplinkPaused(qp.TrafficClass() >> 5)
+	return paused && waiting >= n.txBuf
+}
+
+// busyGate is the arbiter's gate: it passes over a QP that is in a unit,
+// or whose priority PFC has stopped (pfcFull); the QP is parked and given
+// back by unpark when its step is done and its priority resumed
+// (OnUplinkResume wakes the NIC).
 type busyGate struct{ n *NIC }
 
 func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	n := g.n
 	qp := n.QPs.ByIndex(q)
-	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) && !n.rxParked(qp.QPN) {
+	if qp == nil || !n.busy(qp.QPN, txSide, n.s.Now()) && !n.rxParked(qp.QPN) && !n.pfcFull(qp) {
 		return gr, true
 	}
 	if slot := qp.QPN - firstQPN; !n.isParked[slot] { // a parked QP rung again is refused again

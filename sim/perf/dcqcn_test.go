@@ -2,6 +2,7 @@ package perf
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
@@ -217,5 +218,42 @@ func TestPFCStopsTheNIC(t *testing.T) {
 	}
 	if unlimited.UplinkQueueMaxBytes < 4*limited.UplinkQueueMaxBytes {
 		t.Errorf("unlimited transmit buffer: uplink queue %d B, want it to grow while paused (limited: %d)", unlimited.UplinkQueueMaxBytes, limited.UplinkQueueMaxBytes)
+	}
+}
+
+// TestPFCPausesOnePriority: a NIC with a finite transmit buffer stops
+// only the paused priority. Host 0 sends WRITEs on the lossless priority
+// (tclass 104) into a 4 → 1 incast that PFC pauses, and on the lossy one
+// (tclass 0) to a server of its own. With the incast, host 0's lossy
+// tenant keeps most of what the incast leaves of host 0's uplink (it had
+// the whole wire alone): its packets are not held behind the paused
+// priority, whose QPs the arbiter passes over while their buffer is full.
+func TestPFCPausesOnePriority(t *testing.T) {
+	run := func(incast bool) []*Result {
+		p := mustProfile(t, "cx6")
+		p.Switch.SharedBufferBytes, p.Switch.PFC, p.Engine.TxBufferBytes = 2<<20, true, 64<<10
+		sc := Scenario{Metadata: true, Seed: 1, Tenants: []Tenant{
+			{Name: "lossy", Spec: Spec{Test: WriteBW, Size: 65536, QPs: 2, Iters: 3000}, Clients: []int{0}, Servers: []int{5}},
+		}}
+		if incast {
+			sc.Tenants = append(sc.Tenants, Tenant{Name: "lossless", Spec: Spec{Test: WriteBW, Size: 65536, QPs: 2, Iters: 1500, TrafficClass: 104},
+				Clients: []int{0, 1, 2, 3}, Servers: []int{4}})
+		}
+		res, err := RunScenario(p, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	alone, mixed := run(false)[0], run(true)
+	lossy, lossless := mixed[0], mixed[1]
+	t.Logf("lossy alone %.1f Gb/s; beside the incast %.1f Gb/s, the incast %.1f Gb/s with %d pauses, %v paused",
+		alone.Gbps, lossy.Gbps, lossless.Gbps, lossless.PFCPauses, time.Duration(lossless.PFCPaused))
+	if lossless.PFCPauses == 0 || lossless.WireDrop != 0 {
+		t.Fatalf("the incast: %d pauses, %d drops; want PFC to pause it, losslessly", lossless.PFCPauses, lossless.WireDrop)
+	}
+	// Host 0's share of the incast's port is a quarter of 100 Gb/s.
+	if lossy.Gbps < 0.6*alone.Gbps {
+		t.Errorf("the lossy tenant beside the paused incast: %.1f Gb/s, want at least 60 %% of its %.1f alone", lossy.Gbps, alone.Gbps)
 	}
 }

@@ -143,8 +143,12 @@ type Engine struct {
 	// wire: while the packets waiting for the wire would fill it, the
 	// arbiter schedules no more send work, so that what it picks next —
 	// by priority (the QPs' service levels) and weight — is picked when
-	// the wire can take it. 0: unlimited (the arbiter runs ahead of the
-	// wire, and priorities cannot reorder what it has handed over).
+	// the wire can take it. While PFC pauses a priority, that priority's
+	// packets wait in a buffer of this size of their own: full, the
+	// arbiter passes over the QPs of that priority (their traffic class)
+	// until the resume, and the others go on. 0: unlimited (the arbiter
+	// runs ahead of the wire, priorities cannot reorder what it has
+	// handed over, and a paused priority's packets pile up).
 	TxBufferBytes int `toml:"tx_buffer_bytes"`
 	// MissesInFlight is how many steps waiting for their cache misses and
 	// WQE fetches the NIC keeps aside while its units serve other QPs (a
