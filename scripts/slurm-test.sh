@@ -10,7 +10,8 @@
 # generated submit.sh (a job array and its merge), waits for the merge,
 # and compares its table, CSV and JSON with one "rnic sim" run of the
 # same sweep, byte for byte; "rnic sim status" is checked on the way.
-# It stops the daemons it started.
+# Then it kills a running task's batch script and its run with SIGKILL
+# and checks that status counts it failed. It stops the daemons it started.
 #
 # Needs root (slurmd runs jobs as their users). Where Slurm is missing it
 # installs Debian's slurm-wlm and munge with apt-get (INSTALL=0: it does
@@ -119,4 +120,29 @@ echo "$status" | grep -q "done 3, running 0, failed 0, pending 0" || fail "statu
 for f in result.txt out.csv out.json; do
 	cmp "$D/whole/$f" "$D/sweep/$f" || fail "$f of the Slurm sweep differs from the one-process run's"
 done
-echo "slurm-test: PASS: 3 array tasks and the merge ran on Slurm; table, CSV and JSON identical to one process"
+echo "slurm-test: 3 array tasks and the merge ran on Slurm; table, CSV and JSON identical to one process"
+
+# A task killed outright (SIGKILL: as the OOM killer or a failed node
+# ends it) writes neither done nor failed; status finds it gone from
+# Slurm's queue and counts it failed.
+(cd "$D/work" && "$rnic" sim --test write_bw --size 64K --pairs 8 --incast --iters 200000 --metadata --limit 10s \
+	--slurm "$D/killed" --slurm-shards 1 --slurm-time 10:00 >/dev/null) || fail "rnic sim --slurm (the sweep to kill)"
+sub=$("$D/killed/submit.sh") || fail "submit.sh (the sweep to kill)"
+jid=$(echo "$sub" | sed -n 's/^submitted job array \([0-9]*\) .*/\1/p')
+[ -n "$jid" ] || fail "no job ID in: $sub"
+for _ in $(seq 60); do [ -s "$D/killed/state/1.job" ] && break; sleep 0.5; done
+[ -s "$D/killed/state/1.job" ] || fail "the task did not start: $(squeue; cat "$D"/killed/logs/*.log 2>/dev/null)"
+status=$("$rnic" sim status "$D/killed")
+echo "$status" | grep -q "done 0, running 1, failed 0, pending 0" || fail "status of the running task: $status"
+# The batch script (slurmd's copy in its spool) and what it runs, with
+# SIGKILL: nothing of the task can write its end.
+script=$(pgrep -f "$D/spool/job[0-9]*/slurm_script") || fail "no batch script running: $(squeue)"
+for p in $script; do kill -STOP "$p"; pkill -KILL -P "$p"; kill -KILL "$p"; done # stopped, it cannot note its child's end
+for _ in $(seq 60); do squeue -h -o %A | grep -qx "$(cat "$D/killed/state/1.job")" || break; sleep 0.5; done
+scancel "$jid" 2>/dev/null # the merge job, which waits for it
+status=$("$rnic" sim status "$D/killed")
+echo "$status"
+[ -e "$D/killed/state/1.done" ] && fail "the killed task finished before it was killed (make its run longer)"
+echo "$status" | grep -q "done 0, running 0, failed 1, pending 0" || fail "status of the killed task: $status"
+echo "$status" | grep -q "no longer in Slurm's queue" || fail "status does not say the task vanished: $status"
+echo "slurm-test: PASS: the sweep matches one process; a task killed outright shows as failed"

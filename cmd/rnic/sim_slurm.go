@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -157,6 +159,9 @@ i=$SLURM_ARRAY_TASK_ID
 cd %[4]s || exit 1
 rm -f state/$i.done state/$i.failed
 date +%%s > state/$i.started
+# The task's job ID: status asks squeue whether a started task is still
+# there (one killed outright writes neither done nor failed).
+echo "${SLURM_JOB_ID:-}" > state/$i.job
 # Slurm ends a task past its time limit (or scancel) with SIGTERM: it
 # is a failure, for status.
 trap 'echo 143 > state/$i.failed; exit 143' TERM
@@ -226,10 +231,12 @@ func newSimStatusCmd() *cobra.Command {
 		Short: "Show how far a Slurm sweep (rnic sim --slurm DIR) has got",
 		Long: `status reads a Slurm sweep's directory and shows how many shards are done,
 running, failed and pending, the time left estimated from the finished
-shards, and how to re-run the failed ones.`,
+shards, and how to re-run the failed ones. A shard that started but is no
+longer in Slurm's queue (squeue) without having finished counts as failed:
+it was killed outright, ran out of memory, or its node failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := readSlurmStatus(args[0], time.Now())
+			st, err := readSlurmStatus(args[0], time.Now(), squeueJobs)
 			if err != nil {
 				return err
 			}
@@ -239,16 +246,42 @@ shards, and how to re-run the failed ones.`,
 	}
 }
 
-// slurmStatus is what the state files of a Slurm sweep say.
+// slurmStatus is what the state files of a Slurm sweep say, and of the
+// shards that started and did not finish, which are gone from Slurm's
+// queue (lost; failed lists them too).
 type slurmStatus struct {
 	plan                           slurmPlan
 	done, running, failed, pending []int
+	lost                           []int
 	took                           []time.Duration // of the done shards
 	runningFor                     []time.Duration
 	merged                         bool
+	queueErr                       error // why Slurm's queue could not be read
 }
 
-func readSlurmStatus(dir string, now time.Time) (*slurmStatus, error) {
+// squeueJobs returns the IDs of the jobs in Slurm's queue (squeue's %A: a
+// job array's tasks each have their own, SLURM_JOB_ID in the task).
+func squeueJobs() (map[string]bool, error) {
+	out, err := exec.Command("squeue", "-h", "-o", "%A").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
+			lines := strings.Split(strings.TrimSpace(string(ee.Stderr)), "\n")
+			err = fmt.Errorf("%w: %s", err, lines[len(lines)-1]) // the last says why
+		}
+		return nil, err
+	}
+	jobs := map[string]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		jobs[f] = true
+	}
+	return jobs, nil
+}
+
+// readSlurmStatus reads the sweep's state files. Slurm's queue (queued)
+// is read first: a task that leaves it after that has written done or
+// failed before it did, unless it was killed outright.
+func readSlurmStatus(dir string, now time.Time, queued func() (map[string]bool, error)) (*slurmStatus, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a Slurm sweep of rnic sim --slurm: %w", dir, err)
@@ -257,6 +290,8 @@ func readSlurmStatus(dir string, now time.Time) (*slurmStatus, error) {
 	if err := json.Unmarshal(b, &st.plan); err != nil {
 		return nil, fmt.Errorf("%s/plan.json: %w", dir, err)
 	}
+	jobs, qerr := queued()
+	st.queueErr = qerr
 	stamp := func(i int, what string) (time.Time, bool) {
 		b, err := os.ReadFile(filepath.Join(dir, "state", fmt.Sprintf("%d.%s", i, what)))
 		if err != nil {
@@ -279,6 +314,9 @@ func readSlurmStatus(dir string, now time.Time) (*slurmStatus, error) {
 		case done && err == nil:
 			st.done = append(st.done, i)
 			st.took = append(st.took, end.Sub(start))
+		case started && qerr == nil && jobGone(dir, i, jobs):
+			st.failed = append(st.failed, i)
+			st.lost = append(st.lost, i)
 		case started:
 			st.running = append(st.running, i)
 			st.runningFor = append(st.runningFor, now.Sub(start))
@@ -289,6 +327,15 @@ func readSlurmStatus(dir string, now time.Time) (*slurmStatus, error) {
 	_, err = os.Stat(filepath.Join(dir, "result.txt"))
 	st.merged = err == nil
 	return st, nil
+}
+
+// jobGone reports whether shard i's task, which started and has not
+// finished, is no longer among Slurm's jobs. A task that recorded no job
+// ID (run by hand, not by Slurm) is never gone.
+func jobGone(dir string, i int, jobs map[string]bool) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "state", fmt.Sprintf("%d.job", i)))
+	id := strings.TrimSpace(string(b))
+	return err == nil && id != "" && !jobs[id]
 }
 
 // eta estimates the time left from the finished shards' mean: the
@@ -316,17 +363,28 @@ func (st *slurmStatus) print(w io.Writer, dir string) {
 		fmt.Fprintf(w, "merged: %s/result.txt\n", dir)
 	case len(st.done) == p.Shards:
 		fmt.Fprintln(w, "every shard done; the merge job writes the results")
-	case ok:
+	case ok && len(st.running)+len(st.pending) > 0:
 		fmt.Fprintf(w, "about %v left (finished shards took %v on average)\n", eta.Round(time.Second), meanOf(st.took).Round(time.Second))
 	}
-	if len(st.failed) > 0 {
-		ids := make([]string, len(st.failed))
-		for i, k := range st.failed {
-			ids[i] = strconv.Itoa(k)
-		}
-		fmt.Fprintf(w, "failed shards %s (logs in %s/logs); re-run them with\n  sbatch --array=%s %s/shard.sbatch\nthen merge with\n  sbatch %s/merge.sbatch\n",
-			strings.Join(ids, ", "), dir, strings.Join(ids, ","), dir, dir)
+	if len(st.lost) > 0 {
+		fmt.Fprintf(w, "shards %s started and are no longer in Slurm's queue without having finished: killed outright, out of memory, or their node failed (counted as failed)\n",
+			joinInts(st.lost))
 	}
+	if st.queueErr != nil && len(st.running) > 0 {
+		fmt.Fprintf(w, "(squeue: %v; a running shard that was killed outright would show as running)\n", st.queueErr)
+	}
+	if len(st.failed) > 0 {
+		fmt.Fprintf(w, "failed shards %s (logs in %s/logs); re-run them with\n  sbatch --array=%s %s/shard.sbatch\nthen merge with\n  sbatch %s/merge.sbatch\n",
+			joinInts(st.failed), dir, strings.ReplaceAll(joinInts(st.failed), " ", ""), dir, dir)
+	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func meanOf(ds []time.Duration) time.Duration {

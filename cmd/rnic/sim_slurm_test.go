@@ -80,6 +80,42 @@ func TestSlurmScripts(t *testing.T) {
 	if !strings.Contains(status, "about 30s left") && !strings.Contains(status, "about 29s left") && !strings.Contains(status, "about 28s left") {
 		t.Errorf("status's estimate:\n%s", status)
 	}
+
+	// Slurm's queue, from a squeue of our own on PATH: shard 2's task
+	// (job 777) still there is running; gone without done or failed, it
+	// was killed outright and is failed; a squeue that cannot reach the
+	// controller leaves it running, saying so.
+	if err := os.WriteFile("sweep/state/2.job", []byte("777\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, c := range []struct {
+		squeue string
+		want   []string
+	}{
+		{"echo 123; echo 777", []string{"done 1, running 1, failed 1, pending 0"}},
+		{"echo 123", []string{"done 1, running 0, failed 2, pending 0", "shards 2 started and are no longer in Slurm's queue",
+			"sbatch --array=2,3 sweep/shard.sbatch"}},
+		{"echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1", []string{"done 1, running 1, failed 1, pending 0",
+			"(squeue: exit status 1: slurm_load_jobs error: Unable to contact slurm controller; a running shard"}},
+	} {
+		if err := os.WriteFile(filepath.Join(bin, "squeue"), []byte("#!/bin/sh\n"+c.squeue+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		status, _, err := runRnic(t, "sim", "status", "sweep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(status, want) {
+				t.Errorf("squeue %q: status lacks %q:\n%s", c.squeue, want, status)
+			}
+		}
+	}
+	if shard, _ := os.ReadFile("sweep/shard.sbatch"); !strings.Contains(string(shard), `echo "${SLURM_JOB_ID:-}" > state/$i.job`) {
+		t.Errorf("shard.sbatch does not record the task's job ID:\n%s", shard)
+	}
 }
 
 // TestSlurmCluster runs scripts/slurm-test.sh: a sweep on a one-node
