@@ -3,8 +3,10 @@ package rnic_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/link/mem"
 )
 
 // TestDataPathAllocs: the steady data path allocates nothing. The public
@@ -104,5 +106,45 @@ func TestDataPathAllocs(t *testing.T) {
 		if avg := testing.AllocsPerRun(500, c.op); avg != 0 {
 			t.Errorf("%s: %v allocations per operation, want 0", c.name, avg)
 		}
+	}
+}
+
+// TestDataPathAllocsDCQCN: with DCQCN on and a tenth of the frames
+// marked CE on the wire, the data path — ECN-capable frames, CNPs, rate
+// cuts, pacing through the arbiter's gate and its wake timers — still
+// allocates nothing per operation.
+func TestDataPathAllocsDCQCN(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	cfg := rnic.DefaultDCQCN(10e9)
+	cfg.CNPInterval = 20 * time.Microsecond
+	f := mem.Faults{Seed: 3, MarkCE: 0.1}
+	p := newPair(t, pairOpts{fa: f, fb: f, devOpts: rnic.Options{DCQCN: &cfg}})
+	src := must(p.pda.RegMR(make([]byte, 1<<16), rnic.AccessLocalWrite))
+	dst := must(p.pdb.RegMR(make([]byte, 1<<16), rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+	wcs := make([]rnic.WC, 8)
+	write := rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+		SGL: []rnic.SGE{src.SGE(0, 16<<10)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()}
+	op := func() {
+		must0(t, p.qpa.PostSend(write))
+		if n, err := p.cqa.Wait(context.Background(), wcs[:1]); err != nil || n != 1 || wcs[0].Status != rnic.WCSuccess {
+			t.Fatalf("WRITE: %d %v %+v", n, err, wcs[0])
+		}
+	}
+	for range 200 {
+		op()
+	}
+	before := qpCounter(t, p.qpa, "rp_cnp_handled")
+	if avg := testing.AllocsPerRun(500, op); avg != 0 {
+		t.Errorf("%v allocations per 16 KiB WRITE with DCQCN, want 0", avg)
+	}
+	handled := qpCounter(t, p.qpa, "rp_cnp_handled") - before
+	t.Logf("CNPs the sender handled while measured: %d", handled)
+	if handled == 0 {
+		t.Error("no CNP reached the sender while measured: the rate cuts and pacing were not exercised")
 	}
 }
