@@ -157,11 +157,12 @@ func (s *slurmFlags) write(w io.Writer, fl *pflag.FlagSet, points int) error {
 %[5]sset -u
 i=$SLURM_ARRAY_TASK_ID
 cd %[4]s || exit 1
-rm -f state/$i.done state/$i.failed
-date +%%s > state/$i.started
-# The task's job ID: status asks squeue whether a started task is still
-# there (one killed outright writes neither done nor failed).
+rm -f state/$i.done state/$i.failed state/$i.job
+# The task's job ID, before it counts as started: status asks squeue
+# whether a started task is still there (one killed outright writes
+# neither done nor failed).
 echo "${SLURM_JOB_ID:-}" > state/$i.job
+date +%%s > state/$i.started
 # Slurm ends a task past its time limit (or scancel) with SIGTERM: it
 # is a failure, for status.
 trap 'echo 143 > state/$i.failed; exit 143' TERM
@@ -278,9 +279,12 @@ func squeueJobs() (map[string]bool, error) {
 	return jobs, nil
 }
 
-// readSlurmStatus reads the sweep's state files. Slurm's queue (queued)
-// is read first: a task that leaves it after that has written done or
-// failed before it did, unless it was killed outright.
+// readSlurmStatus reads the sweep's state files, then Slurm's queue
+// (queued) if a shard has started and not finished: one whose job is
+// gone from the queue is lost unless its state files, read again, say it
+// finished meanwhile (a task writes done or failed before it leaves the
+// queue, unless it was killed outright). A task that starts after the
+// state files were read counts as pending, never as lost.
 func readSlurmStatus(dir string, now time.Time, queued func() (map[string]bool, error)) (*slurmStatus, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
 	if err != nil {
@@ -290,23 +294,19 @@ func readSlurmStatus(dir string, now time.Time, queued func() (map[string]bool, 
 	if err := json.Unmarshal(b, &st.plan); err != nil {
 		return nil, fmt.Errorf("%s/plan.json: %w", dir, err)
 	}
-	jobs, qerr := queued()
-	st.queueErr = qerr
-	stamp := func(i int, what string) (time.Time, bool) {
+	read := func(i int, what string) (string, bool) {
 		b, err := os.ReadFile(filepath.Join(dir, "state", fmt.Sprintf("%d.%s", i, what)))
-		if err != nil {
-			return time.Time{}, false
-		}
-		if what == "failed" {
-			return time.Time{}, true
-		}
-		s, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return time.Unix(s, 0), err == nil
+		return strings.TrimSpace(string(b)), err == nil
 	}
-	for i := 1; i <= st.plan.Shards; i++ {
-		start, started := stamp(i, "started")
+	stamp := func(i int, what string) (time.Time, bool) {
+		v, ok := read(i, what)
+		n, err := strconv.ParseInt(v, 10, 64)
+		return time.Unix(n, 0), ok && err == nil
+	}
+	// finished classes shard i if its state files say it ended.
+	finished := func(i int, start time.Time) bool {
 		end, done := stamp(i, "done")
-		_, failed := stamp(i, "failed")
+		_, failed := read(i, "failed")
 		_, err := os.Stat(filepath.Join(dir, "shards", fmt.Sprintf("shard-%d.json", i)))
 		switch {
 		case failed:
@@ -314,28 +314,50 @@ func readSlurmStatus(dir string, now time.Time, queued func() (map[string]bool, 
 		case done && err == nil:
 			st.done = append(st.done, i)
 			st.took = append(st.took, end.Sub(start))
-		case started && qerr == nil && jobGone(dir, i, jobs):
-			st.failed = append(st.failed, i)
-			st.lost = append(st.lost, i)
-		case started:
-			st.running = append(st.running, i)
-			st.runningFor = append(st.runningFor, now.Sub(start))
+		default:
+			return false
+		}
+		return true
+	}
+	type open struct {
+		i     int
+		start time.Time
+		job   string
+	}
+	var started []open
+	for i := 1; i <= st.plan.Shards; i++ {
+		start, ok := stamp(i, "started")
+		switch {
+		case finished(i, start):
+		case ok:
+			job, _ := read(i, "job")
+			started = append(started, open{i, start, job})
 		default:
 			st.pending = append(st.pending, i)
 		}
 	}
+	var jobs map[string]bool
+	if len(started) > 0 {
+		jobs, st.queueErr = queued()
+	}
+	for _, o := range started {
+		switch {
+		case st.queueErr != nil || o.job == "" || jobs[o.job]:
+			// Still queued, or nobody can tell (squeue failed; a task
+			// run by hand records no job ID).
+			st.running = append(st.running, o.i)
+			st.runningFor = append(st.runningFor, now.Sub(o.start))
+		case finished(o.i, o.start):
+		default:
+			st.failed = append(st.failed, o.i)
+			st.lost = append(st.lost, o.i)
+		}
+	}
+	slices.Sort(st.done)
+	slices.Sort(st.failed)
 	_, err = os.Stat(filepath.Join(dir, "result.txt"))
 	st.merged = err == nil
 	return st, nil
-}
-
-// jobGone reports whether shard i's task, which started and has not
-// finished, is no longer among Slurm's jobs. A task that recorded no job
-// ID (run by hand, not by Slurm) is never gone.
-func jobGone(dir string, i int, jobs map[string]bool) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "state", fmt.Sprintf("%d.job", i)))
-	id := strings.TrimSpace(string(b))
-	return err == nil && id != "" && !jobs[id]
 }
 
 // eta estimates the time left from the finished shards' mean: the

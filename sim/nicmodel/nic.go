@@ -601,9 +601,10 @@ func (n *NIC) unpark(now sim.Time) {
 // pfcFull reports whether PFC pauses the priority of the QP's packets
 // (its traffic class) with that priority's transmit buffer full: more
 // would only pile up in front of the paused uplink. Never with the
-// unlimited buffer.
+// unlimited buffer, nor for a UD QP, whose packets take their traffic
+// class from each work request's address handle, not from the QP.
 func (n *NIC) pfcFull(qp *transport.QP) bool {
-	if n.txBuf == 0 {
+	if n.txBuf == 0 || qp.Type == transport.UD {
 		return false
 	}
 	paused, waiting := n.port.UplinkPaused(qp.TrafficClass() >> 5)

@@ -60,6 +60,7 @@ func (th *thread) run() {
 			}
 			if wc.Status != rnic.WCSuccess {
 				r.errors++
+				q.failed()
 				continue
 			}
 			q.completion(wc, seen)
@@ -106,6 +107,9 @@ func (th *thread) writeLat() {
 	for _, wc := range th.wcs[:n] {
 		if wc.Status != rnic.WCSuccess {
 			r.errors++
+			if q := th.byQP[wc.QPNum]; q != nil {
+				q.failed()
+			}
 		}
 	}
 }
@@ -134,6 +138,16 @@ func (q *qpRun) start() bool {
 		q.fill(sp.TxDepth)
 	}
 	return true
+}
+
+// failed ends the part of a QP that completed a work request in error
+// (retry or RNR retries exhausted, or flushed): an RC QP is in the error
+// state then and completes nothing more, so its thread would wait for
+// ever. The run ends with the errors counted (wc_errors).
+func (q *qpRun) failed() {
+	if !q.over {
+		q.finish()
+	}
 }
 
 // finish marks the QP's part done.

@@ -390,3 +390,21 @@ func TestRandomWorkloads(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedQPsEndTheRun: a QP whose work completes in error (here the
+// transport retries run out behind a one-frame switch buffer) is in the
+// error state and completes nothing more; its part of the run ends there
+// and the run reports the failed completions (wc_errors) instead of
+// waiting for ever.
+func TestFailedQPsEndTheRun(t *testing.T) {
+	p := mustProfile(t, "cx6")
+	p.Switch.BufferBytes = 4200
+	res, err := Run(p, Spec{Test: WriteBW, Size: 4096, Pairs: 4, Incast: true, QPs: 8, Iters: 50, Metadata: true})
+	if err != nil {
+		t.Fatalf("the run did not end: %v", err)
+	}
+	t.Logf("%d failed completions, %d timeouts, %d drops", res.Errors, res.Timeouts, res.WireDrop)
+	if res.Errors == 0 || res.Timeouts == 0 {
+		t.Errorf("%d failed completions and %d timeouts, want some of each (retries run out)", res.Errors, res.Timeouts)
+	}
+}
