@@ -26,16 +26,15 @@ import (
 //	DIR/merge.sbatch   the merge of the shards into DIR (the sweep's outputs)
 //	DIR/submit.sh      sbatch of the array, then of the merge after it
 //
-// and the tasks record their state in DIR/state (i.started, i.done,
-// i.failed) for "rnic sim status DIR". The directory must be on a file
+// and the tasks record their state in DIR/state (i.job, i.started,
+// i.done, i.failed) for "rnic sim status DIR". The directory must be on a file
 // system the cluster's nodes share, as Slurm users' home directories are.
 
 // slurmFlags are the sim flags of a Slurm sweep.
 type slurmFlags struct {
-	dir                    string
-	shards, cpus           int
-	timeLimit, partition   string
-	mergeTime, extraSBatch string
+	dir                  string
+	shards, cpus         int
+	timeLimit, partition string
 }
 
 func (s *slurmFlags) add(fl *pflag.FlagSet) {

@@ -438,14 +438,10 @@ func (e *Engine) ArbiterStats() sched.Stats { return e.arb.Stats() }
 // With congestion control on, the arbiter's gate is the rate limiter
 // (rateGate), which asks g about the QPs it admits.
 func (e *Engine) SetGate(g sched.Gate) {
-	switch {
-	case e.ccOn():
-		e.arb.SetGate(rateGate{e, g})
-	case g != nil:
-		e.arb.SetGate(g)
-	default:
-		e.arb.SetGate(nil)
+	if e.ccOn() {
+		g = rateGate{e, g}
 	}
+	e.arb.SetGate(g)
 }
 
 // Unpark makes a QP the gate refused ready again, without counting a

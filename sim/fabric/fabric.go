@@ -280,7 +280,7 @@ func (f *Fabric) SwitchPort(i, j int) PortStats {
 func (f *Fabric) PortPeer(i, j int) string {
 	p := &f.switches[i].ports[j]
 	if p.host != nil {
-		return fmt.Sprintf("host %d", p.host.id)
+		return hostName(p.host.id)
 	}
 	return p.peer.name
 }
@@ -306,10 +306,13 @@ func (f *Fabric) Ports() []PortInfo {
 		}
 	}
 	for _, h := range f.hosts {
-		out = append(out, PortInfo{Node: fmt.Sprintf("host %d", h.id), Peer: h.sw.name, Stats: h.UplinkStats()})
+		out = append(out, PortInfo{Node: hostName(h.id), Peer: h.sw.name, Stats: h.UplinkStats()})
 	}
 	return out
 }
+
+// hostName names host id as Ports and PortPeer do.
+func hostName(id HostID) string { return fmt.Sprintf("host %d", id) }
 
 // PortName names an egress port as Ports does, NODE:PORT: a switch's
 // name and its port number ("switch:0", "leaf1:3"), or "host N:0" for
@@ -330,7 +333,7 @@ func (f *Fabric) WatchPort(name string, fn func(at sim.Time, bytes int)) error {
 		}
 	}
 	for _, h := range f.hosts {
-		if PortName(fmt.Sprintf("host %d", h.id), 0) == name {
+		if PortName(hostName(h.id), 0) == name {
 			h.up.watch = fn
 			return nil
 		}

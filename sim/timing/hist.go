@@ -33,6 +33,10 @@ func (h *Histogram) bits() uint {
 	return uint(min(h.Bits, 16))
 }
 
+// histBuckets is the number of buckets at sb sub-bucket bits: values are
+// int64, at most 63 bits.
+func histBuckets(sb uint) int { return (63 - int(sb) + 1) << sb }
+
 func histBucket(v int64, sb uint) int {
 	sub := int64(1) << sb
 	if v < sub {
@@ -58,7 +62,7 @@ func (h *Histogram) Add(v int64) {
 	v = max(v, 0)
 	sb := h.bits()
 	if h.counts == nil {
-		h.counts = make([]uint64, (63-int(sb)+1)<<sb) // values are int64: at most 63 bits
+		h.counts = make([]uint64, histBuckets(sb))
 	}
 	h.counts[histBucket(v, sb)]++
 	h.n++
@@ -138,7 +142,7 @@ func (h *Histogram) UnmarshalJSON(data []byte) error {
 	*h = Histogram{Bits: j.Bits, n: j.N, sum: j.Sum, max: j.Max}
 	if len(j.Buckets) > 0 {
 		sb := h.bits()
-		h.counts = make([]uint64, (63-int(sb)+1)<<sb)
+		h.counts = make([]uint64, histBuckets(sb))
 		for _, bc := range j.Buckets {
 			if bc[0] >= uint64(len(h.counts)) {
 				return fmt.Errorf("timing: histogram bucket %d out of range", bc[0])
