@@ -7,6 +7,14 @@
 #     detector;
 #  3. a short run of every fuzz target.
 # Set FUZZTIME (default 10s) to fuzz longer.
+# First scripts/deps.sh: run as root on Debian or Ubuntu it installs with
+# apt-get what the tests use from the system (a C compiler, rdma-core's
+# headers and programs, perftest, UCX, libfabric, ...); as another user,
+# or with INSTALL=0, it prints the command that would. A test whose needs
+# are missing skips, saying why: go test's output goes through
+# scripts/testsummary, which prints what go test prints and records each
+# skipped test with its skip message, and at the end (after a failure too)
+# the skipped tests are listed, one line per reason.
 # Step 1 includes the soak (TestSoak: random operation mixes on 8 QP pairs
 # under each link/mem fault profile, 3 s per profile). A long soak, each
 # profile for 10 minutes, with the seed printed if it fails:
@@ -15,6 +23,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
+
+./scripts/deps.sh
+
+# gotest runs go test with its output through testsummary, the results
+# appended to $tmp/results; the EXIT trap prints the skips recorded there.
+tmp=$(mktemp -d)
+summary() {
+	local rc=$?
+	if [ -x "$tmp/testsummary" ]; then
+		"$tmp/testsummary" -summary "$tmp/results" || true
+	fi
+	rm -rf "$tmp"
+	exit "$rc"
+}
+trap summary EXIT
+# (-buildvcs=false: git refuses to tell another user's checkout's state)
+go build -buildvcs=false -o "$tmp/testsummary" ./scripts/testsummary
+gotest() { go test -json "$@" | "$tmp/testsummary" -record "$tmp/results"; }
 
 # sim/perf runs the timing model: its programs' threads are coroutines of
 # the virtual clock (rnic.VirtualClock.Go, iter.Pull), one running at a
@@ -30,9 +56,9 @@ for p in "${norace[@]}"; do
 	fi
 done
 mapfile -t race < <(go list ./... | grep -vxF "$(go list "${norace[@]}")")
-go test -race -count=1 "${race[@]}"
-go test -count=1 "${norace[@]}"
-go test -count=1 -run 'TestMatrix' .
+gotest -race -count=1 "${race[@]}"
+gotest -count=1 "${norace[@]}"
+gotest -count=1 -run 'TestMatrix' .
 
 # Every fuzz target, each for $fuzztime (go test -fuzz takes one target at a time).
 for pkg in $(go list ./...); do

@@ -120,7 +120,7 @@ func TestSlurmScripts(t *testing.T) {
 
 // TestSlurmCluster runs scripts/slurm-test.sh: a sweep on a one-node
 // Slurm cluster started on this machine, compared with one process. It
-// needs root and Debian's slurm-wlm and munge (.ci/run installs them),
+// needs root and Debian's slurm-wlm and munge (scripts/deps.sh installs them),
 // and says plainly that it skipped where they are missing.
 func TestSlurmCluster(t *testing.T) {
 	if testing.Short() {
