@@ -113,7 +113,7 @@ func (o *objects) calls() map[string]func() error {
 // accessors are the methods that describe an object rather than act on
 // it: they keep answering after Close (Counters with the final counts).
 var accessors = []string{
-	"Device.Name", "Device.Attr", "Device.GID", "Device.GIDTable", "Device.GIDType", "Device.Counters", "Device.Counter",
+	"Device.Name", "Device.Attr", "Device.Netdev", "Device.GID", "Device.GIDTable", "Device.GIDType", "Device.Counters", "Device.Counter",
 	"PD.Handle", "PD.Device",
 	"MR.LKey", "MR.RKey", "MR.Addr", "MR.Len", "MR.Bytes", "MR.Access", "MR.PD", "MR.SGE", "MR.CheckedSGE", "MR.Remote",
 	"MW.RKey", "MW.Type", "MW.NextRKey",

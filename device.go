@@ -40,7 +40,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rnic/rnic/internal/hw/atu"
-	"net"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -317,7 +316,8 @@ type Device struct {
 	nextPD atomic.Uint32
 	srqSeq atomic.Uint32
 
-	gids [gidTableLen]GIDEntry // the port's GID table (gid.go)
+	gids   [gidTableLen]GIDEntry // the port's GID table (gid.go)
+	netdev link.Netdev           // the interface the link is bound to (empty: none, link/mem)
 
 	hostObjs sync.Map // ServeHost: *QP, *CQ, *SRQ → *hostObj, whose program its async events go to
 }
@@ -346,6 +346,51 @@ type DeviceAttr struct {
 	AtomicCap       AtomicCap // atomic_cap
 	ActiveMTU       MTU       // active_mtu (ibv_port_attr)
 	GIDTableLen     int       // gid_tbl_len (ibv_port_attr)
+	ActiveSpeed     PortSpeed // active_speed (ibv_port_attr): from the netdev's speed, as rxe's
+	ActiveWidth     PortWidth // active_width (ibv_port_attr)
+}
+
+// PortSpeed is a port's lane speed (ibv_port_attr's active_speed).
+type PortSpeed uint8
+
+// PortWidth is a port's lane count (ibv_port_attr's active_width).
+type PortWidth uint8
+
+// The speeds and widths a port reports (IBA 14.2.5.6, as libibverbs
+// numbers them).
+const (
+	SpeedSDR   PortSpeed = 1  // 2.5 Gb/s per lane
+	SpeedDDR   PortSpeed = 2  // 5 Gb/s
+	SpeedQDR   PortSpeed = 4  // 10 Gb/s
+	SpeedFDR10 PortSpeed = 8  // 10.3125 Gb/s
+	SpeedFDR   PortSpeed = 16 // 14.0625 Gb/s
+	SpeedEDR   PortSpeed = 32 // 25.78125 Gb/s
+
+	Width1X PortWidth = 1
+	Width4X PortWidth = 2
+)
+
+// portRate is the speed and width a RoCE port reports for a netdev of
+// speedMbps, as Linux's ib_get_eth_speed maps an Ethernet speed (Linux
+// 6.1, what rxe reports on Debian 12); an unknown speed (0: loopback)
+// counts as 1 Gb/s, as there.
+func portRate(speedMbps int) (PortSpeed, PortWidth) {
+	if speedMbps <= 0 {
+		speedMbps = 1000
+	}
+	switch {
+	case speedMbps <= 1000:
+		return SpeedSDR, Width1X
+	case speedMbps <= 10000:
+		return SpeedFDR10, Width1X
+	case speedMbps <= 20000:
+		return SpeedDDR, Width4X
+	case speedMbps <= 25000:
+		return SpeedEDR, Width1X
+	case speedMbps <= 40000:
+		return SpeedFDR10, Width4X
+	}
+	return SpeedEDR, Width4X
 }
 
 // AtomicCap says how atomic operations are atomic (enum ibv_atomic_cap).
@@ -432,12 +477,12 @@ func Open(o Options) (*Device, error) {
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
 	dev.d, dev.atu, dev.qpt, dev.cqt = d, d.ATU, d.QPs, d.CQs
-	var hw net.HardwareAddr
-	if h, ok := link.Find[interface{ HardwareAddr() net.HardwareAddr }](o.Link); ok {
-		hw = h.HardwareAddr()
+	if n, ok := link.Find[link.Netdever](o.Link); ok {
+		dev.netdev = n.Netdev()
 	}
-	dev.gids = gidTable(GID(d.GID()), hw)
+	dev.gids = gidTable(GID(d.GID()), dev.netdev.HardwareAddr)
 	dev.setAttr(d.Config().CoreConfig, d.Config().MTU)
+	dev.attr.ActiveSpeed, dev.attr.ActiveWidth = portRate(dev.netdev.SpeedMbps)
 	if o.Publish {
 		if err := dev.Publish(); err != nil {
 			dev.Close()
@@ -558,6 +603,11 @@ func log2(n int) (uint8, bool) {
 
 // Name returns the device's name.
 func (d *Device) Name() string { return d.name }
+
+// Netdev returns the network interface the device's link is bound to (as
+// rxe is bound to one: its name, index, MAC, MTU and speed), and false
+// for a link that has none (link/mem).
+func (d *Device) Netdev() (link.Netdev, bool) { return d.netdev, d.netdev.Name != "" }
 
 // Attr returns the device's limits (ibv_query_device).
 func (d *Device) Attr() DeviceAttr { return d.attr }

@@ -311,7 +311,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 			return fail(unix.EINVAL)
 		}
 		a := d.Attr()
-		rep.U8(uint8(a.ActiveMTU)).U64(a.MaxMsgSize).U32(uint32(a.GIDTableLen))
+		rep.U8(uint8(a.ActiveMTU)).U64(a.MaxMsgSize).U32(uint32(a.GIDTableLen)).U8(uint8(a.ActiveSpeed)).U8(uint8(a.ActiveWidth))
 	case hostif.OpQueryGID:
 		port, idx := r.U8(), r.U32()
 		if r.End() != nil || port != 1 || idx >= uint32(d.attr.GIDTableLen) {

@@ -168,7 +168,10 @@ type WC struct {
 	SrcQP uint32
 	// PKeyIndex is the P_Key index of a UD receive (pkey_index).
 	PKeyIndex uint16
-	// SL is the service level of a UD receive (sl).
+	// SL is the sl field of a UD receive. RoCE carries no service level,
+	// and rnic reports there what ConnectX does: the L3 header type of
+	// the packet (2 IPv4, 1 IPv6), which says where the GRH area holds
+	// the addresses (UCX's UD transport depends on it).
 	SL uint8
 }
 

@@ -374,7 +374,7 @@ func Dial(ctx context.Context, dev *rnic.Device, raddr netip.AddrPort, cfg *Conf
 	err = a.do(func(m *machine) error {
 		c.c = m.newConn(c)
 		c.c.autoDREP = true
-		m.connect(c.c, peer, req)
+		m.connect(c.c, peer, req, PacketLifeTime)
 		return nil
 	})
 	if err != nil {

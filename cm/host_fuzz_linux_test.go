@@ -58,6 +58,9 @@ func FuzzHostCommands(f *testing.F) {
 		msg(hostif.OpCMAccept, func(m *hostif.Msg) { m.U32(1).U32(0x11).U8(1).U8(1).U8(0).U8(7).U8(7).U8(0).Bytes(nil) }),
 		msg(hostif.OpCMDisconnect, func(m *hostif.Msg) { m.U32(1) }),
 		msg(hostif.OpCMMigrate, func(m *hostif.Msg) { m.U32(1).U32(1) }),
+		msg(hostif.OpCMSetOption, func(m *hostif.Msg) { m.U32(1).U32(hostif.CMOptAFOnly).U32(1) }),
+		msg(hostif.OpCMSetOption, func(m *hostif.Msg) { m.U32(1).U32(hostif.CMOptReuseAddr).U32(1) }),
+		msg(hostif.OpCMBind, func(m *hostif.Msg) { m.U32(1).U8(6).Fixed(make([]byte, 16)).U16(7000) }),
 		msg(hostif.OpCMDestroyID, func(m *hostif.Msg) { m.U32(1) }),
 	}
 	var all []byte
@@ -70,7 +73,7 @@ func FuzzHostCommands(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := fuzzHost.a
 		a.mu.Lock()
-		h := &hostCM{a: a, channels: map[uint32]*hostChannel{}, ports: map[portKey]*hostID{}}
+		h := newHostCM(a)
 		ch := &hostChannel{token: 1, pid: 1, dead: true} // events are dropped
 		ch.cond = sync.NewCond(&ch.mu)
 		h.channels[1] = ch
@@ -93,11 +96,11 @@ func FuzzHostCommands(f *testing.F) {
 		if len(ids) != 0 {
 			t.Errorf("%d ids left after the program's connection closed", len(ids))
 		}
-		for k, id := range h.ports {
-			t.Errorf("port %v still held by id %d", k, id.handle)
+		for k, ids := range h.ports {
+			t.Errorf("port %v still held by %d ids", k, len(ids))
 		}
 		for sid, l := range a.m.listeners {
-			if id, ok := l.(*hostID); ok && id.h == h {
+			if p, ok := l.(*hostPort); ok && p.h == h {
 				t.Errorf("service %#x still listened on", sid)
 			}
 		}

@@ -38,7 +38,7 @@ func ServeHost(dev *rnic.Device, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	h := &hostCM{a: a, channels: map[uint32]*hostChannel{}, ports: map[portKey]*hostID{}}
+	h := newHostCM(a)
 	if err := hostif.Serve(ln, h.serve); !errors.Is(err, net.ErrClosed) {
 		return err
 	}
@@ -57,8 +57,14 @@ type hostCM struct {
 	a        *agent
 	channels map[uint32]*hostChannel
 	nextTok  uint32
-	ports    map[portKey]*hostID
-	nextID   uint32
+	// ports: each port's holders in the order they bound (the kernel's
+	// bind list, ports.go).
+	ports  map[portKey][]*hostID
+	nextID uint32
+}
+
+func newHostCM(a *agent) *hostCM {
+	return &hostCM{a: a, channels: map[uint32]*hostChannel{}, ports: map[portKey][]*hostID{}}
 }
 
 // hostChannel is an event channel's connection: events queue here and a
@@ -125,8 +131,8 @@ type hostID struct {
 	ch      *hostChannel
 	owner   map[uint32]*hostID // its command connection's ids
 	ps      mad.PortSpace
-	qpType  uint8 // IBV_QPT_RC or IBV_QPT_UD
-	local   netip.AddrPort
+	qpType  uint8          // IBV_QPT_RC or IBV_QPT_UD
+	local   netip.AddrPort // bound: the NIC's address, or the wildcard of the id's family
 	remote  netip.AddrPort
 	bound   bool
 	c       *conn // the machine's connection, once connecting or requested
@@ -134,6 +140,27 @@ type hostID struct {
 	backlog int
 	pending int // a listener's requests not yet answered
 	parent  *hostID
+
+	// rdma_set_option's AFONLY (afonlySet: the program chose it, else
+	// bind takes the default) and REUSEADDR (ports.go); TOS and
+	// ACK_TIMEOUT, which the route takes.
+	afonly, afonlySet, reuse bool
+	tos, ackTimeout          uint8
+	tosSet, ackTimeoutSet    bool
+
+	// The route (rdma_cm's path over RoCE): what an active id's REQ
+	// carries as its primary path and its QP takes (init_qp_attr's RTR
+	// address vector; the RTS timeout follows from the packet lifetime).
+	// ResolveRoute makes it as the kernel's cma_resolve_iboe_route,
+	// SetPath takes the program's (RDMA_OPTION_IB_PATH); a passive id's
+	// is the REQ's, as the kernel's CM makes it.
+	routed    bool
+	peerGID   wire.GID
+	hopLimit  uint8
+	tclass    uint8
+	flowLabel uint32
+	pktLife   uint8 // the path's packet lifetime (active)
+	timeout   uint8 // the QP's local ACK timeout (RTS)
 
 	// What init_qp_attr needs: our receive PSN (the one we announced),
 	// the peer's QPN and PSN, and the READ/atomic depths agreed.
@@ -345,10 +372,14 @@ func (h *hostCM) handle(hd hostif.Header, r *hostif.Reader, ids map[uint32]*host
 		if r.End() != nil || !a.IsValid() {
 			return unix.EINVAL, nil
 		}
-		if a.Addr().Unmap() != gid {
+		// The NIC's address, or the wildcard: a wildcard id's part on
+		// this NIC, which holds the port here as the kernel's wildcard
+		// id holds it on the host.
+		addr := a.Addr().Unmap()
+		if addr != gid && !addr.IsUnspecified() {
 			return unix.EADDRNOTAVAIL, nil
 		}
-		if e := h.bind(id, a.Port()); e != 0 {
+		if e := h.bind(id, addr, a.Port()); e != 0 {
 			return e, nil
 		}
 		return 0, func(m *hostif.Msg) { m.U16(id.local.Port()) }
@@ -363,40 +394,65 @@ func (h *hostCM) handle(hd hostif.Header, r *hostif.Reader, ids map[uint32]*host
 		if dst.Addr().Unmap().Is4() != gid.Is4() {
 			return unix.EAFNOSUPPORT, nil
 		}
-		if !id.bound {
-			if e := h.bind(id, src.Port()); e != 0 {
+		switch {
+		case !id.bound:
+			if e := h.bind(id, gid, src.Port()); e != 0 {
 				return e, nil
 			}
+		case id.listens:
+			return unix.EINVAL, nil
+		case id.local.Addr().IsUnspecified():
+			// A wildcard id resolving: as the kernel's, it keeps its
+			// port, and its address becomes the one it sends from (of
+			// its own family only: the kernel refuses another).
+			if id.local.Addr().Is4() != gid.Is4() {
+				return unix.EINVAL, nil
+			}
+			id.local = netip.AddrPortFrom(gid, id.local.Port())
 		}
 		id.remote = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+		id.routed = false
 		h.push(id, hostif.CMEventAddrResolved)
 		return 0, nil
 	case hostif.OpCMResolveRoute:
-		if r.End() != nil || !id.remote.IsValid() {
+		// As the kernel's: an id whose address is resolved and its
+		// route not yet.
+		if r.End() != nil || !id.remote.IsValid() || id.routed || id.c != nil {
 			return unix.EINVAL, nil
 		}
+		h.route(id)
+		h.push(id, hostif.CMEventRouteResolved)
+		return 0, nil
+	case hostif.OpCMSetPath:
+		var p pathRec
+		copy(p.dgid[:], r.Fixed(16))
+		p.mtu, p.hopLimit, p.tclass, p.flowLabel, p.pktLife = r.U8(), r.U8(), r.U8(), r.U32(), r.U8()
+		if r.End() != nil || !id.remote.IsValid() || id.routed || id.c != nil {
+			return unix.EINVAL, nil
+		}
+		id.routed, id.peerGID, id.pathMTU = true, p.dgid, p.mtu
+		id.hopLimit, id.tclass, id.flowLabel, id.pktLife = p.hopLimit, p.tclass, p.flowLabel&0xFFFFF, p.pktLife&0x3F
 		h.push(id, hostif.CMEventRouteResolved)
 		return 0, nil
 	case hostif.OpCMListen:
 		backlog := int(r.U32())
-		if r.End() != nil || id.c != nil || id.listens {
+		if r.End() != nil || id.c != nil || id.listens || id.remote.IsValid() {
 			return unix.EINVAL, nil
 		}
 		if !id.bound {
-			if e := h.bind(id, 0); e != 0 {
+			if e := h.bind(id, gid, 0); e != 0 {
 				return e, nil
 			}
 		}
-		sid := mad.ServiceID(id.ps, id.local.Port())
-		if h.a.m.listeners[sid] != nil {
-			return unix.EADDRINUSE, nil
+		if e := h.listen(id); e != 0 {
+			return e, nil
 		}
-		h.a.m.listeners[sid] = id
-		id.listens, id.backlog = true, max(backlog, 1)
+		id.backlog = max(backlog, 1)
 		return 0, nil
 	case hostif.OpCMConnect:
 		p := getConnParam(r)
-		if r.End() != nil || id.c != nil || id.listens || !id.remote.IsValid() {
+		// As the kernel's rdma_connect: the route first.
+		if r.End() != nil || id.c != nil || id.listens || !id.routed {
 			return unix.EINVAL, nil
 		}
 		return h.connect(id, &p), nil
@@ -443,6 +499,12 @@ func (h *hostCM) handle(hd hostif.Header, r *hostif.Reader, ids map[uint32]*host
 		}
 		id.ch = ch
 		return 0, nil
+	case hostif.OpCMSetOption:
+		opt, v := r.U32(), r.U32()
+		if r.End() != nil {
+			return unix.EINVAL, nil
+		}
+		return h.setOption(id, opt, v), nil
 	case hostif.OpCMNotify:
 		ev := r.U32()
 		if r.End() != nil || id.c == nil {
@@ -464,27 +526,133 @@ func (h *hostCM) newID(ch *hostChannel, ids map[uint32]*hostID, ps mad.PortSpace
 	return id
 }
 
-// bind takes port (0: an ephemeral one) of the id's port space.
-func (h *hostCM) bind(id *hostID, port uint16) unix.Errno {
+// pathRec is what a path record (RDMA_OPTION_IB_PATH) gives the route.
+type pathRec struct {
+	dgid                  wire.GID
+	mtu, hopLimit, tclass uint8
+	flowLabel             uint32
+	pktLife               uint8
+}
+
+// route resolves the id's route as the kernel's cma_resolve_iboe_route
+// does over RoCE: to the peer's address, the port's MTU, hop limit 64,
+// the TOS set by then as traffic class (0 else, the kernel's default
+// RoCE TOS), the flow label rdma_cm hashes from the two ports, and the
+// packet lifetime one less than an ACK_TIMEOUT set by then (the kernel
+// takes it so), else rdma_cm's (PacketLifeTime).
+func (h *hostCM) route(id *hostID) {
+	id.routed, id.peerGID = true, wire.GIDFromAddr(id.remote.Addr())
+	id.pathMTU, id.hopLimit, id.tclass = uint8(h.a.dev.Attr().ActiveMTU), 64, 0
+	if id.tosSet {
+		id.tclass = id.tos
+	}
+	id.flowLabel = (uint32(id.local.Port())*31 + uint32(id.remote.Port())) & 0xFFFFF
+	id.pktLife = PacketLifeTime
+	if id.ackTimeoutSet && id.ackTimeout != 0 {
+		id.pktLife = id.ackTimeout - 1
+	}
+}
+
+// binding is the id's hold on its port.
+func (id *hostID) binding() binding {
+	return binding{addr: id.local.Addr(), afonly: id.afonly, reuse: id.reuse}
+}
+
+// bind takes port (0: an ephemeral one) of the id's port space for addr
+// (the NIC's address or a wildcard), if the port's holders let it
+// (binding.conflict).
+func (h *hostCM) bind(id *hostID, addr netip.Addr, port uint16) unix.Errno {
 	if id.bound {
 		return unix.EINVAL
 	}
+	if !id.afonlySet {
+		id.afonly = defaultAFOnly(addr)
+	}
+	b := binding{addr: addr, afonly: id.afonly, reuse: id.reuse}
 	if port == 0 {
+		// A port nobody holds (the kernel may share one among active
+		// ids with distinct peers; a free one is as good).
 		for range 1000 {
-			p := ephemeralPort()
-			if h.ports[portKey{id.ps, p}] == nil {
+			if p := ephemeralPort(); len(h.ports[portKey{id.ps, p}]) == 0 {
 				port = p
 				break
 			}
 		}
 		if port == 0 {
+			return unix.EADDRNOTAVAIL
+		}
+	} else {
+		for _, o := range h.ports[portKey{id.ps, port}] {
+			if e := b.conflict(o.binding(), id.reuse); e != 0 {
+				return e
+			}
+		}
+	}
+	k := portKey{id.ps, port}
+	h.ports[k] = append(h.ports[k], id)
+	id.local, id.bound = netip.AddrPortFrom(addr, port), true
+	return 0
+}
+
+// listen makes a bound id a listener. As the kernel's rdma_listen, a
+// listener may not share its port by REUSEADDR: it checks again without
+// it, and from then on has it no more. The port's requests reach the
+// machine through one hostPort, whatever ids listen on it.
+func (h *hostCM) listen(id *hostID) unix.Errno {
+	k := portKey{id.ps, id.local.Port()}
+	if id.reuse {
+		for _, o := range h.ports[k] {
+			if o == id {
+				continue
+			}
+			if e := id.binding().conflict(o.binding(), false); e != 0 {
+				return e
+			}
+		}
+	}
+	sid := mad.ServiceID(id.ps, id.local.Port())
+	switch l := h.a.m.listeners[sid].(type) {
+	case nil:
+		h.a.m.listeners[sid] = &hostPort{h: h, key: k}
+	case *hostPort:
+		if l.h != h {
 			return unix.EADDRINUSE
 		}
-	} else if h.ports[portKey{id.ps, port}] != nil {
-		return unix.EADDRINUSE
+	default:
+		return unix.EADDRINUSE // a listener of this process's Go API
 	}
-	h.ports[portKey{id.ps, port}] = id
-	id.local, id.bound = netip.AddrPortFrom(h.a.gid.Addr(), port), true
+	id.listens, id.reuse = true, false
+	return 0
+}
+
+// setOption is rdma_set_option's, with the states the kernel takes each
+// in: REUSEADDR and AFONLY on an id not bound, or bound and not yet
+// listening or resolving (REUSEADDR may be turned on later, not off);
+// TOS and ACK_TIMEOUT (RC ids only) in any, a route resolved from then
+// on has them. EINVAL otherwise.
+func (h *hostCM) setOption(id *hostID, opt, v uint32) unix.Errno {
+	idle := !id.bound && id.c == nil && !id.remote.IsValid()
+	switch opt {
+	case hostif.CMOptAFOnly:
+		if id.listens || id.c != nil || id.remote.IsValid() {
+			return unix.EINVAL
+		}
+		id.afonly, id.afonlySet = v != 0, true
+	case hostif.CMOptReuseAddr:
+		if v != 0 && id.listens || v == 0 && !idle {
+			return unix.EINVAL
+		}
+		id.reuse = v != 0
+	case hostif.CMOptTOS:
+		id.tos, id.tosSet = uint8(v), true
+	case hostif.CMOptAckTimeout:
+		if id.qpType != ibvQPTRC {
+			return unix.EINVAL
+		}
+		id.ackTimeout, id.ackTimeoutSet = uint8(v), true
+	default:
+		return unix.ENOSYS // as the kernel answers an option it does not know
+	}
 	return 0
 }
 
@@ -497,14 +665,24 @@ func (h *hostCM) destroy(id *hostID) {
 	}
 	id.dead = true
 	delete(id.owner, id.handle)
-	if id.listens {
+	if id.bound {
+		k := portKey{id.ps, id.local.Port()}
+		holders, listening := h.ports[k][:0], false
+		for _, o := range h.ports[k] {
+			if o != id {
+				holders = append(holders, o)
+				listening = listening || o.listens
+			}
+		}
+		if len(holders) == 0 {
+			delete(h.ports, k)
+		} else {
+			h.ports[k] = holders
+		}
 		sid := mad.ServiceID(id.ps, id.local.Port())
-		if h.a.m.listeners[sid] == id {
+		if l, ok := h.a.m.listeners[sid].(*hostPort); ok && l.h == h && !listening {
 			delete(h.a.m.listeners, sid)
 		}
-	}
-	if id.bound && h.ports[portKey{id.ps, id.local.Port()}] == id {
-		delete(h.ports, portKey{id.ps, id.local.Port()})
 	}
 	if id.c != nil && id.c.state != Idle {
 		_ = h.a.m.step(id.c, &event{in: inDisconnect})
@@ -523,7 +701,7 @@ func (h *hostCM) answered(id *hostID) {
 // connect sends the REQ (RC) or SIDR_REQ (UD) of an active id.
 func (h *hostCM) connect(id *hostID, p *connParam) unix.Errno {
 	src, dst := id.local, id.remote
-	peer := wire.GIDFromAddr(dst.Addr())
+	peer := id.peerGID
 	if id.qpType == ibvQPTUD {
 		if len(p.private) > mad.SIDRREQPrivateLen-mad.CMAHeaderSize {
 			return unix.EINVAL
@@ -538,11 +716,16 @@ func (h *hostCM) connect(id *hostID, p *connParam) unix.Errno {
 	at := h.a.dev.Attr()
 	id.psn = rand.Uint32() & 0xFFFFFF
 	id.responder, id.initiator = min(p.responder, uint8(min(at.MaxQPRdAtom, 255))), min(p.initiator, uint8(min(at.MaxQPInitRdAtom, 255)))
-	id.retry, id.rnrRetry, id.pathMTU = min(p.retry, 7), min(p.rnrRetry, 7), uint8(at.ActiveMTU)
+	id.retry, id.rnrRetry = min(p.retry, 7), min(p.rnrRetry, 7)
 	req := rdmacmREQ(id.ps, src, dst, &reqParams{qpn: p.qpn, psn: id.psn, responder: id.responder, initiator: id.initiator,
 		retry: id.retry, rnrRetry: id.rnrRetry, mtu: id.pathMTU, flowCtl: p.flowCtl != 0, srq: p.srq != 0, private: p.private})
+	// The primary path is the route's (the kernel's cm_format_req); its
+	// local ACK timeout is the path's for our CA's ACK delay.
+	pp := &req.Primary
+	pp.RemoteGID, pp.HopLimit, pp.TrafficClass, pp.FlowLabel = peer, id.hopLimit, id.tclass, id.flowLabel
+	pp.LocalAckTimeout = cmAckTimeout(TargetACKDelay, id.pktLife)
 	id.c = h.a.m.newConn(id)
-	h.a.m.connect(id.c, peer, req)
+	h.a.m.connect(id.c, peer, req, id.pktLife)
 	return 0
 }
 
@@ -595,6 +778,8 @@ func (h *hostCM) initQPAttr(id *hostID, state uint8) (unix.Errno, func(*hostif.M
 		retry, rnr                           uint8
 		destQPN, rqPSN, sqPSN, qkey, access  uint32
 		dgid                                 [16]byte
+		hop, tclass                          uint8
+		flow                                 uint32
 	)
 	switch rnic.QPState(state) {
 	case rnic.QPSInit:
@@ -617,7 +802,7 @@ func (h *hostCM) initQPAttr(id *hostID, state uint8) (unix.Errno, func(*hostif.M
 			}
 			mask |= ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN | ibvQPMaxDestRdAtom | ibvQPMinRNRTimer
 			mtu, destQPN, rqPSN, maxDest, minRNR = id.pathMTU, id.peerQPN, id.psn, max(id.responder, 1), MinRNRTimer
-			dgid = wire.GIDFromAddr(id.remote.Addr())
+			dgid, hop, flow, tclass = id.peerGID, id.hopLimit, id.flowLabel, id.tclass
 		}
 	case rnic.QPSRTS:
 		mask = ibvQPState | ibvQPSQPSN
@@ -626,7 +811,7 @@ func (h *hostCM) initQPAttr(id *hostID, state uint8) (unix.Errno, func(*hostif.M
 				return unix.EINVAL, nil
 			}
 			mask |= ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic
-			sqPSN, timeout, retry, rnr, maxRd = id.peerPSN, AckTimeout, id.retry, id.rnrRetry, max(id.initiator, 1)
+			sqPSN, timeout, retry, rnr, maxRd = id.peerPSN, id.timeout, id.retry, id.rnrRetry, max(id.initiator, 1)
 		}
 	default:
 		return unix.EINVAL, nil
@@ -634,7 +819,7 @@ func (h *hostCM) initQPAttr(id *hostID, state uint8) (unix.Errno, func(*hostif.M
 	return 0, func(m *hostif.Msg) {
 		m.U32(mask).U8(state).U8(mtu).U32(destQPN).U32(rqPSN).U32(sqPSN).U8(maxDest).U8(maxRd).U8(minRNR).
 			U8(timeout).U8(retry).U8(rnr).U32(qkey).U16(0).U8(1).U32(access).Fixed(dgid[:]).U8(rnic.AddrGIDIndex).
-			U8(64).U32(0).U8(0)
+			U8(hop).U32(flow).U8(tclass)
 	}
 }
 
@@ -645,6 +830,9 @@ func (id *hostID) repReceived(rep *mad.REP) error {
 	// The REP's depths are the passive side's: ours are the other way.
 	id.responder, id.initiator = min(id.responder, rep.InitiatorDepth), min(id.initiator, rep.ResponderResources)
 	id.rnrRetry = rep.RNRRetryCount
+	// The QP's ACK timeout: the path's for the peer's ACK delay (the
+	// kernel CM's, on a REP).
+	id.timeout = cmAckTimeout(rep.TargetACKDelay, id.pktLife)
 	return nil
 }
 
@@ -685,25 +873,66 @@ func (id *hostID) event(ev Event) {
 	id.h.pushUD(id, t, status, p, ev.QPN, ev.QKey, nil)
 }
 
-// request is the machine's: a REQ or SIDR_REQ for a listening id. A new
-// id takes the connection and the listener's channel reports it.
-func (id *hostID) request(c *conn, msg mad.Message) bool {
-	if id.dead || id.pending >= id.backlog {
+// hostPort is the machine's listener for one port of the NIC's ids: it
+// gives a request to the id listening on the port that takes it, as the
+// kernel's cma_find_listener walks the port's bind list. Two listeners
+// of a port never take the same request (binding.conflict keeps them
+// apart), so the first that does is the one.
+type hostPort struct {
+	h   *hostCM
+	key portKey
+}
+
+// request is the machine's: a REQ or SIDR_REQ for the port. One no
+// listener takes (for another address or IP version than the
+// listeners', of the wrong QP type, not rdma_cm's) is refused, as the
+// kernel's CM refuses a request rdma_cm finds no listener for: REJ
+// reason 28 (consumer defined), or a SIDR_REP saying rejected. A
+// listener whose backlog is full drops it (false), as Linux's does.
+func (p *hostPort) request(c *conn, msg mad.Message) bool {
+	h := p.h
+	var hdr mad.CMAHeader
+	err := errNotRDMACM
+	ud := false
+	switch req := msg.(type) {
+	case *mad.REQ:
+		hdr, err = mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
+	case *mad.SIDRREQ:
+		hdr, err = mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
+		ud = true
+	}
+	// A request reaches the NIC of its destination address: one for
+	// another is for no listener here.
+	if err == nil && hdr.Dst.Addr().Unmap() == h.a.gid.Addr() {
+		for _, id := range h.ports[p.key] {
+			if id.listens && !id.dead && id.binding().takes(hdr.Dst.Addr()) {
+				if (id.qpType == ibvQPTUD) != ud {
+					break
+				}
+				return id.take(c, msg, hdr)
+			}
+		}
+	}
+	h.a.m.counters.Rejects++
+	_ = h.a.m.step(c, &event{in: inReject, reason: mad.RejConsumerDefined})
+	return true
+}
+
+var errNotRDMACM = errors.New("cm: not an rdma_cm request")
+
+// take makes a new id of the listener the owner of a request for it: the
+// listener's channel reports CONNECT_REQUEST. False if its backlog is
+// full.
+func (id *hostID) take(c *conn, msg mad.Message, hdr mad.CMAHeader) bool {
+	if id.pending >= id.backlog {
 		return false
 	}
 	h := id.h
-	var data []byte
-	var hdr mad.CMAHeader
-	var err error
 	child := h.newID(id.ch, id.owner, id.ps, id.qpType, 0)
 	p := &connParam{}
+	var data []byte
 	switch req := msg.(type) {
 	case *mad.REQ:
-		if id.qpType != ibvQPTRC {
-			delete(id.owner, child.handle)
-			return false
-		}
-		hdr, err = mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
 		data = clone(req.PrivateData[mad.CMAHeaderSize:])
 		at := h.a.dev.Attr()
 		child.peerQPN, child.peerPSN = req.LocalQPN, req.StartingPSN
@@ -715,24 +944,24 @@ func (id *hostID) request(c *conn, msg mad.Message) bool {
 		child.initiator = min(req.ResponderResources, uint8(min(at.MaxQPInitRdAtom, 255)))
 		child.retry, child.rnrRetry = req.RetryCount, req.RNRRetryCount
 		child.pathMTU = min(req.PathMTU, uint8(at.ActiveMTU))
+		// The route is the REQ's primary path, as the kernel's CM takes
+		// it (cm_format_paths_from_req): the QP's timeout is its local
+		// ACK timeout.
+		pp := &req.Primary
+		child.peerGID, child.hopLimit, child.tclass, child.flowLabel = pp.LocalGID, pp.HopLimit, pp.TrafficClass, pp.FlowLabel
+		child.timeout = max(pp.LocalAckTimeout, 1)
 		*p = connParam{qpn: req.LocalQPN, responder: child.responder, initiator: child.initiator,
 			retry: req.RetryCount, rnrRetry: req.RNRRetryCount}
 		if req.SRQ {
 			p.srq = 1
 		}
 	case *mad.SIDRREQ:
-		if id.qpType != ibvQPTUD {
-			delete(id.owner, child.handle)
-			return false
-		}
-		hdr, err = mad.DecodeCMAHeader(req.PrivateData[:], req.ServiceID)
 		data = clone(req.PrivateData[mad.CMAHeaderSize:])
 	}
-	if err != nil || hdr.Dst.Addr().Unmap() != h.a.gid.Addr() {
-		delete(id.owner, child.handle)
-		return false
-	}
 	child.c, child.parent = c, id
+	// The new id's addresses are the request's, of its IP version (an
+	// IPv6 listener's id for an IPv4 request is an IPv4 one, as the
+	// kernel's cma_save_ip_info makes it).
 	child.local = netip.AddrPortFrom(hdr.Dst.Addr().Unmap(), id.local.Port())
 	child.remote = netip.AddrPortFrom(hdr.Src.Addr().Unmap(), hdr.Src.Port())
 	c.user = child

@@ -58,10 +58,31 @@ func convertMS(t uint8) time.Duration {
 }
 
 // reqTimeout is how long a REQ waits for its answer: the round trip
-// (twice the packet lifetime) plus the time the peer's CM takes to
-// answer (IBTA §12.7.27; 6.1 s with rdma_cm's values).
-func reqTimeout(remoteResponse uint8) time.Duration {
-	return 2*convertMS(PacketLifeTime) + convertMS(remoteResponse)
+// (twice the path's packet lifetime) plus the time the peer's CM takes
+// to answer (IBTA §12.7.27; 6.1 s with rdma_cm's values).
+func reqTimeout(pktLife, remoteResponse uint8) time.Duration {
+	return 2*convertMS(pktLife) + convertMS(remoteResponse)
+}
+
+// cmAckTimeout is the local ACK timeout of a path of packet lifetime
+// pktLife to a CA that takes caAckDelay to acknowledge (the kernel CM's
+// cm_ack_timeout: the larger of the two, one more when the other is
+// within half of it): what a REQ carries for the delay of our CA
+// (TargetACKDelay), what the active QP takes for the REP's.
+func cmAckTimeout(caAckDelay, pktLife uint8) uint8 {
+	t := pktLife + 1
+	if t >= caAckDelay {
+		if caAckDelay >= t-1 {
+			t++
+		}
+	} else {
+		up := t >= caAckDelay-1
+		t = caAckDelay
+		if up {
+			t++
+		}
+	}
+	return min(31, t)
 }
 
 // ErrState is returned when a connection's state does not take a call
@@ -353,13 +374,14 @@ func (m *machine) abandon(c *conn, _ *event) State {
 // --- the active side ---
 
 // connect sends a REQ for a new active connection (its fields but the
-// communication ID and CA GUID are the caller's).
-func (m *machine) connect(c *conn, peer wire.GID, req *mad.REQ) {
+// communication ID and CA GUID are the caller's) on a path of packet
+// lifetime pktLife.
+func (m *machine) connect(c *conn, peer wire.GID, req *mad.REQ, pktLife uint8) {
 	c.active = true
 	c.peer, c.serviceID, c.localQPN = peer, req.ServiceID, req.LocalQPN
 	req.LocalCommID, req.LocalCAGUID = c.localID, m.guid
 	c.tid = m.newTID()
-	c.timeout = reqTimeout(req.RemoteCMResponseTimeout)
+	c.timeout = reqTimeout(pktLife, req.RemoteCMResponseTimeout)
 	c.retries = int(req.MaxCMRetries)
 	c.state = ReqSent
 	m.transmit(c, c.tid, req, true)
@@ -524,7 +546,7 @@ func (m *machine) dreqBeforeRTU(c *conn, ev *event) State {
 
 func (m *machine) sendDREQ(c *conn, ev *event) State {
 	c.tid = m.newTID()
-	c.timeout = reqTimeout(CMResponseTimeout)
+	c.timeout = reqTimeout(PacketLifeTime, CMResponseTimeout)
 	c.retries = MaxCMRetries
 	dreq := &mad.DREQ{LocalCommID: c.localID, RemoteCommID: c.remoteID, RemoteQPN: c.remoteQPN}
 	copy(dreq.PrivateData[:], ev.private)

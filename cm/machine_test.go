@@ -77,7 +77,7 @@ func established(t testing.TB) (a, b *rig, ca *conn, cb *conn) {
 	b.m.listeners[sid] = l
 	ca = a.m.newConn(&user{})
 	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, StartingPSN: 1, RemoteCMResponseTimeout: 20,
-		LocalCMResponseTimeout: 20, MaxCMRetries: 15})
+		LocalCMResponseTimeout: 20, MaxCMRetries: 15}, PacketLifeTime)
 	a.deliver(gidA, b)
 	if len(l.got) != 1 {
 		t.Fatal("the listener got no request")
@@ -174,7 +174,7 @@ func TestDuplicateREQ(t *testing.T) {
 	sid := mad.ServiceID(mad.PortSpaceTCP, 1)
 	b.m.listeners[sid] = l
 	ca := a.m.newConn(&user{})
-	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, RemoteCMResponseTimeout: 20, LocalCMResponseTimeout: 20, MaxCMRetries: 3})
+	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, RemoteCMResponseTimeout: 20, LocalCMResponseTimeout: 20, MaxCMRetries: 3}, PacketLifeTime)
 	req := a.out[0]
 	a.deliver(gidA, b)
 	b.m.receive(gidA, mad.GSIQPN, req.m) // the duplicate
@@ -283,7 +283,7 @@ func TestDeferredRTU(t *testing.T) {
 	b.m.listeners[sid] = l
 	u := &deferUser{}
 	ca := a.m.newConn(u)
-	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, RemoteCMResponseTimeout: 20, LocalCMResponseTimeout: 20, MaxCMRetries: 3})
+	a.m.connect(ca, gidB, &mad.REQ{ServiceID: sid, LocalQPN: 0x11, RemoteCMResponseTimeout: 20, LocalCMResponseTimeout: 20, MaxCMRetries: 3}, PacketLifeTime)
 	a.deliver(gidA, b)
 	cb := l.got[0]
 	_ = b.m.step(cb, &event{in: inAccept, rep: &mad.REP{LocalQPN: 0x12}})

@@ -13,6 +13,7 @@ package link
 
 import (
 	"encoding/binary"
+	"net"
 	"net/netip"
 
 	"github.com/rnic/rnic/wire"
@@ -90,6 +91,26 @@ func FixICRC(b *Buf) {
 // wrapper around a link that does not fix it).
 type SourcePorter interface {
 	SourcePort() uint16
+}
+
+// Netdev is the network interface a link sends through, as the kernel
+// describes it (ip link): what rdma_rxe binds a device to, and what
+// programs look up through the device (sysfs's gid_attrs/ndevs, the
+// device's net/ directory, libfabric's interface filter).
+type Netdev struct {
+	Name         string           // ifname, e.g. eth0, lo, veth1
+	Index        int              // ifindex
+	HardwareAddr net.HardwareAddr // MAC; empty for loopback
+	MTU          int              // the interface's MTU, bytes of IP packet
+	// SpeedMbps is the link speed ethtool reports (/sys/class/net/IF/speed),
+	// 0 when the interface has none (loopback, a link that is down).
+	SpeedMbps int
+}
+
+// Netdever is implemented by links bound to a network interface
+// (link/udp): Netdev describes it as it was when the link opened.
+type Netdever interface {
+	Netdev() Netdev
 }
 
 // Receiver is implemented by a dispatcher whose receive queue is bounded

@@ -1,6 +1,8 @@
 // Package provider holds the C sources of rnic's libibverbs.so.1 (the
-// verbs library that programs load to run on rnic, docs/verbs.md) and
-// librdmacm.so.1 (RDMA CM over the NICs' connection managers), so that
+// verbs library that programs load to run on rnic, docs/verbs.md),
+// librdmacm.so.1 (RDMA CM over the NICs' connection managers) and
+// librnic-sysfs.so (the sysfs view rnic exec preloads: the NICs' entries
+// of /sys/class/infiniband and /dev/infiniband, internal/sysfs), so that
 // the rnic command can build them where it runs (rnic exec) as
 // scripts/build-provider.sh does.
 package provider
@@ -8,10 +10,10 @@ package provider
 import "embed"
 
 // Sources are the libraries' C sources, headers and linker version
-// scripts: src/ is libibverbs', rdmacm/ librdmacm's (which also
-// compiles src/hostif.c).
+// scripts: src/ is libibverbs', rdmacm/ librdmacm's and sysfs/
+// librnic-sysfs.so's (both also compile src/hostif.c).
 //
-//go:embed src/*.c src/*.h src/libibverbs.map rdmacm/*.c rdmacm/*.h rdmacm/librdmacm.map
+//go:embed src/*.c src/*.h src/libibverbs.map rdmacm/*.c rdmacm/*.h rdmacm/librdmacm.map sysfs/*.c sysfs/librnic-sysfs.map
 var Sources embed.FS
 
 // Flags are the C compiler's flags for libibverbs.so.1 (besides the
@@ -27,3 +29,10 @@ var CMFlags = []string{"-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-st
 
 // CMSources are librdmacm.so.1's C files, relative to rdmacm/.
 var CMSources = []string{"rdmacm.c", "rsocket.c", "../src/hostif.c"}
+
+// SysfsFlags are librnic-sysfs.so's, run in sysfs/ with SysfsSources.
+var SysfsFlags = []string{"-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11",
+	"-Wl,--version-script=librnic-sysfs.map", "-ldl"}
+
+// SysfsSources are librnic-sysfs.so's C files, relative to sysfs/.
+var SysfsSources = []string{"sysfs.c", "../src/hostif.c"}

@@ -22,15 +22,20 @@ func newExecCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "exec [--addr A] -- PROGRAM [ARGS...]",
 		Short: "Run a verbs program on rnic",
-		Long: `exec runs PROGRAM with rnic's libibverbs.so.1, so that its verbs (libibverbs)
-go to rnic's NICs: every running NIC ("rnic nic list") is a device it sees.
+		Long: `exec runs PROGRAM with rnic's libibverbs.so.1 and librdmacm.so.1, so that its
+verbs and RDMA CM calls go to rnic's NICs: every running NIC ("rnic nic list")
+is a device it sees. It also preloads librnic-sysfs.so, which shows the
+program the NICs at /sys/class/infiniband, /sys/class/infiniband_verbs and
+/dev/infiniband, where UCX and others look for devices (docs/verbs.md).
 If no NIC serves --addr (default 127.0.0.1), exec starts one there for the
-program's lifetime. The library is built on first use with the system C
-compiler, against <infiniband/verbs.h> (Debian: gcc libibverbs-dev), into
-$XDG_CACHE_HOME/rnic (default ~/.cache/rnic).
+program's lifetime. The libraries are built on first use with the system C
+compiler, against <infiniband/verbs.h> and <rdma/rdma_cma.h> (Debian: gcc
+libibverbs-dev librdmacm-dev), into $XDG_CACHE_HOME/rnic (default
+~/.cache/rnic).
 
   rnic exec -- ibv_devinfo
-  rnic exec -- ib_write_bw -d rnic0 -x 1`,
+  rnic exec -- ib_write_bw -d rnic0 -x 1
+  rnic exec -- ucx_info -d`,
 		Args:               cobra.MinimumNArgs(1),
 		DisableFlagParsing: false,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,7 +62,8 @@ $XDG_CACHE_HOME/rnic (default ~/.cache/rnic).
 			}
 			p := exec.Command(args[0], args[1:]...)
 			p.Stdin, p.Stdout, p.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-			p.Env = append(os.Environ(), "RNIC_RUN_DIR="+dir, "LD_LIBRARY_PATH="+joinPath(filepath.Dir(lib), os.Getenv("LD_LIBRARY_PATH")))
+			p.Env = append(os.Environ(), "RNIC_RUN_DIR="+dir, "LD_LIBRARY_PATH="+joinPath(filepath.Dir(lib), os.Getenv("LD_LIBRARY_PATH")),
+				"LD_PRELOAD="+joinPreload(filepath.Join(filepath.Dir(lib), "librnic-sysfs.so"), os.Getenv("LD_PRELOAD")))
 			err = p.Run()
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -69,6 +75,20 @@ $XDG_CACHE_HOME/rnic (default ~/.cache/rnic).
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1", "the address of the NIC to start if none serves it")
 	return c
+}
+
+// joinPreload puts lib first in an LD_PRELOAD list (space or colon
+// separated) unless it is there already.
+func joinPreload(lib, list string) string {
+	for _, l := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ':' }) {
+		if l == lib {
+			return list
+		}
+	}
+	if list == "" {
+		return lib
+	}
+	return lib + " " + list
 }
 
 // exitCode is the program's exit status, which rnic exec exits with.
@@ -111,7 +131,8 @@ func providerLib() (string, error) {
 		fmt.Fprintf(h, "%s %d\n", n, len(b))
 		h.Write(b)
 	}
-	fmt.Fprintln(h, strings.Join(provider.Flags, " "), strings.Join(provider.CMFlags, " "), strings.Join(provider.CMSources, " "))
+	fmt.Fprintln(h, strings.Join(provider.Flags, " "), strings.Join(provider.CMFlags, " "), strings.Join(provider.CMSources, " "),
+		strings.Join(provider.SysfsFlags, " "), strings.Join(provider.SysfsSources, " "))
 	_, noCMA := os.Stat("/usr/include/rdma/rdma_cma.h")
 	fmt.Fprintln(h, "rdma_cma.h", noCMA == nil) // installed later, librdmacm is built then
 	cache, err := os.UserCacheDir()
@@ -163,6 +184,14 @@ func providerLib() (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building rnic's libibverbs.so.1: %v\n%s", err, out)
 	}
+	{
+		args := append(append([]string{}, provider.SysfsFlags...), "-o", filepath.Join(tmpdir, "librnic-sysfs.so"))
+		cmd := exec.Command(cc, append(args, provider.SysfsSources...)...)
+		cmd.Dir = filepath.Join(src, "sysfs")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building rnic's librnic-sysfs.so: %v\n%s", err, out)
+		}
+	}
 	if _, err := os.Stat("/usr/include/rdma/rdma_cma.h"); err == nil {
 		args := append(append([]string{}, provider.CMFlags...), "-o", filepath.Join(tmpdir, "librdmacm.so.1"))
 		args = append(append(args, provider.CMSources...), "-L"+tmpdir, "-libverbs")
@@ -174,7 +203,7 @@ func providerLib() (string, error) {
 	} else {
 		fmt.Fprintln(os.Stderr, "rnic exec: <rdma/rdma_cma.h> is not installed, so rnic's librdmacm.so.1 is not built: programs that use RDMA CM would load the system's, which needs the kernel's rdma_cm; Debian: apt-get install librdmacm-dev")
 	}
-	for _, f := range []string{"librdmacm.so.1", "libibverbs.so.1"} { // libibverbs last: its presence says the build is whole
+	for _, f := range []string{"librnic-sysfs.so", "librdmacm.so.1", "libibverbs.so.1"} { // libibverbs last: its presence says the build is whole
 		if _, err := os.Stat(filepath.Join(tmpdir, f)); err == nil {
 			if err := os.Rename(filepath.Join(tmpdir, f), filepath.Join(dir, f)); err != nil {
 				return "", err

@@ -23,6 +23,7 @@ import (
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/cm"
 	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/sysfs"
 	"github.com/rnic/rnic/link/udp"
 )
 
@@ -40,6 +41,8 @@ type nicInfo struct {
 	Socket string `json:"socket"`
 	// CMSocket is the connection manager's socket (rnic's librdmacm).
 	CMSocket string `json:"cm_socket,omitempty"`
+	// Netdev is the network interface the NIC is bound to (ip link's name).
+	Netdev string `json:"netdev,omitempty"`
 }
 
 func runDir() (string, error) {
@@ -262,6 +265,7 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 		}
 		for _, n := range nics {
 			os.Remove(n.desc)
+			sysfs.Remove(n.view, n.dev.Name())
 			n.dev.Close()
 		}
 	}()
@@ -296,6 +300,7 @@ type servedNIC struct {
 	cmln net.Listener
 	dev  *rnic.Device
 	desc string // its description in the run directory
+	view string // the sysfs view its entries are in
 }
 
 // openNIC starts the NIC named name on address a, listening on its
@@ -347,6 +352,9 @@ func openNIC(errw io.Writer, dir string, a netip.Addr, name string) (*servedNIC,
 		return nil, err
 	}
 	info := nicInfo{Name: name, Addr: a.String(), PID: os.Getpid(), Socket: sock, CMSocket: cmsock}
+	if nd, ok := dev.Netdev(); ok {
+		info.Netdev = nd.Name
+	}
 	b, _ := json.Marshal(info)
 	desc := filepath.Join(dir, name+".json")
 	if err := os.WriteFile(desc, b, 0o600); err != nil {
@@ -355,7 +363,58 @@ func openNIC(errw io.Writer, dir string, a netip.Addr, name string) (*servedNIC,
 		dev.Close()
 		return nil, err
 	}
-	return &servedNIC{Listener: ln, cmln: cmln, dev: dev, desc: desc}, nil
+	// What programs find of the NIC in sysfs and /dev (rnic exec shows
+	// them this view): NICs that were killed leave theirs, pruned here.
+	view := viewDir(dir)
+	sysfs.Prune(view, func(n string) bool { return n == name || nicAlive(dir, n) })
+	if err := sysfs.Write(view, sysfsDevice(dev, sock)); err != nil {
+		fmt.Fprintf(errw, "rnic nic: %s is not shown in the sysfs view of rnic exec: %v\n", name, err)
+	}
+	return &servedNIC{Listener: ln, cmln: cmln, dev: dev, desc: desc, view: view}, nil
+}
+
+// viewDir is the sysfs view in the run directory (package sysfs), which
+// rnic exec's preloaded library shows programs at /sys/class/infiniband,
+// /sys/class/infiniband_verbs and /dev/infiniband.
+func viewDir(run string) string { return filepath.Join(run, "view") }
+
+// nicAlive reports whether a NIC listens on the socket of the name in
+// the run directory: a connection is taken by the kernel even before
+// the NIC serves it (a NIC of this process that is still starting).
+func nicAlive(dir, name string) bool {
+	c, err := net.Dial("unixpacket", filepath.Join(dir, name+".sock"))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// sysfsDevice describes dev, served on sock, for the sysfs view.
+func sysfsDevice(dev *rnic.Device, sock string) sysfs.Device {
+	a := dev.Attr()
+	g0, _ := dev.GID(0)
+	d := sysfs.Device{Name: dev.Name(), FWVer: a.FWVer, Socket: sock, Port: sysfs.Port{
+		ActiveMTU: int(a.ActiveMTU), ActiveSpeed: uint8(a.ActiveSpeed), ActiveWidth: uint8(a.ActiveWidth),
+		CapMask:  1 << 26, // IBV_PORT_IP_BASED_GIDS, as ibv_query_port says
+		TableLen: a.GIDTableLen,
+	}}
+	copy(d.NodeGUID[:], g0[8:]) // the EUI-64 of the link-local GID, as ibv_get_device_guid
+	for _, e := range dev.GIDTable() {
+		d.Port.GIDs = append(d.Port.GIDs, sysfs.GID{Index: e.Index, GID: e.GID, Type: sysfsGIDType(e.Type)})
+	}
+	if nd, ok := dev.Netdev(); ok {
+		d.Port.Netdev = nd.Name
+	}
+	return d
+}
+
+// sysfsGIDType is a GID's type as gid_attrs/types says it.
+func sysfsGIDType(t rnic.GIDType) string {
+	if t == rnic.GIDTypeRoCEv2 {
+		return "RoCE v2"
+	}
+	return "IB/RoCE v1"
 }
 
 func newNICListCmd() *cobra.Command {
@@ -460,6 +519,7 @@ func stopNICs(dir string, group []nicInfo) error {
 			live = append(live, m)
 		} else {
 			os.Remove(filepath.Join(dir, m.Name+".json")) // a stale description
+			sysfs.Remove(viewDir(dir), m.Name)
 			os.Remove(m.Socket)
 			if m.CMSocket != "" {
 				os.Remove(m.CMSocket)

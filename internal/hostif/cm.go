@@ -22,15 +22,17 @@ package hostif
 // accepts (passive: the REP goes) or confirms a CONNECT_RESPONSE
 // (active: the RTU goes), as librdmacm does on Linux.
 
-// CMVersion is the CM protocol's version.
-const CMVersion = 1
+// CMVersion is the CM protocol's version. 2: CMSetOption, CMSetPath,
+// CMBind of the wildcard address (a wildcard id's part on each NIC holds
+// its port), CMConnect only after the route.
+const CMVersion = 2
 
 // The CM socket's operations (continuing the verbs socket's numbers).
 const (
 	OpCMHello        Op = 100 // u32 version, u8 kind (CMCommand, CMEvents) → u32 token (events)
 	OpCMCreateID     Op = 101 // u32 token, u16 port space, u8 QP type, u64 uid → u32 id
 	OpCMDestroyID    Op = 102 // u32 id
-	OpCMBind         Op = 103 // u32 id, addr → u16 port (the one taken, for port 0)
+	OpCMBind         Op = 103 // u32 id, addr (the NIC's, or 0.0.0.0 or ::) → u16 port (the one taken, for port 0)
 	OpCMResolveAddr  Op = 104 // u32 id, addr src, addr dst → (event ADDR_RESOLVED)
 	OpCMResolveRoute Op = 105 // u32 id → (event ROUTE_RESOLVED)
 	OpCMListen       Op = 106 // u32 id, u32 backlog
@@ -41,7 +43,17 @@ const (
 	OpCMInitQPAttr   Op = 111 // u32 id, u8 state → QP attributes
 	OpCMNotify       Op = 112 // u32 id, u32 event (IBV_EVENT_COMM_EST)
 	OpCMMigrate      Op = 113 // u32 id, u32 token: the id's events go to that events connection (rdma_migrate_id)
+	OpCMSetOption    Op = 114 // u32 id, u32 option (CMOpt*), u32 value: rdma_set_option's, with the kernel's rules
+	OpCMSetPath      Op = 115 // u32 id, 16 bytes DGID, u8 MTU, u8 hop limit, u8 traffic class, u32 flow label, u8 packet lifetime (→ event ROUTE_RESOLVED)
 	OpCMEvent        Op = 120 // pushed on an events connection: an event
+)
+
+// The options of CMSetOption: rdma_set_option's RDMA_OPTION_ID_*.
+const (
+	CMOptTOS        = 0 // RDMA_OPTION_ID_TOS: the route's traffic class
+	CMOptReuseAddr  = 1 // RDMA_OPTION_ID_REUSEADDR: ids that all have it share a port until one listens
+	CMOptAFOnly     = 2 // RDMA_OPTION_ID_AFONLY: the id serves its own address family only
+	CMOptAckTimeout = 3 // RDMA_OPTION_ID_ACK_TIMEOUT: the route's packet lifetime (the QP's timeout is the program's library's)
 )
 
 // The kinds of CM connection (CMHello).

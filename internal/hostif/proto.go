@@ -21,7 +21,7 @@ import (
 )
 
 // Version is the protocol version a Hello carries; a NIC refuses others.
-const Version = 3
+const Version = 4
 
 // ProbeWord is what the 8 bytes at a Hello's probe address hold
 // ("rnic-ok" in little-endian bytes): reading them, the NIC checks that
@@ -45,7 +45,7 @@ type Op uint16
 const (
 	OpHello       Op = 1 // u32 version, u64 probe address → u32 version, name (string), u32 access (0, or the errno REG_MR will fail with)
 	OpQueryDevice Op = 2 // → DeviceAttr fields
-	OpQueryPort   Op = 3 // u8 port → PortAttr fields
+	OpQueryPort   Op = 3 // u8 port → u8 active_mtu, u64 max_msg_sz, u32 gid_tbl_len, u8 active_speed, u8 active_width
 	OpQueryGID    Op = 4 // u8 port, u32 index → 16-byte GID, u32 type
 	OpAllocPD     Op = 5 // → u32 pd
 	OpDeallocPD   Op = 6 // u32 pd

@@ -973,7 +973,7 @@ func (rsp *responder) udRecv(qp *QP, p *wire.Packet) {
 	}
 	resp.haveRecv = false
 	wc := WC{WRID: resp.recv.wrid, Status: WCSuccess, Opcode: WCRecv, Flags: WCWithGRH, ByteLen: uint32(total),
-		QPNum: qp.QPN, SrcQP: p.DETH.SrcQP()}
+		QPNum: qp.QPN, SrcQP: p.DETH.SrcQP(), SL: roceL3Type(p.IPv6)}
 	if p.ImmDt != nil {
 		wc.Flags |= WCWithImm
 		wc.ImmData = p.ImmDt.Imm()
@@ -982,3 +982,22 @@ func (rsp *responder) udRecv(qp *QP, p *wire.Packet) {
 }
 
 const grhSize = 40
+
+// The L3 header type a RoCE UD receive reports in its completion's SL, as
+// ConnectX does: RoCE carries no SL (there is no LRH), and the CQE says
+// instead whether the GRH area holds an IPv6 or an IPv4 header (IBTA
+// Annex 17, A17.4.5.1: the CQE carries "a flag that indicates if the
+// received frame is an IPv4, IPv6 or RoCE packet"). UCX's UD transport
+// reads it there to find the destination address in the GRH area, and
+// drops every packet whose address it does not find.
+const (
+	roceL3IPv6 = 1
+	roceL3IPv4 = 2
+)
+
+func roceL3Type(ipv6 bool) uint8 {
+	if ipv6 {
+		return roceL3IPv6
+	}
+	return roceL3IPv4
+}

@@ -17,6 +17,8 @@ type Link struct {
 	mtu  int
 	hl   int // IP + UDP header length of the link's frames
 
+	netdev link.Netdev // the interface that holds addr (zero if none was found)
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 	done      chan struct{} // closed when the receive goroutine has returned
@@ -44,6 +46,7 @@ var (
 	_ link.SourcePorter = (*Link)(nil)
 	_ link.Addresser    = (*Link)(nil)
 	_ link.Poller       = (*Link)(nil)
+	_ link.Netdever     = (*Link)(nil)
 )
 
 // Features reports which kernel features a link uses and, for those it
@@ -73,15 +76,19 @@ func Open(o Options) (*Link, error) {
 		a := l.addr.As4()
 		copy(l.src[:], a[:])
 	}
+	// The interface that holds the address: the link's netdev, and its
+	// MTU unless Options.MTU sets one (then an address no interface holds
+	// is the kernel's to refuse at bind).
+	nd, err := interfaceOf(r.Addr)
+	if err != nil && r.MTU == 0 {
+		return nil, fmt.Errorf("%w (set Options.MTU to skip the lookup)", err)
+	}
+	l.netdev = nd
 	l.mtu = r.MTU
 	if l.mtu == 0 {
-		m, err := interfaceMTU(r.Addr)
-		if err != nil {
-			return nil, err
-		}
-		l.mtu = min(m, maxMTU(r.v6))
+		l.mtu = min(nd.MTU, maxMTU(r.v6))
 		if l.mtu < minMTU {
-			return nil, fmt.Errorf("udp: interface MTU %d of %v is below %d", m, r.Addr, minMTU)
+			return nil, fmt.Errorf("udp: interface MTU %d of %v (%s) is below %d", nd.MTU, r.Addr, nd.Name, minMTU)
 		}
 	}
 	l.txLoss.reset(r.Faults.Loss, r.Faults.Seed, streamSeed(l.addr, r.Port, false))
@@ -102,6 +109,11 @@ func (l *Link) Addr() netip.Addr { return l.addr }
 // build every frame with it (link.SourcePorter); Send drops frames with
 // another source port (Mismatch).
 func (l *Link) SourcePort() uint16 { return l.o.Port }
+
+// Netdev returns the interface that holds the link's address, as it was
+// when the link opened; its Name is empty if none did (Options.MTU was
+// set and no interface held the address).
+func (l *Link) Netdev() link.Netdev { return l.netdev }
 
 // MTU returns the largest frame the link sends, IP header through ICRC.
 func (l *Link) MTU() int { return l.mtu }

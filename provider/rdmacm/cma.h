@@ -23,7 +23,7 @@
 #include "../src/hostif.h"
 
 enum {
-	CM_VERSION = 1,
+	CM_VERSION = 2,
 	CM_COMMAND = 0,
 	CM_EVENTS = 1,
 	OP_CM_HELLO = 100,
@@ -40,7 +40,13 @@ enum {
 	OP_CM_INIT_QP_ATTR = 111,
 	OP_CM_NOTIFY = 112,
 	OP_CM_MIGRATE = 113,
+	OP_CM_SET_OPTION = 114,
+	OP_CM_SET_PATH = 115,
 	OP_CM_EVENT = 120,
+	CM_OPT_TOS = 0,         /* OP_CM_SET_OPTION's options: RDMA_OPTION_ID_TOS */
+	CM_OPT_REUSEADDR = 1,   /* RDMA_OPTION_ID_REUSEADDR */
+	CM_OPT_AFONLY = 2,      /* RDMA_OPTION_ID_AFONLY */
+	CM_OPT_ACK_TIMEOUT = 3, /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	PS_TCP = 0x0106,
 	PS_UDP = 0x0111,
 	UDP_QKEY = 0x01234567,
@@ -61,8 +67,10 @@ struct cma_nic {
 
 struct cma_channel;
 
-/* An id; public is what the program sees. A wildcard listener has no
- * NIC of its own: it listens through a sub-id on each NIC. */
+/* An id; public is what the program sees. A wildcard id has no NIC of
+ * its own: from its bind on, a sub-id on each NIC holds its port there
+ * (for the wildcard address: the NIC checks it against the port's other
+ * holders as the kernel checks a bind), and it listens through them. */
 struct cma_id {
 	struct rdma_cm_id id;
 	struct cma_nic *nic;
@@ -71,14 +79,21 @@ struct cma_id {
 	int sync;        /* made with a NULL channel: events handled inside the calls */
 	int ownchan;     /* its channel is its own (sync), destroyed with it */
 	int wildcard;    /* bound to the any-address */
+	int listening;   /* rdma_listen succeeded */
 	uint16_t port;   /* the bound port (wildcard) */
 	struct cma_id **subs;
 	int nsubs;
 	struct cma_id *parent; /* a wildcard listener's sub-id: events go to the parent */
 	struct ibv_qp_init_attr *qp_init; /* rdma_create_ep's, for rdma_get_request */
 	struct ibv_sa_path_rec path;
-	int ack_timeout; /* rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT + 1, 0: unset */
-	int tos;         /* RDMA_OPTION_ID_TOS + 1, 0: unset */
+	/* rdma_set_option's options, which the NIC applies (an id keeps them
+	 * for the NICs it goes to): ACK_TIMEOUT and TOS + 1 (0: unset; the
+	 * route takes them, the library the QP's timeout), AFONLY
+	 * (afonly_set: the program set it; else the NIC takes the kernel's
+	 * default at bind), REUSEADDR. */
+	int ack_timeout;
+	int tos;
+	int afonly, afonly_set, reuseaddr;
 };
 
 struct cma_event {

@@ -6,8 +6,12 @@
  * their CM sockets (internal/hostif/cm.go), and does what librdmacm does
  * itself: it readies the program's QPs with the CM's attributes (ucma's
  * INIT_QP_ATTR), reports ESTABLISHED after the RTU it sends, finds the
- * NIC that serves an address, and listens on every NIC for a wildcard
- * address (as the kernel's cma_listen_on_all). It is compiled against
+ * NIC that serves an address, and binds a wildcard address on every NIC
+ * (a part of the id on each holds its port, so that the NICs check a
+ * bind as the kernel checks it on the host) and listens through them (as
+ * the kernel's cma_listen_on_all). rdma_set_option's options take effect
+ * on the NICs (cm/ports.go, and the route for TOS, ACK_TIMEOUT and
+ * IB_PATH) or are refused with the kernel's errno. It is compiled against
  * the system's <rdma/rdma_cma.h>, so that the structures programs see
  * match, and exports the symbol versions programs import (librdmacm.map).
  */
@@ -537,8 +541,11 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, 
 }
 
 static struct ibv_pd *nic_pd(struct cma_nic *nic);
+static int send_options(struct cma_id *id);
+int rdma_destroy_id(struct rdma_cm_id *cid);
 
-/* place puts the id on nic's CM (its events to the id's channel). */
+/* place puts the id on nic's CM (its events to the id's channel), with
+ * the options the NIC applies. */
 static int place(struct cma_id *id, struct cma_nic *nic)
 {
 	if (id->nic)
@@ -566,7 +573,7 @@ static int place(struct cma_id *id, struct cma_nic *nic)
 	if (!id->id.pd)
 		id->id.pd = nic_pd(nic);
 	ids_add(id);
-	return 0;
+	return send_options(id);
 }
 
 /* cmd_id runs a command about id: the handle first, then what fill adds. */
@@ -580,6 +587,141 @@ static int place(struct cma_id *id, struct cma_nic *nic)
 		}                                           \
 		r_;                                         \
 	})
+
+static int send_option(struct cma_id *id, uint32_t opt, uint32_t v)
+{
+	struct hostif_msg m;
+	return CMD(id, OP_CM_SET_OPTION, m, hostif_u32(&m, opt); hostif_u32(&m, v));
+}
+
+/* send_options gives the NIC the options set before the id reached it
+ * (the kernel holds them from rdma_set_option on). An AFONLY the program
+ * did not set is the NIC's to choose at bind, as the kernel's default. */
+static int send_options(struct cma_id *id)
+{
+	if ((id->afonly_set && send_option(id, CM_OPT_AFONLY, (uint32_t)id->afonly)) ||
+	    (id->reuseaddr && send_option(id, CM_OPT_REUSEADDR, 1)) ||
+	    (id->tos && send_option(id, CM_OPT_TOS, (uint32_t)id->tos - 1)) ||
+	    (id->ack_timeout && send_option(id, CM_OPT_ACK_TIMEOUT, (uint32_t)id->ack_timeout - 1)))
+		return -1;
+	return 0;
+}
+
+/* unplace takes the id off its NIC again, after a bind that failed: as
+ * the kernel's, such an id is back where it was (not bound) and may
+ * bind again. errno is kept. */
+static void unplace(struct cma_id *id)
+{
+	int e = errno;
+	struct hostif_msg m;
+	CMD(id, OP_CM_DESTROY_ID, m, (void)0);
+	ids_del(id);
+	if (id->id.pd && id->id.pd == id->nic->pd)
+		id->id.pd = NULL;
+	id->id.verbs = NULL;
+	id->nic = NULL;
+	id->handle = 0;
+	errno = e;
+}
+
+static int add_sub(struct cma_id *w, struct cma_id *sub)
+{
+	struct cma_id **l = realloc(w->subs, (w->nsubs + 1) * sizeof *l);
+	if (!l) {
+		errno = ENOMEM;
+		return -1;
+	}
+	w->subs = l;
+	w->subs[w->nsubs++] = sub;
+	return 0;
+}
+
+/* bind_sub makes the part of the wildcard id w on nic: a sub-id bound to
+ * w's wildcard address and *port there (0: the NIC picks one, returned
+ * in *port), so that the NIC holds the port for w. NULL with errno (the
+ * NIC's refusal), or with *reached 0 if the NIC cannot be reached (its
+ * process is gone: the wildcard does without it). */
+static struct cma_id *bind_sub(struct cma_id *w, struct cma_nic *nic, uint16_t *port, int *reached)
+{
+	*reached = 1;
+	struct cma_id *sub = new_id(w->id.channel, w->id.context, w->id.ps);
+	if (!sub)
+		return NULL;
+	sub->parent = w;
+	/* w's options: the part may become w itself (adopt). */
+	sub->afonly = w->afonly;
+	sub->afonly_set = w->afonly_set;
+	sub->reuseaddr = w->reuseaddr;
+	sub->tos = w->tos;
+	sub->ack_timeout = w->ack_timeout;
+	if (place(sub, nic)) {
+		if (sub->nic)
+			unplace(sub);
+		free(sub);
+		*reached = 0;
+		return NULL;
+	}
+	struct sockaddr_storage a;
+	memcpy(&a, &w->id.route.addr.src_storage, sizeof a);
+	set_port((struct sockaddr *)&a, *port);
+	struct hostif_msg m;
+	if (CMD(sub, OP_CM_BIND, m, put_addr(&m, (struct sockaddr *)&a))) {
+		unplace(sub);
+		free(sub);
+		return NULL;
+	}
+	*port = hostif_get_u16(&m);
+	return sub;
+}
+
+/* drop_subs destroys the parts of a wildcard id. */
+static void drop_subs(struct cma_id *w)
+{
+	for (int i = 0; i < w->nsubs; i++)
+		rdma_destroy_id(&w->subs[i]->id);
+	free(w->subs);
+	w->subs = NULL;
+	w->nsubs = 0;
+}
+
+/* bind_wildcard binds w (its src_addr a wildcard address, w->port its
+ * port or 0) on every NIC, as the kernel binds a wildcard id on the
+ * host: a NIC whose holders of the port conflict with it (another
+ * program's, or this one's, ids) refuses it, and the bind fails with
+ * that NIC's errno. Port 0 is one the first NIC picks and every other
+ * NIC has free (another is tried if one does not). */
+static int bind_wildcard(struct cma_id *w)
+{
+	scan_nics();
+	for (int try = 0; try < 16; try++) {
+		uint16_t port = w->port;
+		int err = 0;
+		for (int i = 0; i < nnics && !err; i++) {
+			int reached;
+			struct cma_id *sub = bind_sub(w, &nics[i], &port, &reached);
+			if (!sub) {
+				if (reached)
+					err = errno;
+				continue;
+			}
+			if (add_sub(w, sub)) {
+				err = errno;
+				rdma_destroy_id(&sub->id);
+			}
+		}
+		if (!err) {
+			w->port = port ? port : 32768 + (uint16_t)(rand() % (61000 - 32768));
+			return 0;
+		}
+		drop_subs(w);
+		if (w->port || (err != EADDRINUSE && err != EADDRNOTAVAIL)) {
+			errno = err;
+			return -1;
+		}
+	}
+	errno = EADDRNOTAVAIL; /* as the kernel when it finds no free port */
+	return -1;
+}
 
 static void set_route_gids(struct cma_id *id)
 {
@@ -601,23 +743,33 @@ int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 	}
 	memcpy(&cid->route.addr.src_storage, addr, sa_len(addr));
 	if (is_any(addr)) {
-		id->wildcard = 1;
 		id->port = port_of(addr);
-		if (!id->port)
-			id->port = 32768 + (uint16_t)(rand() % (61000 - 32768));
+		if (bind_wildcard(id)) {
+			int e = errno;
+			memset(&cid->route.addr.src_storage, 0, sizeof cid->route.addr.src_storage);
+			id->port = 0;
+			errno = e;
+			return -1;
+		}
+		id->wildcard = 1;
 		set_port(&cid->route.addr.src_addr, id->port);
 		return 0;
 	}
 	struct cma_nic *nic = nic_by_addr(addr);
 	if (!nic) {
+		memset(&cid->route.addr.src_storage, 0, sizeof cid->route.addr.src_storage);
 		errno = EADDRNOTAVAIL;
 		return -1;
 	}
-	if (place(id, nic))
-		return -1;
 	struct hostif_msg m;
-	if (CMD(id, OP_CM_BIND, m, put_addr(&m, addr)))
+	if (place(id, nic) || CMD(id, OP_CM_BIND, m, put_addr(&m, addr))) {
+		int e = errno;
+		if (id->nic)
+			unplace(id);
+		memset(&cid->route.addr.src_storage, 0, sizeof cid->route.addr.src_storage);
+		errno = e;
 		return -1;
+	}
 	set_port(&cid->route.addr.src_addr, hostif_get_u16(&m));
 	set_route_gids(id);
 	return 0;
@@ -786,12 +938,15 @@ static void device_removed(struct cma_channel *ch, struct cma_nic *nic)
 	pthread_mutex_lock(&ids_lock);
 	for (int i = 0; i < nids; i++) {
 		struct cma_id *id = ids[i].id;
-		if (ids[i].nic != nic || id->chan != ch)
+		/* A wildcard id's part is not the program's: as the kernel
+		 * drops a wildcard listener's listen on a device removed, the
+		 * wildcard id goes on without it, with no event. */
+		if (ids[i].nic != nic || id->chan != ch || id->parent)
 			continue;
 		struct cma_event *ev = calloc(1, sizeof *ev);
 		if (!ev)
 			continue;
-		ev->ev.id = &(id->parent ? id->parent : id)->id;
+		ev->ev.id = &id->id;
 		ev->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
 		push_local(ch, ev, 0);
 	}
@@ -926,19 +1081,49 @@ static int wait_for(struct cma_id *id, enum rdma_cm_event_type want, struct cma_
 
 /* --- address and route --- */
 
+/* adopt makes a wildcard id that resolves an id of nic: its part there
+ * becomes the id itself, still holding the port (the NIC makes its
+ * address the NIC's, as the kernel's id takes the source address it
+ * resolved), and its other parts go. */
+static void adopt(struct cma_id *w, struct cma_nic *nic)
+{
+	struct cma_id *part = NULL;
+	for (int i = 0; i < w->nsubs; i++) {
+		if (!part && w->subs[i]->nic == nic)
+			part = w->subs[i];
+		else
+			rdma_destroy_id(&w->subs[i]->id);
+	}
+	free(w->subs);
+	w->subs = NULL;
+	w->nsubs = 0;
+	w->wildcard = 0;
+	if (!part)
+		return; /* no part there (a NIC that came later): RESOLVE_ADDR binds the port */
+	ids_del(part);
+	w->nic = part->nic;
+	w->handle = part->handle;
+	w->id.verbs = part->id.verbs;
+	if (!w->id.pd)
+		w->id.pd = part->id.pd;
+	ids_add(w);
+	free(part);
+}
+
 int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
 {
 	(void)timeout_ms; /* resolution is local: it takes no time */
 	struct cma_id *id = (struct cma_id *)cid;
-	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)) {
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) || id->listening) {
 		errno = EINVAL;
 		return -1;
 	}
+	/* A bound id keeps its source, as the kernel ignores src then. */
 	struct cma_nic *nic = NULL;
-	if (src && !is_any(src))
-		nic = nic_by_addr(src);
-	else if (id->nic)
+	if (id->nic)
 		nic = id->nic;
+	else if (src && !is_any(src) && !id->wildcard)
+		nic = nic_by_addr(src);
 	else
 		nic = route_nic(dst);
 	if (!nic) {
@@ -952,6 +1137,8 @@ int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct socka
 		local_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
 		return 0;
 	}
+	if (id->wildcard)
+		adopt(id, nic);
 	if (place(id, nic))
 		return -1;
 	struct sockaddr_storage s;
@@ -991,7 +1178,11 @@ int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
 	p->mtu_selector = 2;
 	p->mtu = ibv_query_port(cid->verbs, 1, &pa) ? IBV_MTU_1024 : pa.active_mtu;
 	p->packet_life_time_selector = 2;
-	p->packet_life_time = 18;
+	/* What the NIC's route has (cm's route): the TOS and ACK_TIMEOUT
+	 * set by now, the flow label rdma_cm hashes from the ports. */
+	p->packet_life_time = id->ack_timeout > 1 ? (uint8_t)(id->ack_timeout - 2) : 18;
+	p->traffic_class = id->tos ? (uint8_t)(id->tos - 1) : 0;
+	p->flow_label = htobe32((port_of(&cid->route.addr.src_addr) * 31u + port_of(&cid->route.addr.dst_addr)) & 0xfffff);
 	p->rate_selector = 2;
 	cid->route.path_rec = p;
 	cid->route.num_paths = 1;
@@ -1051,11 +1242,12 @@ int rdma_init_qp_attr(struct rdma_cm_id *cid, struct ibv_qp_attr *a, int *mask)
 		errno = EPROTO;
 		return -1;
 	}
+	/* The address vector is the route's (its traffic class the TOS the
+	 * route was resolved with, or the REQ's); an ACK_TIMEOUT set
+	 * overrides the QP's timeout, as the kernel's rdma_init_qp_attr. */
 	if (*mask & IBV_QP_AV) {
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = 1;
-		if (id->tos)
-			a->ah_attr.grh.traffic_class = (uint8_t)(id->tos - 1);
 	}
 	if ((*mask & IBV_QP_TIMEOUT) && id->ack_timeout)
 		a->timeout = (uint8_t)(id->ack_timeout - 1);
@@ -1284,62 +1476,83 @@ int rdma_establish(struct rdma_cm_id *cid)
 	return confirm(id);
 }
 
+/* rebind_sub binds the part i of the wildcard id w afresh (a part that
+ * listened and must not any more); a NIC that refuses it now is left
+ * out of w. */
+static void rebind_sub(struct cma_id *w, int i)
+{
+	struct cma_nic *nic = w->subs[i]->nic;
+	rdma_destroy_id(&w->subs[i]->id);
+	uint16_t port = w->port;
+	int reached;
+	struct cma_id *sub = bind_sub(w, nic, &port, &reached);
+	if (sub)
+		w->subs[i] = sub;
+	else
+		w->subs[i] = w->subs[--w->nsubs];
+}
+
+/* listen_wildcard listens on every NIC for the wildcard id w (the
+ * kernel's cma_listen_on_all) through its parts; each NIC decides which
+ * requests its part takes (its address family, AFONLY). NICs that came
+ * since the bind get a part first (one that cannot have the port is left
+ * out, as the kernel leaves out a device it cannot listen on). */
+static int listen_wildcard(struct cma_id *w, int backlog)
+{
+	scan_nics();
+	for (int i = 0; i < nnics; i++) {
+		int have = 0;
+		for (int j = 0; j < w->nsubs; j++)
+			have |= w->subs[j]->nic == &nics[i];
+		if (have)
+			continue;
+		uint16_t port = w->port;
+		int reached;
+		struct cma_id *sub = bind_sub(w, &nics[i], &port, &reached);
+		if (sub && add_sub(w, sub))
+			rdma_destroy_id(&sub->id);
+	}
+	for (int i = 0; i < w->nsubs; i++) {
+		struct hostif_msg m;
+		if (CMD(w->subs[i], OP_CM_LISTEN, m, hostif_u32(&m, (uint32_t)backlog))) {
+			/* As the kernel's, an id whose listen fails (REUSEADDR:
+			 * a listener may not share its port) is left bound. */
+			int e = errno;
+			for (int j = i - 1; j >= 0; j--)
+				rebind_sub(w, j);
+			errno = e;
+			return -1;
+		}
+	}
+	w->listening = 1;
+	if (!w->id.verbs && w->nsubs)
+		w->id.verbs = w->subs[0]->id.verbs;
+	return 0;
+}
+
 int rdma_listen(struct rdma_cm_id *cid, int backlog)
 {
 	struct cma_id *id = (struct cma_id *)cid;
-	if (backlog <= 0)
-		backlog = 1024;
-	if (id->wildcard) {
-		/* Every NIC listens (cma_listen_on_all): a sub-id each. */
-		scan_nics();
-		int ok = 0, err = EADDRNOTAVAIL;
-		for (int i = 0; i < nnics; i++) {
-			struct cma_nic *nic = &nics[i];
-			if (cid->route.addr.src_addr.sa_family == AF_INET6 && nic->addr.ss_family != AF_INET6 &&
-			    !is_any(&cid->route.addr.src_addr))
-				continue;
-			struct cma_id *sub = new_id(cid->channel, cid->context, cid->ps);
-			if (!sub)
-				continue;
-			sub->parent = id;
-			struct sockaddr_storage a;
-			memcpy(&a, &nic->addr, sizeof a);
-			set_port((struct sockaddr *)&a, id->port);
-			struct hostif_msg m;
-			if (place(sub, nic) || CMD(sub, OP_CM_BIND, m, put_addr(&m, (struct sockaddr *)&a)) ||
-			    CMD(sub, OP_CM_LISTEN, m, hostif_u32(&m, (uint32_t)backlog))) {
-				err = errno;
-				if (sub->nic) {
-					struct hostif_msg d;
-					CMD(sub, OP_CM_DESTROY_ID, d, (void)0);
-					ids_del(sub);
-				}
-				free(sub);
-				continue;
-			}
-			struct cma_id **l = realloc(id->subs, (id->nsubs + 1) * sizeof *l);
-			if (!l) {
-				free(sub);
-				continue;
-			}
-			id->subs = l;
-			id->subs[id->nsubs++] = sub;
-			if (!cid->verbs)
-				cid->verbs = sub->id.verbs;
-			ok++;
-		}
-		if (!ok) {
-			errno = err;
-			return -1;
-		}
-		return 0;
-	}
-	if (!id->nic) {
+	if (id->listening) {
 		errno = EINVAL;
 		return -1;
 	}
+	if (backlog <= 0)
+		backlog = 1024;
+	if (!id->nic && !id->wildcard) {
+		/* As the kernel's rdma_listen on an id not bound: the IPv4
+		 * wildcard address, on a port of its choosing. */
+		struct sockaddr_in any = {.sin_family = AF_INET};
+		if (rdma_bind_addr(cid, (struct sockaddr *)&any))
+			return -1;
+	}
+	if (id->wildcard)
+		return listen_wildcard(id, backlog);
 	struct hostif_msg m;
-	return CMD(id, OP_CM_LISTEN, m, hostif_u32(&m, (uint32_t)backlog));
+	if (CMD(id, OP_CM_LISTEN, m, hostif_u32(&m, (uint32_t)backlog)))
+		return -1;
+	id->listening = 1;
+	return 0;
 }
 
 int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
@@ -1615,35 +1828,151 @@ void rdma_free_devices(struct ibv_context **list) { free(list); }
 __be16 rdma_get_src_port(struct rdma_cm_id *cid) { return htons(port_of(&cid->route.addr.src_addr)); }
 __be16 rdma_get_dst_port(struct rdma_cm_id *cid) { return htons(port_of(&cid->route.addr.dst_addr)); }
 
+/* set_id_option sets an RDMA_OPTION_ID option (opt, CM_OPT_*): the NIC
+ * that holds the id, or each part of a wildcard id, applies it, refusing
+ * it with EINVAL in a state the kernel refuses it in; an id on no NIC
+ * yet keeps it for the NICs it goes to. */
+static int set_id_option(struct cma_id *id, uint32_t opt, uint32_t v)
+{
+	if (id->nic) {
+		if (send_option(id, opt, v))
+			return -1;
+	} else if (id->wildcard) {
+		/* Bound, or listening, whether it has parts or not: the
+		 * kernel takes AFONLY and REUSEADDR on in the first only, and
+		 * REUSEADDR off in neither. */
+		if ((opt == CM_OPT_AFONLY || opt == CM_OPT_REUSEADDR) && (id->listening || (opt == CM_OPT_REUSEADDR && !v))) {
+			errno = EINVAL;
+			return -1;
+		}
+		for (int i = 0; i < id->nsubs; i++)
+			if (send_option(id->subs[i], opt, v))
+				return -1;
+	}
+	switch (opt) {
+	case CM_OPT_AFONLY:
+		id->afonly = (int)v;
+		id->afonly_set = 1;
+		break;
+	case CM_OPT_REUSEADDR:
+		id->reuseaddr = (int)v;
+		break;
+	case CM_OPT_TOS:
+		id->tos = (int)v + 1;
+		break;
+	case CM_OPT_ACK_TIMEOUT:
+		id->ack_timeout = (int)v + 1;
+		break;
+	}
+	return 0;
+}
+
+/* set_ib_path is RDMA_OPTION_IB_PATH: the route is the primary path of
+ * the records given (rdma-core's struct ibv_path_data), as the kernel's
+ * ucma_set_ib_path sets it instead of resolving one, for an id whose
+ * address is resolved and its route not yet (the NIC refuses another:
+ * EINVAL); ROUTE_RESOLVED follows. Over RoCE what a path decides is the
+ * destination GID, MTU, hop limit, traffic class, flow label and packet
+ * lifetime: the REQ carries them and the QP takes them. */
+static int set_ib_path(struct cma_id *id, const void *optval, size_t optlen)
+{
+	const struct ibv_path_data *d = optval;
+	size_t n = optlen / sizeof *d, i;
+	if (optlen % sizeof *d) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (d[i].flags == (IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL))
+			break;
+	if (i == n || !id->nic) { /* no primary path; no device yet */
+		errno = EINVAL;
+		return -1;
+	}
+	const struct ibv_path_record *p = &d[i].path;
+	uint32_t fl = be32toh(p->flowlabel_hoplimit);
+	struct hostif_msg m;
+	if (CMD(id, OP_CM_SET_PATH, m, hostif_put(&m, p->dgid.raw, 16); hostif_u8(&m, p->mtu & 0x3f);
+		hostif_u8(&m, (uint8_t)fl); hostif_u8(&m, p->tclass); hostif_u32(&m, (fl >> 8) & 0xfffff);
+		hostif_u8(&m, p->packetlifetime & 0x3f)))
+		return -1;
+	/* The route as the program reads it (rdma_cm_id.route). */
+	struct ibv_sa_path_rec *r = &id->path;
+	memset(r, 0, sizeof *r);
+	memcpy(r->dgid.raw, p->dgid.raw, 16);
+	memcpy(r->sgid.raw, p->sgid.raw, 16);
+	r->dlid = p->dlid;
+	r->slid = p->slid;
+	r->flow_label = htobe32((fl >> 8) & 0xfffff);
+	r->hop_limit = (uint8_t)fl;
+	r->traffic_class = p->tclass;
+	r->reversible = p->reversible_numpath >> 7;
+	r->numb_path = p->reversible_numpath & 0x7f;
+	r->pkey = p->pkey;
+	r->sl = be16toh(p->qosclass_sl) & 0xf;
+	r->mtu_selector = p->mtu >> 6;
+	r->mtu = p->mtu & 0x3f;
+	r->rate_selector = p->rate >> 6;
+	r->rate = p->rate & 0x3f;
+	r->packet_life_time_selector = p->packetlifetime >> 6;
+	r->packet_life_time = p->packetlifetime & 0x3f;
+	r->preference = p->preference;
+	id->id.route.path_rec = r;
+	id->id.route.num_paths = 1;
+	if (id->sync)
+		return wait_for(id, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL);
+	return 0;
+}
+
+/* rdma_set_option: every option either takes effect as on Linux or is
+ * refused with the errno the kernel (ucma_set_option) gives, which
+ * checks the length first (EINVAL), then the state. */
 int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval, size_t optlen)
 {
 	struct cma_id *id = (struct cma_id *)cid;
-	if (!cid || !optval) {
+	if (!cid) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (!optval && optlen) {
+		errno = EFAULT; /* the kernel cannot copy the value */
 		return -1;
 	}
 	if (level == RDMA_OPTION_ID) {
 		switch (optname) {
-		case RDMA_OPTION_ID_TOS: /* the QP's traffic class */
+		case RDMA_OPTION_ID_TOS:
+			/* The route's traffic class (RFC 2474's TOS byte): a
+			 * route resolved from then on has it, as the kernel's. */
 			if (optlen != sizeof(uint8_t)) {
 				errno = EINVAL;
 				return -1;
 			}
-			id->tos = *(uint8_t *)optval + 1;
-			return 0;
-		case RDMA_OPTION_ID_ACK_TIMEOUT: /* the QP's local ACK timeout */
-			if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31) {
+			return set_id_option(id, CM_OPT_TOS, *(uint8_t *)optval);
+		case RDMA_OPTION_ID_ACK_TIMEOUT:
+			/* The QP's local ACK timeout (rdma_init_qp_attr), and a
+			 * route resolved from then on has the packet lifetime it
+			 * implies. RC ids only, any value (the QP's modify judges
+			 * it), as the kernel's rdma_set_ack_timeout. */
+			if (optlen != sizeof(uint8_t) || cid->qp_type != IBV_QPT_RC) {
 				errno = EINVAL;
 				return -1;
 			}
-			id->ack_timeout = *(uint8_t *)optval + 1;
-			return 0;
-		case RDMA_OPTION_ID_REUSEADDR: /* ports are free again once an id is destroyed */
-		case RDMA_OPTION_ID_AFONLY:    /* an id binds one address, of one family */
-			return 0;
+			return set_id_option(id, CM_OPT_ACK_TIMEOUT, *(uint8_t *)optval);
+		case RDMA_OPTION_ID_REUSEADDR:
+		case RDMA_OPTION_ID_AFONLY:
+			/* Which ids may share a port and which requests a
+			 * listener takes: the NICs' (cm/ports.go). */
+			if (optlen != sizeof(int)) {
+				errno = EINVAL;
+				return -1;
+			}
+			return set_id_option(id, optname == RDMA_OPTION_ID_AFONLY ? CM_OPT_AFONLY : CM_OPT_REUSEADDR,
+					     *(int *)optval != 0);
 		}
+	} else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) {
+		return set_ib_path(id, optval, optlen);
 	}
-	errno = ENOSYS; /* paths (RDMA_OPTION_IB_PATH) are the CM's */
+	errno = ENOSYS; /* as the kernel answers a level or option it does not know */
 	return -1;
 }
 

@@ -1731,6 +1731,14 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 	case SOL_SOCKET:
 		switch (optname) {
 		case SO_REUSEADDR:
+			/* The id's REUSEADDR, as rdma-core's rsocket sets it; as
+			 * there, only a socket not yet bound sees its refusal (a
+			 * bound id may not turn it off). */
+			if (rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, (void *)optval, optlen) &&
+			    errno != ENOSYS && rs->state == RS_INIT)
+				return -1;
+			rs->so_opts = v ? rs->so_opts | (1ULL << optname) : rs->so_opts & ~(1ULL << optname);
+			return 0;
 		case SO_OOBINLINE:
 			rs->so_opts = v ? rs->so_opts | (1ULL << optname) : rs->so_opts & ~(1ULL << optname);
 			return 0;
@@ -1796,6 +1804,10 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 	case IPPROTO_IPV6:
 		if (optname != IPV6_V6ONLY)
 			return ERR(ENOTSUP);
+		/* The id's AFONLY: a listener on [::] with it takes IPv6
+		 * connections only, and 0.0.0.0 may listen on its port. */
+		if (rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, (void *)optval, optlen))
+			return -1;
 		rs->ipv6_opts = v ? rs->ipv6_opts | (1ULL << optname) : rs->ipv6_opts & ~(1ULL << optname);
 		return 0;
 	case SOL_RDMA:

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum {
-	HOSTIF_VERSION = 3,
+	HOSTIF_VERSION = 4,
 	HOSTIF_MAGIC = 0x4e52,
 	HOSTIF_HEADER = 16,
 	HOSTIF_MAX_MSG = 4096,

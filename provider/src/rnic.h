@@ -21,7 +21,20 @@ enum { WQE_HEADER = 64, RECV_HEADER = 16, SGE_LEN = 16, CQE_LEN = 64, MAX_SGE = 
 struct rnic_device {
 	struct ibv_device ibdev;
 	char socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* Devices outlive the list that returned them, as rdma-core's do:
+	 * a program may free the list and go on using an open context's
+	 * device (UCX does). refs counts the lists and contexts holding
+	 * it; gone says its NIC was not in the last listing. */
+	struct rnic_device *next;
+	int refs;
+	int gone;
 };
+
+/* rnic_device_get and rnic_device_put take and drop a reference to a
+ * device (ibv_open_device, ibv_close_device); the last put of a device
+ * whose NIC is gone frees it. */
+void rnic_device_get(struct ibv_device *d);
+void rnic_device_put(struct ibv_device *d);
 
 /* An object async events name (a QP, CQ or SRQ): on its context's list
  * while it lives, so that an event the NIC sent before a destroy, read
@@ -136,5 +149,11 @@ int rnic_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t
 int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int rnic_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *input, struct ibv_device_attr_ex *attr,
 			 size_t size);
+
+/* rnic_compat.c: a completion channel of a program of the IBVERBS_1.0 ABI
+ * (one symbol serves both ABIs): *is_1_0 says whether context (channel)
+ * is one of that ABI's, which these then create (destroy). */
+struct ibv_comp_channel *rnic_compat_create_comp_channel(struct ibv_context *context, int *is_1_0);
+int rnic_compat_destroy_comp_channel(struct ibv_comp_channel *channel, int *is_1_0);
 
 #endif

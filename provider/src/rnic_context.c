@@ -8,10 +8,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <endian.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 #include "hostif.h"
 #include "rnic.h"
+#include "sysview.h"
 
 int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds, int *nfds)
 {
@@ -166,6 +169,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	struct ibv_context *c = &ctx->vctx.context;
+	rnic_device_get(device); /* the context holds it past ibv_free_device_list */
 	c->device = device;
 	c->cmd_fd = ctx->fd;
 	c->async_fd = fds[2];
@@ -194,6 +198,7 @@ int ibv_close_device(struct ibv_context *c)
 	pthread_mutex_destroy(&ctx->ev_lock);
 	close(ctx->fd); /* the NIC tears down what the program left */
 	pthread_mutex_destroy(&ctx->lock);
+	rnic_device_put(c->device);
 	free(ctx);
 	return 0;
 }
@@ -303,6 +308,8 @@ static int rnic_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_
 	a.active_mtu = hostif_get_u8(&m);
 	uint64_t msg = hostif_get_u64(&m);
 	a.gid_tbl_len = hostif_get_u32(&m);
+	a.active_speed = hostif_get_u8(&m); /* the netdev's speed, mapped as rxe maps it */
+	a.active_width = hostif_get_u8(&m);
 	if (m.err)
 		return EPROTO;
 	a.state = IBV_PORT_ACTIVE;
@@ -311,8 +318,6 @@ static int rnic_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_
 	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS;
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;
-	a.active_width = 1; /* 1X: rnic's speed is its host's, not a link's */
-	a.active_speed = 1;
 	a.phys_state = 5; /* LinkUp */
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
 	memcpy(attr, &a, len < sizeof a ? len : sizeof a);
@@ -374,15 +379,91 @@ int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index, 
 	return 0;
 }
 
-/* No sysfs behind rnic's devices: every attribute file is missing. */
+/* ibv_read_sysfs_file reads dir/file without its newline, as
+ * libibverbs does: the length read, or -1 with errno. A path of the
+ * kernel's RDMA trees is read from the NICs' sysfs view (sysview.h). */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	(void)dir;
-	(void)file;
-	(void)buf;
-	(void)size;
-	errno = ENOENT;
-	return -1;
+	char path[PATH_MAX], root[PATH_MAX], mapped[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	sysview_root(root, sizeof root);
+	int fd = open(sysview_map(root, path, mapped, sizeof mapped) ? mapped : path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = read(fd, buf, size);
+	int e = errno;
+	close(fd);
+	errno = e;
+	if (len > 0) {
+		if (buf[len - 1] == '\n')
+			buf[--len] = 0;
+		else if ((size_t)len < size)
+			buf[len] = 0;
+		else /* no room for the terminating NUL: fail now, as libibverbs does */
+			return -1;
+	}
+	return (int)len;
+}
+
+/* The start of rdma-core 44's struct verbs_sysfs_dev (driver.h, not
+ * installed; its layout is part of IBVERBS_PRIVATE_34): a device as the
+ * library found it in sysfs, which it hands its providers. */
+struct sysfs_dev_34 {
+	void *entry_next, *entry_prev;
+	void *provider_data;
+	const void *match;
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];
+	char ibdev_path[IBV_SYSFS_PATH_MAX];
+};
+
+/* ibv_read_ibdev_sysfs_file (private, for providers): a file of the
+ * device's sysfs directory, the name made from fnfmt. rnic loads no
+ * provider that has such a device, but a provider library that calls it
+ * reads the view like ibv_read_sysfs_file. */
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct sysfs_dev_34 *dev, const char *fnfmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct sysfs_dev_34 *dev, const char *fnfmt, ...)
+{
+	if (!dev) {
+		errno = EINVAL;
+		return -1;
+	}
+	char file[PATH_MAX];
+	va_list ap;
+	va_start(ap, fnfmt);
+	int n = vsnprintf(file, sizeof file, fnfmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof file) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return ibv_read_sysfs_file(dev->ibdev_path, file, buf, size);
+}
+
+/* ibv_get_sysfs_path: where sysfs is mounted ($SYSFS_PATH without its
+ * trailing slashes, else /sys), the root the device paths (ibdev_path,
+ * dev_path) are under. */
+static char sysfs_path[PATH_MAX];
+static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;
+
+static void find_sysfs(void)
+{
+	const char *e = getenv("SYSFS_PATH");
+	snprintf(sysfs_path, sizeof sysfs_path, "%s", e && *e ? e : "/sys");
+	for (size_t n = strlen(sysfs_path); n > 1 && sysfs_path[n - 1] == '/'; n--)
+		sysfs_path[n - 1] = 0;
+}
+
+const char *ibv_get_sysfs_path(void)
+{
+	pthread_once(&sysfs_once, find_sysfs);
+	return sysfs_path;
 }
 
 /* The P_Key table: the default P_Key only. */

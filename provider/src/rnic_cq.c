@@ -28,6 +28,10 @@ struct rnic_channel {
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
 {
+	int is_1_0;
+	struct ibv_comp_channel *ch_1_0 = rnic_compat_create_comp_channel(c, &is_1_0);
+	if (is_1_0)
+		return ch_1_0;
 	struct hostif_msg m;
 	int fd = -1, nfds = 1;
 	hostif_begin(&m, HOSTIF_CREATE_COMP_CHANNEL, 0);
@@ -52,6 +56,9 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
 
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	int is_1_0, r_1_0 = rnic_compat_destroy_comp_channel(channel, &is_1_0);
+	if (is_1_0)
+		return r_1_0;
 	struct rnic_channel *ch = (struct rnic_channel *)channel;
 	struct hostif_msg m;
 	hostif_begin(&m, HOSTIF_DESTROY_COMP_CHANNEL, 0);
