@@ -79,6 +79,7 @@ struct cma_id {
 	int sync;        /* made with a NULL channel: events handled inside the calls */
 	int ownchan;     /* its channel is its own (sync), destroyed with it */
 	int wildcard;    /* bound to the any-address */
+	int loopback;    /* a wildcard bound to a loopback address no NIC holds (rdma_bind_addr) */
 	int listening;   /* rdma_listen succeeded */
 	uint16_t port;   /* the bound port (wildcard) */
 	struct cma_id **subs;

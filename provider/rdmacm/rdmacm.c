@@ -154,6 +154,16 @@ static int is_any(const struct sockaddr *sa)
 	return !memcmp(x, zero, 16) || !memcmp(x, any4, 16);
 }
 
+/* is_loopback: 127.0.0.0/8 (also IPv4-mapped) or ::1. */
+static int is_loopback(const struct sockaddr *sa)
+{
+	uint8_t x[16];
+	if (!ip_of(sa, x))
+		return 0;
+	static const uint8_t one6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
+	return !memcmp(x, one6, 16) || (!memcmp(x, mapped, 12) && x[12] == 127);
+}
+
 static uint16_t port_of(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -663,6 +673,13 @@ static struct cma_id *bind_sub(struct cma_id *w, struct cma_nic *nic, uint16_t *
 	}
 	struct sockaddr_storage a;
 	memcpy(&a, &w->id.route.addr.src_storage, sizeof a);
+	if (w->loopback) { /* the family's wildcard on each NIC */
+		struct sockaddr *sa = (struct sockaddr *)&a;
+		if (sa->sa_family == AF_INET)
+			memset(&((struct sockaddr_in *)sa)->sin_addr, 0, 4);
+		else
+			memset(&((struct sockaddr_in6 *)sa)->sin6_addr, 0, 16);
+	}
 	set_port((struct sockaddr *)&a, *port);
 	struct hostif_msg m;
 	if (CMD(sub, OP_CM_BIND, m, put_addr(&m, (struct sockaddr *)&a))) {
@@ -742,12 +759,20 @@ int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 		return -1;
 	}
 	memcpy(&cid->route.addr.src_storage, addr, sa_len(addr));
-	if (is_any(addr)) {
+	/* A loopback address counts as a wildcard, as the kernel's
+	 * cma_any_addr counts it: bound to no device (verbs NULL), its
+	 * port held on every NIC, a listener taking requests of any
+	 * address. libfabric's verbs provider binds "localhost" so, to
+	 * learn the devices' addresses. A NIC on a loopback address (rnic
+	 * puts its NICs on 127.0.0.x) is bound as any NIC is. */
+	id->loopback = !is_any(addr) && is_loopback(addr) && !nic_by_addr(addr);
+	if (is_any(addr) || id->loopback) {
 		id->port = port_of(addr);
 		if (bind_wildcard(id)) {
 			int e = errno;
 			memset(&cid->route.addr.src_storage, 0, sizeof cid->route.addr.src_storage);
 			id->port = 0;
+			id->loopback = 0;
 			errno = e;
 			return -1;
 		}
@@ -1741,10 +1766,23 @@ static struct sockaddr *dup_sa(const struct sockaddr *sa, socklen_t *len)
 	return c;
 }
 
+/* rdma_getaddrinfo resolves node and service with getaddrinfo (the
+ * first answer, as librdmacm takes it): passive (RAI_PASSIVE) into the
+ * source address, else into the destination. Without node and service
+ * the result is the hints' addresses. The source address of the hints
+ * is kept when the answer has none. A name that does not resolve
+ * returns getaddrinfo's EAI_ code, as librdmacm does (gai_strerror). */
 int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	if (!res || (!node && !service)) {
+	static const struct rdma_addrinfo nohints;
+	if (!res || (!node && !service && !hints)) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (!hints)
+		hints = &nohints;
+	if (hints->ai_family == AF_IB) { /* rnic is RoCE: no InfiniBand addresses */
+		errno = EAFNOSUPPORT;
 		return -1;
 	}
 	struct rdma_addrinfo *ai = calloc(1, sizeof *ai);
@@ -1752,37 +1790,69 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		errno = ENOMEM;
 		return -1;
 	}
-	struct addrinfo h = {.ai_socktype = SOCK_STREAM}, *gai = NULL;
-	if (hints) {
-		ai->ai_flags = hints->ai_flags;
-		ai->ai_family = hints->ai_family;
-		ai->ai_qp_type = hints->ai_qp_type;
-		ai->ai_port_space = hints->ai_port_space;
-		h.ai_family = hints->ai_family;
+	if (node || service) {
+		struct addrinfo h = {.ai_family = hints->ai_family}, *gai = NULL;
 		if (hints->ai_flags & RAI_PASSIVE)
 			h.ai_flags |= AI_PASSIVE;
 		if (hints->ai_flags & RAI_NUMERICHOST)
 			h.ai_flags |= AI_NUMERICHOST;
-	}
-	if (!ai->ai_port_space)
-		ai->ai_port_space = ai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
-	if (!ai->ai_qp_type)
-		ai->ai_qp_type = ai->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	int e = getaddrinfo(node, service, &h, &gai);
-	if (e || !gai) {
-		free(ai);
-		errno = e == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
-		return -1;
-	}
-	ai->ai_family = gai->ai_family;
-	if (ai->ai_flags & RAI_PASSIVE) {
-		ai->ai_src_addr = dup_sa(gai->ai_addr, &ai->ai_src_len);
+		switch (hints->ai_qp_type) {
+		case IBV_QPT_RC:
+		case IBV_QPT_UC:
+			h.ai_socktype = SOCK_STREAM;
+			break;
+		case IBV_QPT_UD:
+			h.ai_socktype = SOCK_DGRAM;
+			break;
+		default:
+			break;
+		}
+		if (hints->ai_port_space == RDMA_PS_TCP)
+			h.ai_protocol = IPPROTO_TCP;
+		else if (hints->ai_port_space == RDMA_PS_UDP || hints->ai_port_space == RDMA_PS_IPOIB)
+			h.ai_protocol = IPPROTO_UDP;
+		int e = getaddrinfo(node, service, &h, &gai);
+		if (e) {
+			free(ai);
+			return e;
+		}
+		ai->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type
+			       : gai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+		ai->ai_port_space = hints->ai_port_space ? hints->ai_port_space
+				  : gai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP : RDMA_PS_TCP;
+		ai->ai_family = gai->ai_family;
+		if (hints->ai_flags & RAI_PASSIVE) {
+			ai->ai_flags = RAI_PASSIVE;
+			ai->ai_src_addr = dup_sa(gai->ai_addr, &ai->ai_src_len);
+		} else {
+			ai->ai_dst_addr = dup_sa(gai->ai_addr, &ai->ai_dst_len);
+		}
+		freeaddrinfo(gai);
+		if (!ai->ai_src_addr && !ai->ai_dst_addr) {
+			free(ai);
+			errno = ENOMEM;
+			return -1;
+		}
 	} else {
-		ai->ai_dst_addr = dup_sa(gai->ai_addr, &ai->ai_dst_len);
-		if (hints && hints->ai_src_addr)
-			ai->ai_src_addr = dup_sa(hints->ai_src_addr, &ai->ai_src_len);
+		ai->ai_flags = hints->ai_flags;
+		ai->ai_family = hints->ai_family;
+		ai->ai_qp_type = hints->ai_qp_type;
+		ai->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len && hints->ai_dst_addr) {
+			if (!(ai->ai_dst_addr = dup_sa(hints->ai_dst_addr, &ai->ai_dst_len))) {
+				free(ai);
+				errno = ENOMEM;
+				return -1;
+			}
+		}
 	}
-	freeaddrinfo(gai);
+	if (!ai->ai_src_len && hints->ai_src_len && hints->ai_src_addr) {
+		if (!(ai->ai_src_addr = dup_sa(hints->ai_src_addr, &ai->ai_src_len))) {
+			rdma_freeaddrinfo(ai);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
 	*res = ai;
 	return 0;
 }
