@@ -482,7 +482,7 @@ const (
 	QPAttrMinRNRTimer      QPAttrMask = 1 << 15 // IBV_QP_MIN_RNR_TIMER: MinRNRTimer
 	QPAttrSQPSN            QPAttrMask = 1 << 16 // IBV_QP_SQ_PSN: SQPSN
 	QPAttrMaxDestRdAtomic  QPAttrMask = 1 << 17 // IBV_QP_MAX_DEST_RD_ATOMIC: MaxDestRdAtomic
-	QPAttrPathMigState     QPAttrMask = 1 << 18 // IBV_QP_PATH_MIG_STATE (not supported: refused)
+	QPAttrPathMigState     QPAttrMask = 1 << 18 // IBV_QP_PATH_MIG_STATE: the state is MIGRATED (no alternate paths); the library refuses arming it
 	QPAttrCap              QPAttrMask = 1 << 19 // IBV_QP_CAP: Cap (resizing is not supported)
 	QPAttrDestQPN          QPAttrMask = 1 << 20 // IBV_QP_DEST_QPN: DestQPN
 	QPAttrRateLimit        QPAttrMask = 1 << 25 // IBV_QP_RATE_LIMIT (not supported: refused)

@@ -436,13 +436,17 @@ func newNICListCmd() *cobra.Command {
 				fmt.Fprintln(w, "no NICs (rnic nic up --addr A starts one)")
 				return nil
 			}
-			fmt.Fprintf(w, "%-8s %-16s %-8s %s\n", "name", "addr", "pid", "state")
+			fmt.Fprintf(w, "%-8s %-16s %-10s %-8s %s\n", "name", "addr", "netdev", "pid", "state")
 			for _, n := range nics {
 				state := "up"
 				if !n.alive() {
 					state = "not answering"
 				}
-				fmt.Fprintf(w, "%-8s %-16s %-8d %s\n", n.Name, n.Addr, n.PID, state)
+				nd := n.Netdev
+				if nd == "" {
+					nd = "-"
+				}
+				fmt.Fprintf(w, "%-8s %-16s %-10s %-8d %s\n", n.Name, n.Addr, nd, n.PID, state)
 			}
 			return nil
 		},

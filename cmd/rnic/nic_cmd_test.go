@@ -33,7 +33,7 @@ func TestNICUpListDown(t *testing.T) {
 		t.Fatalf("nic up: %v\n%s", err, out)
 	}
 	out, err = nicCmd(t, "list")
-	if err != nil || strings.Count(out, " up\n") != 2 || !strings.Contains(out, "rnic0") || !strings.Contains(out, "rnic1") {
+	if err != nil || strings.Count(out, " up\n") != 2 || !strings.Contains(out, "rnic0    127.0.0.21       lo ") || !strings.Contains(out, "rnic1") {
 		t.Fatalf("nic list: %v\n%s", err, out)
 	}
 	x, err := hostif.Open(dir + "/rnic0.sock")

@@ -240,11 +240,19 @@ int rnic_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t
  * failure the region is as it was. */
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
 {
+	/* libibverbs' own checks first (ERR_INPUT), among them an access
+	 * given without CHANGE_ACCESS, then what the kernel refuses
+	 * (ERR_CMD): no change asked for. */
 	const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
-	if (flags <= 0 || (flags & ~known) || ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
-	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))) {
+	if ((flags & ~known) || ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (!flags) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
 	}
 	struct ibv_pd *npd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;
 	if (npd->context != mr->context) {
@@ -330,32 +338,15 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	return ah;
 }
 
-/* The sender of a UD receive: its GID is the GRH's source. */
+/* The sender of a UD receive, as rdma-core makes it: the address
+ * vector ibv_init_ah_from_wc reads from the GRH area (the received hop
+ * limit, the source GID index of the port entry the packet was sent
+ * to), then an AH. */
 struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)
 {
-	if (!(wc->wc_flags & IBV_WC_GRH) || !grh) {
-		errno = EINVAL;
+	struct ibv_ah_attr a;
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &a))
 		return NULL;
-	}
-	struct ibv_ah_attr a = {.is_global = 1, .port_num = port_num, .sl = wc->sl};
-	const uint8_t *b = (const uint8_t *)grh;
-	if (b[0] >> 4 == 6) {
-		a.grh.dgid = grh->sgid;
-		a.grh.traffic_class = (ntohl(grh->version_tclass_flow) >> 20) & 0xff;
-	} else if (b[20] >> 4 == 4) {
-		/* RoCEv2 over IPv4: the IPv4 header is in the area's last 20
-		 * bytes (ibv_wc(3)); the sender's GID is its IPv4-mapped
-		 * address. */
-		memset(a.grh.dgid.raw, 0, 10);
-		a.grh.dgid.raw[10] = a.grh.dgid.raw[11] = 0xff;
-		memcpy(a.grh.dgid.raw + 12, b + 20 + 12, 4);
-		a.grh.traffic_class = b[21];
-	} else {
-		errno = EINVAL;
-		return NULL;
-	}
-	a.grh.sgid_index = 1;
-	a.grh.hop_limit = 0xff;
 	return ibv_create_ah(pd, &a);
 }
 
@@ -693,6 +684,15 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 
 int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 {
+	/* What the kernel refuses before a driver sees it: a port other than
+	 * the device's, a RoCE address vector without a GRH (a RoCE
+	 * address is a GID: rdma_check_ah_attr), and arming path migration,
+	 * which needs an alternate path (refused: rnic has no APM), so a QP
+	 * is always in the MIGRATED state. */
+	if (((mask & IBV_QP_PORT) && a->port_num != 1) ||
+	    ((mask & IBV_QP_AV) && (a->ah_attr.port_num != 1 || !a->ah_attr.is_global)) ||
+	    ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED))
+		return EINVAL;
 	struct hostif_msg m;
 	hostif_begin(&m, HOSTIF_MODIFY_QP, 0);
 	hostif_u32(&m, q->handle);
@@ -700,7 +700,7 @@ int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 	hostif_u8(&m, a->qp_state);
 	hostif_u8(&m, a->cur_qp_state);
 	hostif_u8(&m, a->path_mtu);
-	hostif_u8(&m, a->port_num ? a->port_num : a->ah_attr.port_num);
+	hostif_u8(&m, 1); /* port 1, checked above */
 	hostif_u32(&m, a->qkey);
 	hostif_u32(&m, a->rq_psn);
 	hostif_u32(&m, a->sq_psn);
@@ -1031,6 +1031,27 @@ static void init_qp_ex(struct rnic_qp *qp)
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |                \
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
+/* The operations each transport takes (the engine's wrInfos): UC has no
+ * READ or atomics, UD only SENDs. */
+#define RNIC_UC_SEND_OPS                                                                                              \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |                       \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
+#define RNIC_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+
+static uint64_t send_ops(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+		return RNIC_SEND_OPS;
+	case IBV_QPT_UC:
+		return RNIC_UC_SEND_OPS;
+	case IBV_QPT_UD:
+		return RNIC_UD_SEND_OPS;
+	default:
+		return 0;
+	}
+}
+
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
 	(void)c;
@@ -1041,7 +1062,7 @@ struct ibv_qp *rnic_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || (a->comp_mask & ~known) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && a->max_tso_header) ||
-	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~(uint64_t)RNIC_SEND_OPS))) {
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~send_ops(a->qp_type)))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -50,7 +50,12 @@ static inline int sysview_map(const char *root, const char *path, char *out, siz
 {
 	if (!sysview_prefix(path))
 		return 0;
-	return (size_t)snprintf(out, n, "%s%s", root, path) < n;
+	size_t r = strlen(root), p = strlen(path);
+	if (r + p >= n)
+		return 0;
+	memcpy(out, root, r);
+	memcpy(out + r, path, p + 1);
+	return 1;
 }
 
 #endif

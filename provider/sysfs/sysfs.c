@@ -24,6 +24,7 @@
  * the other ways.
  */
 #define _GNU_SOURCE
+#include <alloca.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -59,14 +60,20 @@ static const char *view_root(void)
 	return root;
 }
 
-/* map returns the path to use for path: the view's (written into buf)
- * or path itself. */
-static const char *map(const char *path, char *buf)
+/* map_view returns the view's path for a path in the view, written into
+ * buf (PATH_MAX bytes), or path itself if it does not fit. */
+static const char *map_view(const char *path, char *buf)
 {
-	if (!sysview_prefix(path))
-		return path;
 	return sysview_map(view_root(), path, buf, PATH_MAX) ? buf : path;
 }
+
+/* VIEW declares p, the path to use for path. Almost every path a
+ * program names is not in the view: for those it costs a look at two
+ * bytes (sysview_prefix), and the buffer for the view's path is taken
+ * from the stack only when one is. */
+#define VIEW(p, path)                                                    \
+	char *p##_buf = sysview_prefix(path) ? alloca(PATH_MAX) : NULL;  \
+	const char *p = p##_buf ? map_view(path, p##_buf) : (path)
 
 /* devnode returns the N of a path /dev/infiniband/uverbsN, -1 for other
  * entries of /dev/infiniband, -2 for paths that are none. */
@@ -85,15 +92,29 @@ static int devnode(const char *path)
 	return *end || n < 0 || n > 1000000 ? -1 : (int)n;
 }
 
-/* fix_mode makes the stat of a device node's socket the node's. */
-static void fix_mode(const char *path, mode_t *mode, dev_t *rdev)
+/* is_node reports whether path names an entry of /dev/infiniband (two
+ * bytes rule out nearly every other path). */
+static inline int is_node(const char *path)
+{
+	return path && path[0] == '/' && path[1] == 'd' && devnode(path) != -2;
+}
+
+/* fix_node makes the stat of a device node's socket the node's. */
+static void fix_node(const char *path, mode_t *mode, dev_t *rdev)
 {
 	int n = devnode(path);
-	if (n == -2 || !S_ISSOCK(*mode))
+	if (n == -2)
 		return;
 	*mode = S_IFCHR | (*mode & 07777);
 	if (rdev)
 		*rdev = n >= 0 ? makedev(231, 192 + n) : 0;
+}
+
+/* fix_mode: only a socket can be a node (most stats are of files). */
+static inline void fix_mode(const char *path, mode_t *mode, dev_t *rdev)
+{
+	if (__builtin_expect(S_ISSOCK(*mode), 0))
+		fix_node(path, mode, rdev);
 }
 
 #define REAL(ret, name, args)                                                         \
@@ -142,54 +163,54 @@ REAL(int, __openat64_2, (int, const char *, int))
 
 int open(const char *path, int flags, ...)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	MODE_ARG(flags, mode)
-	CALL(open, -1, map(path, buf), flags, mode);
+	CALL(open, -1, mp, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	MODE_ARG(flags, mode)
-	CALL(open64, -1, map(path, buf), flags, mode);
+	CALL(open64, -1, mp, flags, mode);
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	MODE_ARG(flags, mode)
-	CALL(openat, -1, dirfd, map(path, buf), flags, mode);
+	CALL(openat, -1, dirfd, mp, flags, mode);
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	MODE_ARG(flags, mode)
-	CALL(openat64, -1, dirfd, map(path, buf), flags, mode);
+	CALL(openat64, -1, dirfd, mp, flags, mode);
 }
 
 int __open_2(const char *path, int flags)
 {
-	char buf[PATH_MAX];
-	CALL(__open_2, -1, map(path, buf), flags);
+	VIEW(mp, path);
+	CALL(__open_2, -1, mp, flags);
 }
 
 int __open64_2(const char *path, int flags)
 {
-	char buf[PATH_MAX];
-	CALL(__open64_2, -1, map(path, buf), flags);
+	VIEW(mp, path);
+	CALL(__open64_2, -1, mp, flags);
 }
 
 int __openat_2(int dirfd, const char *path, int flags)
 {
-	char buf[PATH_MAX];
-	CALL(__openat_2, -1, dirfd, map(path, buf), flags);
+	VIEW(mp, path);
+	CALL(__openat_2, -1, dirfd, mp, flags);
 }
 
 int __openat64_2(int dirfd, const char *path, int flags)
 {
-	char buf[PATH_MAX];
-	CALL(__openat64_2, -1, dirfd, map(path, buf), flags);
+	VIEW(mp, path);
+	CALL(__openat64_2, -1, dirfd, mp, flags);
 }
 
 REAL(FILE *, fopen, (const char *, const char *))
@@ -199,26 +220,26 @@ REAL(FILE *, freopen64, (const char *, const char *, FILE *))
 
 FILE *fopen(const char *path, const char *mode)
 {
-	char buf[PATH_MAX];
-	CALL(fopen, NULL, map(path, buf), mode);
+	VIEW(mp, path);
+	CALL(fopen, NULL, mp, mode);
 }
 
 FILE *fopen64(const char *path, const char *mode)
 {
-	char buf[PATH_MAX];
-	CALL(fopen64, NULL, map(path, buf), mode);
+	VIEW(mp, path);
+	CALL(fopen64, NULL, mp, mode);
 }
 
 FILE *freopen(const char *path, const char *mode, FILE *f)
 {
-	char buf[PATH_MAX];
-	CALL(freopen, NULL, path ? map(path, buf) : NULL, mode, f);
+	VIEW(mp, path);
+	CALL(freopen, NULL, path ? mp : NULL, mode, f);
 }
 
 FILE *freopen64(const char *path, const char *mode, FILE *f)
 {
-	char buf[PATH_MAX];
-	CALL(freopen64, NULL, path ? map(path, buf) : NULL, mode, f);
+	VIEW(mp, path);
+	CALL(freopen64, NULL, path ? mp : NULL, mode, f);
 }
 
 /* --- directories --- */
@@ -232,28 +253,28 @@ REAL(int, scandir64, (const char *, struct dirent64 ***, int (*)(const struct di
 
 DIR *opendir(const char *path)
 {
-	char buf[PATH_MAX];
-	CALL(opendir, NULL, map(path, buf));
+	VIEW(mp, path);
+	CALL(opendir, NULL, mp);
 }
 
 int chdir(const char *path)
 {
-	char buf[PATH_MAX];
-	CALL(chdir, -1, map(path, buf));
+	VIEW(mp, path);
+	CALL(chdir, -1, mp);
 }
 
 int scandir(const char *path, struct dirent ***list, int (*sel)(const struct dirent *),
 	    int (*cmp)(const struct dirent **, const struct dirent **))
 {
-	char buf[PATH_MAX];
-	CALL(scandir, -1, map(path, buf), list, sel, cmp);
+	VIEW(mp, path);
+	CALL(scandir, -1, mp, list, sel, cmp);
 }
 
 int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
 	      int (*cmp)(const struct dirent64 **, const struct dirent64 **))
 {
-	char buf[PATH_MAX];
-	CALL(scandir64, -1, map(path, buf), list, sel, cmp);
+	VIEW(mp, path);
+	CALL(scandir64, -1, mp, list, sel, cmp);
 }
 
 /* --- stat --- */
@@ -261,7 +282,7 @@ int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct
 /* A device node is stat'ed through its link (lstat too: the link is
  * the view's way of naming the socket, not something the kernel's
  * /dev/infiniband has). */
-#define NODE_FOLLOW(path) (devnode(path) != -2)
+#define NODE_FOLLOW(path) is_node(path)
 
 REAL(int, stat, (const char *, struct stat *))
 REAL(int, stat64, (const char *, struct stat64 *))
@@ -293,112 +314,112 @@ REAL(int, statx, (int, const char *, int, unsigned int, struct statx *))
 
 int stat(const char *path, struct stat *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	NEED(stat);
-	STAT_BODY(get_stat()(map(path, buf), st), st);
+	STAT_BODY(get_stat()(mp, st), st);
 }
 
 int stat64(const char *path, struct stat64 *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	NEED(stat64);
-	STAT_BODY(get_stat64()(map(path, buf), st), st);
+	STAT_BODY(get_stat64()(mp, st), st);
 }
 
 int lstat(const char *path, struct stat *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return stat(path, st);
 	NEED(lstat);
-	STAT_BODY(get_lstat()(map(path, buf), st), st);
+	STAT_BODY(get_lstat()(mp, st), st);
 }
 
 int lstat64(const char *path, struct stat64 *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return stat64(path, st);
 	NEED(lstat64);
-	STAT_BODY(get_lstat64()(map(path, buf), st), st);
+	STAT_BODY(get_lstat64()(mp, st), st);
 }
 
 int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
 	NEED(fstatat);
-	STAT_BODY(get_fstatat()(dirfd, map(path, buf), st, flags), st);
+	STAT_BODY(get_fstatat()(dirfd, mp, st, flags), st);
 }
 
 int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
 	NEED(fstatat64);
-	STAT_BODY(get_fstatat64()(dirfd, map(path, buf), st, flags), st);
+	STAT_BODY(get_fstatat64()(dirfd, mp, st, flags), st);
 }
 
 /* The stat calls of binaries built against glibc before 2.33. */
 int __xstat(int ver, const char *path, struct stat *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	NEED(__xstat);
-	STAT_BODY(get___xstat()(ver, map(path, buf), st), st);
+	STAT_BODY(get___xstat()(ver, mp, st), st);
 }
 
 int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	NEED(__xstat64);
-	STAT_BODY(get___xstat64()(ver, map(path, buf), st), st);
+	STAT_BODY(get___xstat64()(ver, mp, st), st);
 }
 
 int __lxstat(int ver, const char *path, struct stat *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return __xstat(ver, path, st);
 	NEED(__lxstat);
-	STAT_BODY(get___lxstat()(ver, map(path, buf), st), st);
+	STAT_BODY(get___lxstat()(ver, mp, st), st);
 }
 
 int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return __xstat64(ver, path, st);
 	NEED(__lxstat64);
-	STAT_BODY(get___lxstat64()(ver, map(path, buf), st), st);
+	STAT_BODY(get___lxstat64()(ver, mp, st), st);
 }
 
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
 	NEED(__fxstatat);
-	STAT_BODY(get___fxstatat()(ver, dirfd, map(path, buf), st, flags), st);
+	STAT_BODY(get___fxstatat()(ver, dirfd, mp, st, flags), st);
 }
 
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
 	NEED(__fxstatat64);
-	STAT_BODY(get___fxstatat64()(ver, dirfd, map(path, buf), st, flags), st);
+	STAT_BODY(get___fxstatat64()(ver, dirfd, mp, st, flags), st);
 }
 
 int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *st)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
 	NEED(statx);
-	int r = get_statx()(dirfd, map(path, buf), flags, mask, st);
+	int r = get_statx()(dirfd, mp, flags, mask, st);
 	if (r == 0) {
 		mode_t m = st->stx_mode;
 		dev_t rdev = makedev(st->stx_rdev_major, st->stx_rdev_minor);
@@ -419,28 +440,28 @@ REAL(int, eaccess, (const char *, int))
 
 int access(const char *path, int how)
 {
-	char buf[PATH_MAX];
-	CALL(access, -1, map(path, buf), how);
+	VIEW(mp, path);
+	CALL(access, -1, mp, how);
 }
 
 int faccessat(int dirfd, const char *path, int how, int flags)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		flags &= ~AT_SYMLINK_NOFOLLOW;
-	CALL(faccessat, -1, dirfd, map(path, buf), how, flags);
+	CALL(faccessat, -1, dirfd, mp, how, flags);
 }
 
 int euidaccess(const char *path, int how)
 {
-	char buf[PATH_MAX];
-	CALL(euidaccess, -1, map(path, buf), how);
+	VIEW(mp, path);
+	CALL(euidaccess, -1, mp, how);
 }
 
 int eaccess(const char *path, int how)
 {
-	char buf[PATH_MAX];
-	CALL(eaccess, -1, map(path, buf), how);
+	VIEW(mp, path);
+	CALL(eaccess, -1, mp, how);
 }
 
 /* --- links and names --- */
@@ -451,22 +472,22 @@ REAL(char *, realpath, (const char *, char *))
 
 ssize_t readlink(const char *path, char *out, size_t n)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path)) { /* a device node is no link */
 		errno = EINVAL;
 		return -1;
 	}
-	CALL(readlink, -1, map(path, buf), out, n);
+	CALL(readlink, -1, mp, out, n);
 }
 
 ssize_t readlinkat(int dirfd, const char *path, char *out, size_t n)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path)) {
 		errno = EINVAL;
 		return -1;
 	}
-	CALL(readlinkat, -1, dirfd, map(path, buf), out, n);
+	CALL(readlinkat, -1, dirfd, mp, out, n);
 }
 
 /* realpath of a path in the view is the kernel's path it stands for: the
@@ -481,8 +502,6 @@ char *realpath(const char *path, char *resolved)
 	}
 	if (!sysview_prefix(path))
 		return get_realpath()(path, resolved);
-	char buf[PATH_MAX];
-	const char *m = map(path, buf);
 	if (NODE_FOLLOW(path)) {
 		struct stat st;
 		if (stat(path, &st))
@@ -496,12 +515,13 @@ char *realpath(const char *path, char *resolved)
 			return NULL;
 		return strcpy(out, path);
 	}
+	VIEW(mp, path);
 	char tmp[PATH_MAX];
-	if (!get_realpath()(m, tmp))
+	if (!get_realpath()(mp, tmp))
 		return NULL;
 	const char *r = tmp;
 	view_root();
-	if (m == buf && !strncmp(tmp, root, root_len) && (tmp[root_len] == '/' || !tmp[root_len]))
+	if (mp != path && !strncmp(tmp, root, root_len) && (tmp[root_len] == '/' || !tmp[root_len]))
 		r = tmp[root_len] ? tmp + root_len : "/";
 	char *out = resolved ? resolved : malloc(PATH_MAX);
 	if (!out)
@@ -530,28 +550,28 @@ REAL(ssize_t, llistxattr, (const char *, char *, size_t))
 
 ssize_t getxattr(const char *path, const char *name, void *value, size_t n)
 {
-	char buf[PATH_MAX];
-	CALL(getxattr, -1, map(path, buf), name, value, n);
+	VIEW(mp, path);
+	CALL(getxattr, -1, mp, name, value, n);
 }
 
 ssize_t lgetxattr(const char *path, const char *name, void *value, size_t n)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return getxattr(path, name, value, n);
-	CALL(lgetxattr, -1, map(path, buf), name, value, n);
+	CALL(lgetxattr, -1, mp, name, value, n);
 }
 
 ssize_t listxattr(const char *path, char *list, size_t n)
 {
-	char buf[PATH_MAX];
-	CALL(listxattr, -1, map(path, buf), list, n);
+	VIEW(mp, path);
+	CALL(listxattr, -1, mp, list, n);
 }
 
 ssize_t llistxattr(const char *path, char *list, size_t n)
 {
-	char buf[PATH_MAX];
+	VIEW(mp, path);
 	if (NODE_FOLLOW(path))
 		return listxattr(path, list, n);
-	CALL(llistxattr, -1, map(path, buf), list, n);
+	CALL(llistxattr, -1, mp, list, n);
 }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestAttrChecks runs provider/tests/attr_checks.c on a NIC of rnic's:
+// attribute bits of the verbs take effect or are refused with Linux's
+// errnos — ibv_modify_qp's port, an address vector without a GRH,
+// arming path migration (rnic has no alternate paths; MIGRATED is
+// accepted and queried back), ibv_create_qp_ex's send_ops_flags per
+// transport (as rxe's provider refuses them), ibv_rereg_mr's flags (as
+// libibverbs and the kernel refuse them).
+func TestAttrChecks(t *testing.T) {
+	lib := buildProvider(t)
+	run := t.TempDir()
+	t.Setenv("RNIC_RUN_DIR", run)
+	t.Setenv("RNIC_TEST_MAIN", "1")
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Cleanup(func() { nicCmd(t, "down", "--all") })
+	if out, err := nicCmd(t, "up", "--addr", "127.0.0.54"); err != nil {
+		t.Fatalf("nic up: %v\n%s", err, out)
+	}
+	bin := filepath.Join(t.TempDir(), "attr_checks")
+	if out, err := exec.Command("cc", "-O2", "-Wall", "-o", bin, "../../provider/tests/attr_checks.c", "-L"+lib, "-l:libibverbs.so.1").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	c := exec.Command(bin, "rnic0")
+	c.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("attr_checks: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
