@@ -202,7 +202,7 @@ func readEndpoint(r *bufio.Reader, e *rnic.Endpoint, addr *uint64, rkey *uint32)
 // answers until its stdin closes.
 func TestUDPBenchPeer(t *testing.T) {
 	if os.Getenv("RNIC_BENCH_PEER") == "" {
-		t.Skip("BenchmarkUDPLatency's peer process")
+		return // not a test: the peer process BenchmarkUDPLatency starts
 	}
 	n, err := openUDPNode(udpBenchPeer)
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 // its CQ ring, prints "done STATUS", then answers dumps.
 func TestHostQueuesPeer(t *testing.T) {
 	if !testpeer.IsPeer() {
-		t.Skip("the program process of TestHostQueues")
+		return // not a test: the program process TestHostQueues starts
 	}
 	fail := func(what string, err error) { fmt.Printf("error %s: %v\n", what, err); os.Exit(1) }
 	x, err := hostif.Open(os.Getenv("RNIC_HOST_SOCK"))

@@ -31,7 +31,7 @@ const env = "RNIC_TESTPEER"
 // address printed ("addr N"), then Loop.
 func Serve(t *testing.T) {
 	if !IsPeer() {
-		t.Skip("the peer process of the tests that reach another process's memory")
+		return // not a test: the peer process the tests that reach another process's memory start
 	}
 	buf := Region()
 	fmt.Printf("addr %d\n", Address(buf))
