@@ -17,6 +17,7 @@ import (
 // end, an address, and a NIC of "rnic nic up" bound to it.
 type nsHost struct {
 	ns, ifname, addr string
+	addr6            string // its IPv6 address (a second NIC, rnic1)
 	run              string // its NICs' run directory
 	lib              string // rnic's libraries
 }
@@ -36,7 +37,8 @@ func (h *nsHost) cmd(env []string, argv ...string) *exec.Cmd {
 // veth. Each NIC knows its netdev as rxe would (ibv_devinfo's GID 0 from
 // the veth's MAC, the MTU and speed of the veth, sysfs's ndevs), and
 // Debian's unmodified programs run between the two hosts: ibv_rc_pingpong,
-// ib_write_bw, ib_read_lat, rping, libfabric's fi_pingpong over verbs (MSG
+// ib_write_bw, ib_read_lat, rping (over IPv4 and IPv6, a second NIC on
+// each veth's IPv6 address), libfabric's fi_pingpong over verbs (MSG
 // endpoints) and over verbs;ofi_rxm (RDM), with FI_VERBS_IFACE naming
 // the veth and the data checked, and UCX's tag_bw. It needs root and
 // iproute2 (it skips, saying so, without them).
@@ -54,8 +56,8 @@ func TestNamespaces(t *testing.T) {
 	}
 	id := os.Getpid() % 100000
 	hosts := [2]*nsHost{
-		{ns: fmt.Sprintf("rnic-t%d-a", id), ifname: fmt.Sprintf("rnt%da", id), addr: "198.51.100.1", run: t.TempDir(), lib: lib},
-		{ns: fmt.Sprintf("rnic-t%d-b", id), ifname: fmt.Sprintf("rnt%db", id), addr: "198.51.100.2", run: t.TempDir(), lib: lib},
+		{ns: fmt.Sprintf("rnic-t%d-a", id), ifname: fmt.Sprintf("rnt%da", id), addr: "198.51.100.1", addr6: "2001:db8:77::1", run: t.TempDir(), lib: lib},
+		{ns: fmt.Sprintf("rnic-t%d-b", id), ifname: fmt.Sprintf("rnt%db", id), addr: "198.51.100.2", addr6: "2001:db8:77::2", run: t.TempDir(), lib: lib},
 	}
 	ip := func(args ...string) {
 		t.Helper()
@@ -76,9 +78,11 @@ func TestNamespaces(t *testing.T) {
 	ip("link", "add", hosts[0].ifname, "netns", hosts[0].ns, "type", "veth", "peer", "name", hosts[1].ifname, "netns", hosts[1].ns)
 	for _, h := range hosts {
 		ip("-n", h.ns, "addr", "add", h.addr+"/24", "dev", h.ifname)
+		// 2001:db8::/32 is documentation's; nodad: usable at once.
+		ip("-n", h.ns, "addr", "add", h.addr6+"/64", "dev", h.ifname, "nodad")
 		ip("-n", h.ns, "link", "set", h.ifname, "up")
 		ip("-n", h.ns, "link", "set", "lo", "up")
-		if out, err := h.cmd(nil, self, "nic", "up", "--addr", h.addr).CombinedOutput(); err != nil {
+		if out, err := h.cmd(nil, self, "nic", "up", "--addr", h.addr, "--addr", h.addr6).CombinedOutput(); err != nil {
 			t.Fatalf("nic up in %s: %v\n%s", h.ns, err, out)
 		}
 	}
@@ -186,12 +190,15 @@ func TestNamespaces(t *testing.T) {
 			expect(t, out, "Device         : rnic0", map[bool]string{true: "BW average", false: "t_typical"}[prog == "ib_write_bw"])
 		})
 	}
-	t.Run("rping", func(t *testing.T) {
-		out, _ := pair(t, nil, "REJECTED|connect error|unreachable",
-			[]string{"rping", "-s", "-a", srv.addr, "-p", "18820", "-C", "50", "-V"},
-			[]string{"rping", "-c", "-a", srv.addr, "-p", "18820", "-C", "50", "-V"})
-		t.Logf("%s", out)
-	})
+	for i, a := range []string{srv.addr, srv.addr6} {
+		t.Run("rping_"+map[bool]string{true: "ipv4", false: "ipv6"}[i == 0], func(t *testing.T) {
+			port := strconv.Itoa(18820 + i)
+			out, _ := pair(t, nil, "REJECTED|connect error|unreachable",
+				[]string{"rping", "-s", "-a", a, "-p", port, "-C", "50", "-V"},
+				[]string{"rping", "-c", "-a", a, "-p", port, "-C", "50", "-V"})
+			t.Logf("%s", out)
+		})
+	}
 	// libfabric: its verbs provider offers MSG endpoints on the NICs whose
 	// address is on an interface FI_VERBS_IFACE names; -c checks the data.
 	for i, tc := range []struct{ name, prov, ep string }{
