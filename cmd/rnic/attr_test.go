@@ -16,14 +16,7 @@ import (
 // libibverbs and the kernel refuse them).
 func TestAttrChecks(t *testing.T) {
 	lib := buildProvider(t)
-	run := t.TempDir()
-	t.Setenv("RNIC_RUN_DIR", run)
-	t.Setenv("RNIC_TEST_MAIN", "1")
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	t.Cleanup(func() { nicCmd(t, "down", "--all") })
-	if out, err := nicCmd(t, "up", "--addr", "127.0.0.54"); err != nil {
-		t.Fatalf("nic up: %v\n%s", err, out)
-	}
+	upNICs(t, []string{"127.0.0.54"})
 	bin := filepath.Join(t.TempDir(), "attr_checks")
 	if out, err := exec.Command("cc", "-O2", "-Wall", "-o", bin, "../../provider/tests/attr_checks.c", "-L"+lib, "-l:libibverbs.so.1").CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)

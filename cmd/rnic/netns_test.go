@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // nsHost is one host of TestNamespaces: a network namespace with a veth
@@ -132,40 +131,7 @@ func TestNamespaces(t *testing.T) {
 		if _, err := exec.LookPath(srvArgv[0]); err != nil {
 			t.Skipf("skipped: no %s here", srvArgv[0])
 		}
-		s := srv.cmd(env, srvArgv...)
-		var srvOut strings.Builder
-		s.Stdout, s.Stderr = &srvOut, &srvOut
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.Wait() }()
-		defer func() {
-			s.Process.Kill()
-			<-done
-		}()
-		var out []byte
-		var err error
-		for try := 0; try < 60; try++ {
-			out, err = cli.cmd(env, cliArgv...).CombinedOutput()
-			if err == nil || !regexp.MustCompile(retry).Match(out) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v\n%s\nserver:\n%s", strings.Join(cliArgv, " "), err, out, srvOut.String())
-		}
-		select {
-		case err := <-done:
-			done <- err
-			if err != nil {
-				t.Fatalf("%s server: %v\n%s", srvArgv[0], err, srvOut.String())
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s's server did not end after its client:\n%s", srvArgv[0], srvOut.String())
-		}
-		return string(out), srvOut.String()
+		return runServerClient(t, srv.cmd(env, srvArgv...), func() *exec.Cmd { return cli.cmd(env, cliArgv...) }, retry)
 	}
 	expect := func(t *testing.T, out string, want ...string) {
 		t.Helper()

@@ -20,14 +20,7 @@ import (
 // its entries away.
 func TestSysfsView(t *testing.T) {
 	lib := buildProvider(t)
-	run := t.TempDir()
-	t.Setenv("RNIC_RUN_DIR", run)
-	t.Setenv("RNIC_TEST_MAIN", "1")
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	t.Cleanup(func() { nicCmd(t, "down", "--all") })
-	if out, err := nicCmd(t, "up", "--addr", "127.0.0.51", "--addr", "127.0.0.52"); err != nil {
-		t.Fatalf("nic up: %v\n%s", err, out)
-	}
+	upNICs(t, []string{"127.0.0.51", "127.0.0.52"})
 	sh := func(t *testing.T, script string) string {
 		t.Helper()
 		c := exec.Command("/bin/sh", "-c", script)

@@ -5,10 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // ucxEnv is the environment UCX's programs run in on rnic: rnic's
@@ -45,48 +45,18 @@ func ucxFinal(out string) ([]float64, error) {
 }
 
 // runUCXPair runs ucx_perftest's server with the environment srvEnv and
-// the arguments srvArgs, and its client, retried until the server
-// listens, with cliEnv and args; it returns what the client printed.
-// Either failing fails t.
+// the arguments srvArgs, and its client with cliEnv and args, and returns
+// what the client printed.
 func runUCXPair(t *testing.T, bin string, port int, srvEnv, cliEnv, srvArgs, args []string) string {
 	t.Helper()
 	s := exec.Command(bin, append([]string{"-p", strconv.Itoa(port)}, srvArgs...)...)
 	s.Env = srvEnv
-	var srvOut strings.Builder
-	s.Stdout, s.Stderr = &srvOut, &srvOut
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Wait() }()
-	defer func() {
-		s.Process.Kill()
-		<-done
-	}()
-	var out []byte
-	var err error
-	for try := 0; try < 50; try++ { // until the server listens on its port
+	out, _ := runServerClient(t, s, func() *exec.Cmd {
 		c := exec.Command(bin, append([]string{"127.0.0.1", "-p", strconv.Itoa(port)}, args...)...)
 		c.Env = cliEnv
-		out, err = c.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("ucx_perftest %s: %v\n%s\nserver:\n%s", strings.Join(args, " "), err, out, srvOut.String())
-	}
-	select {
-	case err := <-done:
-		done <- err
-		if err != nil {
-			t.Fatalf("ucx_perftest server: %v\n%s", err, srvOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("ucx_perftest's server did not end after its client:\n%s", srvOut.String())
-	}
-	return string(out)
+		return c
+	}, "Connection refused")
+	return out
 }
 
 // TestUCX runs Debian's unmodified UCX (ucx-utils) on rnic: ucx_info
@@ -94,8 +64,9 @@ func runUCXPair(t *testing.T, bin string, port int, srvEnv, cliEnv, srvArgs, arg
 // UCP tests between two processes, the server on one NIC and the client
 // on another, over RC (rc_v: rc_verbs for the data, ud_verbs to wire it
 // up, as UCX requires of a transport that needs a connection) and over UD
-// (ud_v), and its UCT tests on rc_verbs and ud_verbs alone; once with
-// the two NICs in one process, once in two.
+// (ud_v), and its UCT tests on rc_verbs and ud_verbs alone; and io_demo,
+// a UCX client and server connected by IP address through rdmacm; once
+// with the two NICs in one process, once in two.
 func TestUCX(t *testing.T) {
 	info, err := exec.LookPath("ucx_info")
 	if err != nil {
@@ -106,8 +77,6 @@ func TestUCX(t *testing.T) {
 		t.Skip("skipped: no ucx_perftest; Debian: apt-get install ucx-utils")
 	}
 	lib := buildProvider(t)
-	t.Setenv("RNIC_TEST_MAIN", "1")
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	for i, setup := range []struct {
 		name  string
 		addrs [][]string // the nic up commands' addresses
@@ -116,18 +85,7 @@ func TestUCX(t *testing.T) {
 		{"two_processes", [][]string{{"127.0.0.43"}, {"127.0.0.44"}}},
 	} {
 		t.Run(setup.name, func(t *testing.T) {
-			run := t.TempDir()
-			t.Setenv("RNIC_RUN_DIR", run)
-			defer nicCmd(t, "down", "--all")
-			for _, as := range setup.addrs {
-				args := []string{"up"}
-				for _, a := range as {
-					args = append(args, "--addr", a)
-				}
-				if out, err := nicCmd(t, args...); err != nil {
-					t.Fatalf("nic %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-			}
+			run := upNICs(t, setup.addrs...)
 			// ucx_info -d: both NICs, each a memory domain of UCX's ib
 			// component with the rc_verbs and ud_verbs transports on
 			// port 1, and the rdmacm connection manager.
@@ -155,6 +113,45 @@ func TestUCX(t *testing.T) {
 			if !strings.Contains(string(out), "# Connection manager: rdmacm") {
 				t.Errorf("ucx_info -d shows no rdmacm connection manager:\n%s", out)
 			}
+
+			// A UCX client and server connected by IP address (a UCP
+			// listener and ucp_ep_create by sockaddr) through the rdmacm
+			// connection manager (UCX_SOCKADDR_TLS_PRIORITY=rdmacm: no
+			// falling back to TCP's), reads and writes with their data
+			// checked (-q).
+			t.Run("io_demo_sockaddr", func(t *testing.T) {
+				demo, err := exec.LookPath("io_demo")
+				if err != nil {
+					t.Skip("skipped: no io_demo; Debian: apt-get install ucx-utils")
+				}
+				port := strconv.Itoa(13390 + i)
+				env := ucxEnv(lib, run, "UCX_TLS=rc_v,self", "UCX_SOCKADDR_TLS_PRIORITY=rdmacm")
+				s := exec.Command(demo, "-p", port, "-q", "-d", "1024:65536")
+				s.Env = env
+				var so strings.Builder
+				s.Stdout, s.Stderr = &so, &so
+				if err := s.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { s.Process.Kill(); s.Wait() }()
+				last := setup.addrs[len(setup.addrs)-1]
+				c := exec.Command(demo, "-p", port, "-q", "-i", "500", "-o", "read,write", "-d", "1024:65536", "-c", "30", last[len(last)-1])
+				c.Env = env
+				out, err := c.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "Client exit with status 'OK'") {
+					t.Fatalf("io_demo client: %v\n%s\nserver:\n%s", err, out, so.String())
+				}
+				// Its last report: the operations done, 500 in all.
+				reports := regexp.MustCompile(`total min:(\d+) max:\d+ total:(\d+)`).FindAllStringSubmatch(string(out), -1)
+				sum := 0
+				for _, r := range reports {
+					n, _ := strconv.Atoi(r[2])
+					sum += n
+				}
+				if sum != 500 {
+					t.Errorf("io_demo's reports add up to %d operations, want 500:\n%s", sum, out)
+				}
+			})
 
 			port := 13400 + 40*i
 			srv := func(more ...string) []string {
