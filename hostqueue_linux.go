@@ -13,6 +13,7 @@ import (
 
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/nic"
+	"github.com/rnic/rnic/internal/queue"
 	"github.com/rnic/rnic/internal/transport"
 )
 
@@ -28,7 +29,7 @@ import (
 // NIC asleep), or a CQ has a completion, or the control path changes the
 // queues.
 
-// Doorbell page: word 0 is the NIC's state (hostif.NICRunning, ...), the
+// Doorbell page: word 0 is the NIC's state (queue.NICRunning, ...), the
 // objects' words follow.
 const (
 	dbPageSize  = 4096
@@ -119,7 +120,7 @@ func (c *hostCQ) notify(db []byte) {
 	if c.channel == nil {
 		return
 	}
-	w := hostif.Word(db, c.armWord)
+	w := queue.Word(db, c.armWord)
 	if arm := w.Load(); arm == 0 || !w.CompareAndSwap(arm, 0) {
 		return
 	}
@@ -143,14 +144,14 @@ type hostRecvRing struct {
 	piWord int    // the program's producer index, in the doorbell page
 	ciWord int    // ci, published for the program (-1: not published)
 	buf    []byte // the NIC's copy of one slot: what is checked is what is used
-	rwqe   hostif.RecvWQE
+	rwqe   queue.RecvWQE
 	sgl    []SGE
 	bad    atomic.Bool // the program wrote garbage: nothing more is taken
 	post   func(RecvWR) error
 }
 
 func newHostRecvRing(name string, depth uint32, maxSGE uint32, post func(RecvWR) error) (*hostRecvRing, error) {
-	q := &hostRecvRing{depth: depth, slot: hostif.RecvWQESize(int(maxSGE)), ciWord: -1, sgl: make([]SGE, 0, hostif.MaxSGE), post: post}
+	q := &hostRecvRing{depth: depth, slot: queue.RecvWQESize(int(maxSGE)), ciWord: -1, sgl: make([]SGE, 0, queue.MaxSGE), post: post}
 	q.buf = make([]byte, q.slot)
 	var err error
 	if q.mem, err = newShm(name, int(depth)*q.slot); err != nil {
@@ -182,12 +183,12 @@ func (q *hostRecvRing) take(db []byte) bool {
 	if q.bad.Load() {
 		return false
 	}
-	pi := hostif.Word(db, q.piWord).Load()
+	pi := queue.Word(db, q.piWord).Load()
 	n := 0
 	for q.ci != pi && pi-q.ci <= q.depth {
 		off := int(q.ci%q.depth) * q.slot
 		copy(q.buf, q.mem.mem[off:off+q.slot])
-		err := hostif.DecodeRecv(q.buf, &q.rwqe)
+		err := queue.DecodeRecv(q.buf, &q.rwqe)
 		if err == nil {
 			q.sgl = q.sgl[:0]
 			for _, g := range q.rwqe.SGL[:q.rwqe.NumSGE] {
@@ -205,7 +206,7 @@ func (q *hostRecvRing) take(db []byte) bool {
 		n++
 	}
 	if n > 0 && q.ciWord >= 0 {
-		hostif.Word(db, q.ciWord).Store(q.ci)
+		queue.Word(db, q.ciWord).Store(q.ci)
 	}
 	return n > 0
 }
@@ -215,7 +216,7 @@ func (q *hostRecvRing) take(db []byte) bool {
 func (q *hostRecvRing) reset(db []byte) uint32 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.ci = hostif.Word(db, q.piWord).Load()
+	q.ci = queue.Word(db, q.piWord).Load()
 	q.bad.Store(false)
 	return q.ci
 }
@@ -235,7 +236,7 @@ type hostQP struct {
 	rqDone     uint32 // receive WQEs retired (their CQEs written)
 	rqDoneWord int    // rqDone, published: the program's RQ holds at most max_recv_wr not retired
 	slot       []byte // the NIC's copy of one send slot
-	swqe       hostif.SendWQE
+	swqe       queue.SendWQE
 	sgl        []SGE
 	bad        bool // a malformed WQE put the QP in error
 	obj        *hostObj
@@ -324,7 +325,7 @@ func (d *hostData) word() (int, error) {
 func (hc *hostClient) poll() {
 	d := hc.data
 	defer close(d.done)
-	state := hostif.Word(d.db.mem, dbStateWord)
+	state := queue.Word(d.db.mem, dbStateWord)
 	idleSince := time.Now()
 	nap := time.NewTimer(time.Second) // reused: a sleep allocates nothing
 	nap.Stop()
@@ -352,7 +353,7 @@ func (hc *hostClient) poll() {
 		}
 		// Asleep: say so, look once more (a doorbell written before the
 		// program saw the state), then wait.
-		state.Store(hostif.NICAsleep)
+		state.Store(queue.NICAsleep)
 		for _, c := range q.cqs {
 			c.cq.ReqNotify(false)
 		}
@@ -360,7 +361,7 @@ func (hc *hostClient) poll() {
 		busy = hc.step(q)
 		hc.stepMu.Unlock()
 		if busy {
-			state.Store(hostif.NICRunning)
+			state.Store(queue.NICRunning)
 			idleSince = time.Now()
 			continue
 		}
@@ -370,12 +371,12 @@ func (hc *hostClient) poll() {
 		select {
 		case <-d.wake:
 		case <-d.stop:
-			state.Store(hostif.NICRunning)
+			state.Store(queue.NICRunning)
 			return
 		case <-nap.C:
 		}
 		nap.Stop()
-		state.Store(hostif.NICRunning)
+		state.Store(queue.NICRunning)
 		idleSince = time.Now()
 	}
 }
@@ -402,12 +403,12 @@ func (h *hostQP) moveSends(db []byte) bool {
 	if h.bad {
 		return false
 	}
-	pi := hostif.Word(db, h.sqWord).Load()
+	pi := queue.Word(db, h.sqWord).Load()
 	n := 0
 	for h.sqCI != pi && pi-h.sqCI <= h.sqDepth {
 		off := int(h.sqCI%h.sqDepth) * h.sqSlot
 		copy(h.slot[:h.sqSlot], h.sq.mem[off:off+h.sqSlot]) // copied once: what is checked is what is used
-		if err := hostif.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil {
+		if err := queue.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil {
 			h.fail()
 			return true
 		}
@@ -421,7 +422,7 @@ func (h *hostQP) moveSends(db []byte) bool {
 		n++
 	}
 	if n > 0 {
-		hostif.Word(db, h.sqCIWord).Store(h.sqCI)
+		queue.Word(db, h.sqCIWord).Store(h.sqCI)
 	}
 	if pi-h.sqCI > h.sqDepth && pi != h.sqCI {
 		h.fail() // a producer index beyond the ring: garbage
@@ -495,7 +496,7 @@ func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
 	if c.over {
 		return false
 	}
-	ci := hostif.Word(db, c.ciWord).Load()
+	ci := queue.Word(db, c.ciWord).Load()
 	room := int(c.depth - (c.pi - ci))
 	if room <= 0 || room > int(c.depth) {
 		if c.pi-ci > c.depth {
@@ -514,17 +515,17 @@ func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
 			// the CQE and posts again at once finds the room.
 			if h := q.rqQPN[wc.QPNum]; h != nil {
 				h.rqDone++
-				hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
+				queue.Word(db, h.rqDoneWord).Store(h.rqDone)
 			}
 		}
-		off := int(c.pi%c.depth) * hostif.CQELen
+		off := int(c.pi%c.depth) * queue.CQELen
 		imm := wc.ImmData
 		if wc.Flags&WCWithInv != 0 {
 			imm = wc.InvalidatedRKey
 		}
-		hostif.PutCQE(c.ring.mem[off:off+hostif.CQELen], &hostif.CQE{WRID: wc.WRID, Status: uint32(wc.Status), Opcode: uint32(wc.Opcode),
+		queue.PutCQE(c.ring.mem[off:off+queue.CQELen], &queue.CQE{WRID: wc.WRID, Status: uint32(wc.Status), Opcode: uint32(wc.Opcode),
 			Flags: uint32(wc.Flags), ByteLen: wc.ByteLen, Imm: imm, QPNum: wc.QPNum, SrcQP: wc.SrcQP, VendorErr: wc.VendorErr,
-			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, hostif.Lap(c.pi, c.depth))
+			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, queue.Lap(c.pi, c.depth))
 		c.pi++
 	}
 	c.notify(db)
@@ -603,7 +604,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if err != nil {
 			return errnoOf(err), nil
 		}
-		ring, err := newShm("rnic-cq", int(depth)*hostif.CQELen)
+		ring, err := newShm("rnic-cq", int(depth)*queue.CQELen)
 		if err != nil {
 			cq.Destroy()
 			return unix.ENOMEM, nil
@@ -694,7 +695,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		pd, sc, rc, srq := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq], hc.srqs[srqh]
-		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > hostif.MaxSGE || cp.MaxRecvSGE > hostif.MaxSGE ||
+		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > queue.MaxSGE || cp.MaxRecvSGE > queue.MaxSGE ||
 			srqh != 0 && srq == nil || QPType(typ) == GSI { // QP1 is the NIC's own, as the kernel's
 			return unix.EINVAL, nil
 		}
@@ -711,9 +712,9 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			srq.qps++
 		}
 		h := &hostQP{hc: hc, qp: qp, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
-			sqSlot: hostif.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData))}
+			sqSlot: queue.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData))}
 		h.slot = make([]byte, h.sqSlot)
-		h.sgl = make([]SGE, 0, hostif.MaxSGE)
+		h.sgl = make([]SGE, 0, queue.MaxSGE)
 		fail := func(e unix.Errno) (unix.Errno, []int) {
 			if h.sq != nil {
 				h.sq.close()
@@ -786,10 +787,10 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			h.qp.init.SendCQ.purge(h.qp.QPN())
 			h.qp.init.RecvCQ.purge(h.qp.QPN())
 			db := hc.data.db.mem
-			h.sqCI = hostif.Word(db, h.sqWord).Load()
+			h.sqCI = queue.Word(db, h.sqWord).Load()
 			h.rqDone, h.bad = h.rq.reset(db), false
-			hostif.Word(db, h.sqCIWord).Store(h.sqCI)
-			hostif.Word(db, h.rqDoneWord).Store(h.rqDone)
+			queue.Word(db, h.sqCIWord).Store(h.sqCI)
+			queue.Word(db, h.rqDoneWord).Store(h.rqDone)
 		}
 		hc.data.poke() // a QP now in RTS may have work waiting in its ring
 		return 0, nil
@@ -820,7 +821,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		pd := hc.pds[pdh]
-		if r.End() != nil || pd == nil || maxSGE > hostif.MaxSGE {
+		if r.End() != nil || pd == nil || maxSGE > queue.MaxSGE {
 			return unix.EINVAL, nil
 		}
 		srq, err := pd.CreateSRQ(SRQInitAttr{MaxWR: maxWR, MaxSGE: max(maxSGE, 1), Limit: limit})
@@ -943,14 +944,14 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		held := uint64(inRing) + uint64(c.cq.c.Unpolled())
 		for _, h := range hc.qps {
 			if h.qp.init.SendCQ == c.cq {
-				held += uint64(h.qp.q.SendOutstanding()) + uint64(hostif.Word(hc.data.db.mem, h.sqWord).Load()-h.sqCI)
+				held += uint64(h.qp.q.SendOutstanding()) + uint64(queue.Word(hc.data.db.mem, h.sqWord).Load()-h.sqCI)
 			}
 		}
 		depth := pow2u(cqe)
 		if held > uint64(depth) {
 			return unix.EINVAL, nil // more completions than the new size: the kernel refuses it too
 		}
-		ring, err := newShm("rnic-cq", int(depth)*hostif.CQELen)
+		ring, err := newShm("rnic-cq", int(depth)*queue.CQELen)
 		if err != nil {
 			return unix.ENOMEM, nil
 		}
@@ -959,17 +960,17 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			ring.close()
 			return unix.EINVAL, nil
 		}
-		var e hostif.CQE
+		var e queue.CQE
 		for i := uint32(0); i < inRing; i++ {
-			old := int((ci+i)%c.depth) * hostif.CQELen
-			if !hostif.GetCQE(c.ring.mem[old:old+hostif.CQELen], hostif.Lap(ci+i, c.depth), &e) {
+			old := int((ci+i)%c.depth) * queue.CQELen
+			if !queue.GetCQE(c.ring.mem[old:old+queue.CQELen], queue.Lap(ci+i, c.depth), &e) {
 				break
 			}
-			hostif.PutCQE(ring.mem[int(i)*hostif.CQELen:int(i+1)*hostif.CQELen], &e, hostif.Lap(i, depth))
+			queue.PutCQE(ring.mem[int(i)*queue.CQELen:int(i+1)*queue.CQELen], &e, queue.Lap(i, depth))
 		}
 		c.ring.close()
 		c.ring, c.depth, c.pi, c.over = ring, depth, inRing, false
-		hostif.Word(hc.data.db.mem, c.ciWord).Store(0)
+		queue.Word(hc.data.db.mem, c.ciWord).Store(0)
 		rep.U32(depth)
 		return 0, []int{ring.fd}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/hostif"
+	"github.com/rnic/rnic/internal/queue"
 	"github.com/rnic/rnic/internal/testpeer"
 	"github.com/rnic/rnic/link/mem"
 )
@@ -81,12 +82,12 @@ func TestHostQueuesPeer(t *testing.T) {
 	if err := qp.Modify(uint32(rnic.QPAttrState|rnic.QPAttrTimeout|rnic.QPAttrRetryCnt|rnic.QPAttrRNRRetry|rnic.QPAttrSQPSN|rnic.QPAttrMaxQPRdAtomic), &a); err != nil {
 		fail("RTS", err)
 	}
-	w := hostif.SendWQE{WRID: 42, Opcode: uint8(rnic.WRRDMAWrite), Flags: uint8(rnic.SendSignaled), NumSGE: 1, RemoteAddr: peerAddr, RKey: peerRKey}
-	w.SGL[0] = hostif.SGE{Addr: addr + 8192, Length: 4096, LKey: lkey}
+	w := queue.SendWQE{WRID: 42, Opcode: uint8(rnic.WRRDMAWrite), Flags: uint8(rnic.SendSignaled), NumSGE: 1, RemoteAddr: peerAddr, RKey: peerRKey}
+	w.SGL[0] = queue.SGE{Addr: addr + 8192, Length: 4096, LKey: lkey}
 	if err := qp.PostSend(&w); err != nil {
 		fail("post", err)
 	}
-	var wc [4]hostif.CQE
+	var wc [4]queue.CQE
 	deadline := time.Now().Add(10 * time.Second)
 	for cq.Poll(wc[:1]) == 0 {
 		if time.Now().After(deadline) {

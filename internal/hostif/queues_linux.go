@@ -2,6 +2,7 @@ package hostif
 
 import (
 	"fmt"
+	"github.com/rnic/rnic/internal/queue"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -62,9 +63,9 @@ func Open(path string) (*Context, error) {
 // consistent, as the NIC's store of NICAsleep and its last look at the
 // indices are: one of the two sees the other.)
 func (x *Context) ring(word int, idx uint32) {
-	Word(x.db, word).Store(idx)
-	state := Word(x.db, 0)
-	if state.Load() == NICAsleep && state.CompareAndSwap(NICAsleep, NICWaking) {
+	queue.Word(x.db, word).Store(idx)
+	state := queue.Word(x.db, 0)
+	if state.Load() == queue.NICAsleep && state.CompareAndSwap(queue.NICAsleep, queue.NICWaking) {
 		var one = [8]byte{1}
 		unix.Write(x.wakeFD, one[:])
 	}
@@ -91,7 +92,7 @@ func (x *Context) CreateCQ(cqe int) (*ClientCQ, error) {
 	if len(fds) != 1 {
 		return nil, fmt.Errorf("hostif: CREATE_CQ carried %d descriptors", len(fds))
 	}
-	ring, err := unix.Mmap(fds[0], 0, int(depth)*CQELen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	ring, err := unix.Mmap(fds[0], 0, int(depth)*queue.CQELen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	unix.Close(fds[0])
 	if err != nil {
 		return nil, err
@@ -100,18 +101,18 @@ func (x *Context) CreateCQ(cqe int) (*ClientCQ, error) {
 }
 
 // Poll takes up to len(out) completions.
-func (c *ClientCQ) Poll(out []CQE) int {
+func (c *ClientCQ) Poll(out []queue.CQE) int {
 	n := 0
 	for n < len(out) {
-		off := int(c.ci%c.depth) * CQELen
-		if !GetCQE(c.ring[off:off+CQELen], Lap(c.ci, c.depth), &out[n]) {
+		off := int(c.ci%c.depth) * queue.CQELen
+		if !queue.GetCQE(c.ring[off:off+queue.CQELen], queue.Lap(c.ci, c.depth), &out[n]) {
 			break
 		}
 		c.ci++
 		n++
 	}
 	if n > 0 {
-		Word(c.x.db, c.ciWord).Store(c.ci)
+		queue.Word(c.x.db, c.ciWord).Store(c.ci)
 	}
 	return n
 }
@@ -180,9 +181,9 @@ func (q *ClientQP) Modify(mask uint32, a *ModifyQP) error {
 // PostSend writes w into the send ring and rings the doorbell. It does
 // not check the ring for room: the caller keeps at most the QP's depth
 // outstanding, as libibverbs' callers do.
-func (q *ClientQP) PostSend(w *SendWQE) error {
+func (q *ClientQP) PostSend(w *queue.SendWQE) error {
 	off := int(q.sqPI%q.sqDepth) * q.sqSlot
-	if err := EncodeSend(q.sq[off:off+q.sqSlot], w); err != nil {
+	if err := queue.EncodeSend(q.sq[off:off+q.sqSlot], w); err != nil {
 		return err
 	}
 	q.sqPI++
@@ -191,9 +192,9 @@ func (q *ClientQP) PostSend(w *SendWQE) error {
 }
 
 // PostRecv writes w into the receive ring and rings the doorbell.
-func (q *ClientQP) PostRecv(w *RecvWQE) error {
+func (q *ClientQP) PostRecv(w *queue.RecvWQE) error {
 	off := int(q.rqPI%q.rqDepth) * q.rqSlot
-	if err := EncodeRecv(q.rq[off:off+q.rqSlot], w); err != nil {
+	if err := queue.EncodeRecv(q.rq[off:off+q.rqSlot], w); err != nil {
 		return err
 	}
 	q.rqPI++

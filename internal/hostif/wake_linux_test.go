@@ -2,6 +2,7 @@ package hostif
 
 import (
 	"encoding/binary"
+	"github.com/rnic/rnic/internal/queue"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -9,7 +10,7 @@ import (
 
 // TestRingWakesOnce: a program that finds its NIC asleep writes the
 // wake-up eventfd once, however many doorbells it rings before the NIC
-// runs again (the first swaps NICAsleep for NICWaking); a running NIC
+// runs again (the first swaps queue.NICAsleep for queue.NICWaking); a running NIC
 // costs no write at all.
 func TestRingWakesOnce(t *testing.T) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -27,16 +28,16 @@ func TestRingWakesOnce(t *testing.T) {
 		}
 		return binary.NativeEndian.Uint64(b[:])
 	}
-	state := Word(x.db, 0)
+	state := queue.Word(x.db, 0)
 	for _, tc := range []struct {
 		name  string
 		state uint32
 		wakes uint64
 		after uint32
 	}{
-		{"running", NICRunning, 0, NICRunning},
-		{"asleep", NICAsleep, 1, NICWaking},
-		{"waking", NICWaking, 0, NICWaking},
+		{"running", queue.NICRunning, 0, queue.NICRunning},
+		{"asleep", queue.NICAsleep, 1, queue.NICWaking},
+		{"waking", queue.NICWaking, 0, queue.NICWaking},
 	} {
 		state.Store(tc.state)
 		for i := range uint32(100) {

@@ -22,31 +22,9 @@
 
 #include "../src/hostif.h"
 
+/* CM_VERSION, the OP_CM_* operations and the CM_OPT_* options are
+ * rnic_abi.h's (via hostif.h), generated from internal/hostif. */
 enum {
-	CM_VERSION = 2,
-	CM_COMMAND = 0,
-	CM_EVENTS = 1,
-	OP_CM_HELLO = 100,
-	OP_CM_CREATE_ID = 101,
-	OP_CM_DESTROY_ID = 102,
-	OP_CM_BIND = 103,
-	OP_CM_RESOLVE_ADDR = 104,
-	OP_CM_RESOLVE_ROUTE = 105,
-	OP_CM_LISTEN = 106,
-	OP_CM_CONNECT = 107,
-	OP_CM_ACCEPT = 108,
-	OP_CM_REJECT = 109,
-	OP_CM_DISCONNECT = 110,
-	OP_CM_INIT_QP_ATTR = 111,
-	OP_CM_NOTIFY = 112,
-	OP_CM_MIGRATE = 113,
-	OP_CM_SET_OPTION = 114,
-	OP_CM_SET_PATH = 115,
-	OP_CM_EVENT = 120,
-	CM_OPT_TOS = 0,         /* OP_CM_SET_OPTION's options: RDMA_OPTION_ID_TOS */
-	CM_OPT_REUSEADDR = 1,   /* RDMA_OPTION_ID_REUSEADDR */
-	CM_OPT_AFONLY = 2,      /* RDMA_OPTION_ID_AFONLY */
-	CM_OPT_ACK_TIMEOUT = 3, /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	PS_TCP = 0x0106,
 	PS_UDP = 0x0111,
 	UDP_QKEY = 0x01234567,

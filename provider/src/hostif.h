@@ -2,7 +2,8 @@
  * The C side of rnic's host interface (internal/hostif/proto.go is the
  * definition): one SOCK_SEQPACKET datagram per request and reply, a
  * 16-byte header (magic "RN", op, seq, errno, length) and little-endian
- * fields.
+ * fields. The constants and operation numbers are rnic_abi.h's,
+ * generated from the Go definition.
  */
 #ifndef RNIC_HOSTIF_H
 #define RNIC_HOSTIF_H
@@ -10,41 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
-	HOSTIF_VERSION = 4,
-	HOSTIF_MAGIC = 0x4e52,
-	HOSTIF_HEADER = 16,
-	HOSTIF_MAX_MSG = 4096,
-};
-
-enum hostif_op {
-	HOSTIF_HELLO = 1,
-	HOSTIF_QUERY_DEVICE = 2,
-	HOSTIF_QUERY_PORT = 3,
-	HOSTIF_QUERY_GID = 4,
-	HOSTIF_ALLOC_PD = 5,
-	HOSTIF_DEALLOC_PD = 6,
-	HOSTIF_REG_MR = 7,
-	HOSTIF_DEREG_MR = 8,
-	HOSTIF_CREATE_CQ = 9,
-	HOSTIF_DESTROY_CQ = 10,
-	HOSTIF_CREATE_QP = 11,
-	HOSTIF_MODIFY_QP = 12,
-	HOSTIF_DESTROY_QP = 13,
-	HOSTIF_CREATE_COMP_CHANNEL = 14,
-	HOSTIF_DESTROY_COMP_CHANNEL = 15,
-	HOSTIF_CREATE_AH = 16,
-	HOSTIF_DESTROY_AH = 17,
-	HOSTIF_CREATE_SRQ = 18,
-	HOSTIF_DESTROY_SRQ = 19,
-	HOSTIF_ARM_SRQ = 20,
-	HOSTIF_QUERY_QP = 21,
-	HOSTIF_QUERY_SRQ = 22,
-	HOSTIF_RESIZE_CQ = 23,
-	HOSTIF_ALLOC_MW = 24,
-	HOSTIF_DEALLOC_MW = 25,
-	HOSTIF_REREG_MR = 26,
-};
+#include "rnic_abi.h"
 
 /* A message being built or read. */
 struct hostif_msg {

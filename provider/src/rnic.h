@@ -13,8 +13,8 @@
 
 #include "hostif.h"
 
-/* The ring formats (internal/hostif/ring.go). */
-enum { WQE_HEADER = 64, RECV_HEADER = 16, SGE_LEN = 16, CQE_LEN = 64, MAX_SGE = 32, ASYNC_EVENT_LEN = 16 };
+/* The ring formats and the host interface's constants: rnic_abi.h,
+ * generated from their definition in Go (internal/queue, internal/hostif). */
 
 /* A device: libibverbs' struct first, so that programs reading
  * ibv_device's fields (name, node_type) find them. */

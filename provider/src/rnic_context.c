@@ -574,7 +574,7 @@ static enum event_object event_object(uint32_t type)
 int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *ev)
 {
 	struct rnic_context *ctx = to_ctx(c);
-	uint8_t b[ASYNC_EVENT_LEN];
+	uint8_t b[HOSTIF_ASYNC_EVENT_LEN];
 	ssize_t n;
 again:
 	do

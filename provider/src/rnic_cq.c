@@ -1,6 +1,6 @@
 /*
  * CQs and completion channels: a CQ is a ring of CQEs the NIC writes
- * (internal/hostif/ring.go), polled by each slot's owner word; both
+ * (internal/queue, rnic_abi.h), polled by each slot's owner word; both
  * ibv_poll_cq and the extended polling of ibv_create_cq_ex
  * (ibv_start_poll, ibv_next_poll, ibv_wc_read_*) read it. Arming writes a
  * word of the doorbell page; the NIC sends the CQ's cookie (its address)
@@ -110,17 +110,17 @@ static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	while (k < n && (s = cqe_at(cq))) {
 		struct ibv_wc *w = &wc[k++];
 		memset(w, 0, sizeof *w);
-		w->wr_id = rd64(s);
-		w->status = rd32(s + 8);
-		w->opcode = rd32(s + 12);
-		w->wc_flags = rd32(s + 16);
-		w->byte_len = rd32(s + 20);
-		w->imm_data = htonl(rd32(s + 24)); /* the CQE holds it in host order, ibv_wc in network order */
-		w->qp_num = rd32(s + 28);
-		w->src_qp = rd32(s + 32);
-		w->vendor_err = rd32(s + 36);
-		w->pkey_index = s[40] | s[41] << 8;
-		w->sl = s[42];
+		w->wr_id = rd64(s + RNIC_CQE_WR_ID);
+		w->status = rd32(s + RNIC_CQE_STATUS);
+		w->opcode = rd32(s + RNIC_CQE_OPCODE);
+		w->wc_flags = rd32(s + RNIC_CQE_FLAGS);
+		w->byte_len = rd32(s + RNIC_CQE_BYTE_LEN);
+		w->imm_data = htonl(rd32(s + RNIC_CQE_IMM)); /* the CQE holds it in host order, ibv_wc in network order */
+		w->qp_num = rd32(s + RNIC_CQE_QP_NUM);
+		w->src_qp = rd32(s + RNIC_CQE_SRC_QP);
+		w->vendor_err = rd32(s + RNIC_CQE_VENDOR_ERR);
+		w->pkey_index = s[RNIC_CQE_PKEY_INDEX] | s[RNIC_CQE_PKEY_INDEX + 1] << 8;
+		w->sl = s[RNIC_CQE_SL];
 		cq->ci++;
 	}
 	if (k)
@@ -143,8 +143,8 @@ static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 /* slot returns the CQE slot of index i if the NIC has written it there. */
 static uint8_t *slot(struct rnic_cq *cq, uint32_t i)
 {
-	uint8_t *s = cq->ring + (size_t)(i % cq->depth) * CQE_LEN;
-	if (atomic_load_explicit((_Atomic uint32_t *)(s + 60), memory_order_acquire) != i / cq->depth + 1)
+	uint8_t *s = cq->ring + (size_t)(i % cq->depth) * RNIC_CQE_LEN;
+	if (atomic_load_explicit((_Atomic uint32_t *)(s + RNIC_CQE_OWNER), memory_order_acquire) != i / cq->depth + 1)
 		return NULL;
 	return s;
 }
@@ -164,15 +164,15 @@ void rnic_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
 	uint32_t removed = 0;
 	for (uint32_t i = end; i-- != cq->ci;) {
 		uint8_t *s = slot(cq, i);
-		if (rd32(s + 28) == qpn) {
+		if (rd32(s + RNIC_CQE_QP_NUM) == qpn) {
 			removed++;
 			continue;
 		}
 		if (removed) {
 			uint32_t j = i + removed;
-			uint8_t *d = cq->ring + (size_t)(j % cq->depth) * CQE_LEN;
-			memcpy(d, s, 60);
-			atomic_store_explicit((_Atomic uint32_t *)(d + 60), j / cq->depth + 1, memory_order_release);
+			uint8_t *d = cq->ring + (size_t)(j % cq->depth) * RNIC_CQE_LEN;
+			memcpy(d, s, RNIC_CQE_OWNER);
+			atomic_store_explicit((_Atomic uint32_t *)(d + RNIC_CQE_OWNER), j / cq->depth + 1, memory_order_release);
 		}
 	}
 	if (removed) {
@@ -187,8 +187,8 @@ void rnic_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
 /* The current CQE's fields, read where ibv_end_poll will release it. */
 static void load_cur(struct rnic_cq *cq)
 {
-	cq->ex.wr_id = rd64(cq->cur);
-	cq->ex.status = rd32(cq->cur + 8);
+	cq->ex.wr_id = rd64(cq->cur + RNIC_CQE_WR_ID);
+	cq->ex.status = rd32(cq->cur + RNIC_CQE_STATUS);
 }
 
 static int cqx_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
@@ -230,18 +230,18 @@ static void cqx_end_poll(struct ibv_cq_ex *ex)
 }
 
 #define CUR(ex) (((struct rnic_cq *)(ex))->cur)
-static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 12); }
-static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 36); }
-static uint32_t cqx_read_byte_len(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 20); }
+static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_OPCODE); }
+static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_VENDOR_ERR); }
+static uint32_t cqx_read_byte_len(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_BYTE_LEN); }
 static __be32 cqx_read_imm_data(struct ibv_cq_ex *ex)
 {
-	uint32_t v = rd32(CUR(ex) + 24);
+	uint32_t v = rd32(CUR(ex) + RNIC_CQE_IMM);
 	/* SEND_WITH_INV's invalidated rkey is in host order, as ibv_wc's is. */
-	return (rd32(CUR(ex) + 16) & IBV_WC_WITH_INV) ? v : htonl(v);
+	return (rd32(CUR(ex) + RNIC_CQE_FLAGS) & IBV_WC_WITH_INV) ? v : htonl(v);
 }
-static uint32_t cqx_read_qp_num(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 28); }
-static uint32_t cqx_read_src_qp(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 32); }
-static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + 16); }
+static uint32_t cqx_read_qp_num(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_QP_NUM); }
+static uint32_t cqx_read_src_qp(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_SRC_QP); }
+static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *ex) { return rd32(CUR(ex) + RNIC_CQE_FLAGS); }
 static uint32_t cqx_read_slid(struct ibv_cq_ex *ex)
 {
 	(void)ex;
@@ -288,7 +288,7 @@ static struct rnic_cq *create_cq(struct ibv_context *c, int cqe, void *cq_contex
 	cq->depth = hostif_get_u32(&m);
 	cq->ci_word = hostif_get_u32(&m);
 	cq->arm_word = hostif_get_u32(&m);
-	cq->ring = m.err ? MAP_FAILED : mmap(NULL, (size_t)cq->depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cq->ring = m.err ? MAP_FAILED : mmap(NULL, (size_t)cq->depth * RNIC_CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (cq->ring == MAP_FAILED) {
 		free(cq); /* the NIC's CQ goes with the context */
@@ -369,7 +369,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (r)
 		return r;
 	rnic_ev_del(ibcq->context, &cq->ev, &ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed);
-	munmap(cq->ring, (size_t)cq->depth * CQE_LEN);
+	munmap(cq->ring, (size_t)cq->depth * RNIC_CQE_LEN);
 	free(cq);
 	return 0;
 }
@@ -396,13 +396,13 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return r ? r : EPROTO;
 	}
 	uint32_t depth = hostif_get_u32(&m);
-	uint8_t *ring = m.err ? MAP_FAILED : mmap(NULL, (size_t)depth * CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	uint8_t *ring = m.err ? MAP_FAILED : mmap(NULL, (size_t)depth * RNIC_CQE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (ring == MAP_FAILED) {
 		pthread_spin_unlock(&cq->lock);
 		return m.err ? EPROTO : ENOMEM; /* the NIC writes a ring this CQ cannot read: it is lost */
 	}
-	munmap(cq->ring, (size_t)cq->depth * CQE_LEN);
+	munmap(cq->ring, (size_t)cq->depth * RNIC_CQE_LEN);
 	cq->ring = ring;
 	cq->depth = depth;
 	cq->ci = 0;

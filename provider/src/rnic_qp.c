@@ -3,7 +3,7 @@
  * the rings the NIC shares: ibv_post_send writes a WQE into the send ring
  * and stores the producer index in the doorbell page (waking the NIC with
  * its eventfd only if the page says it sleeps); ibv_poll_cq reads CQEs by
- * their owner word. The formats are internal/hostif/ring.go's.
+ * their owner word. The formats are internal/queue's (rnic_abi.h).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,20 +19,17 @@
 #include "hostif.h"
 #include "rnic.h"
 
-/* The NIC's state, word 0 of the doorbell page (internal/hostif's
- * NICRunning, NICAsleep, NICWaking). */
-enum { NIC_RUNNING = 0, NIC_ASLEEP = 1, NIC_WAKING = 2 };
-
 void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx)
 {
 	atomic_store(word(c, off), idx);
-	/* Asleep: wake it, once. The swap to NIC_WAKING spares the doorbells
+	/* Asleep: wake it, once. The swap to RNIC_DB_NIC_WAKING spares the doorbells
 	 * rung before the NIC runs again (a burst of posts, other threads) a
 	 * system call each. The index's store and the state's load are
 	 * sequentially consistent, as the NIC's store of "asleep" and its
 	 * last look at the indices are: one of the two sees the other. */
-	uint32_t asleep = NIC_ASLEEP;
-	if (atomic_load(word(c, 0)) == NIC_ASLEEP && atomic_compare_exchange_strong(word(c, 0), &asleep, NIC_WAKING)) {
+	uint32_t asleep = RNIC_DB_NIC_ASLEEP;
+	if (atomic_load(word(c, RNIC_DB_STATE)) == RNIC_DB_NIC_ASLEEP &&
+	    atomic_compare_exchange_strong(word(c, RNIC_DB_STATE), &asleep, RNIC_DB_NIC_WAKING)) {
 		uint64_t one = 1;
 		ssize_t r = write(to_ctx(c)->wake_fd, &one, sizeof one);
 		(void)r;
@@ -71,10 +68,10 @@ void rnic_ev_del(struct ibv_context *c, struct rnic_evobj *e, pthread_mutex_t *m
 /* put_sges writes n scatter/gather entries in the ring's SGE format at g. */
 static void put_sges(uint8_t *g, const struct ibv_sge *sg, size_t n)
 {
-	for (size_t i = 0; i < n; i++, g += SGE_LEN) {
-		le64(g, sg[i].addr);
-		le32(g + 8, sg[i].length);
-		le32(g + 12, sg[i].lkey);
+	for (size_t i = 0; i < n; i++, g += RNIC_SGE_LEN) {
+		le64(g + RNIC_SGE_ADDR, sg[i].addr);
+		le32(g + RNIC_SGE_LENGTH, sg[i].length);
+		le32(g + RNIC_SGE_LKEY, sg[i].lkey);
 	}
 }
 
@@ -86,7 +83,7 @@ static int recv_ring_map(struct recv_ring *q, struct hostif_msg *m, uint32_t max
 	q->slot = hostif_get_u32(m);
 	q->word = hostif_get_u32(m);
 	q->max_sge = max_sge;
-	if (m->err || q->depth == 0 || q->slot < RECV_HEADER + SGE_LEN * max_sge)
+	if (m->err || q->depth == 0 || q->slot < RNIC_RECV_HEADER + RNIC_SGE_LEN * max_sge)
 		return -1;
 	q->mem = mmap(NULL, (size_t)q->depth * q->slot, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (q->mem == MAP_FAILED)
@@ -120,10 +117,10 @@ static int post_recvs(struct ibv_context *c, struct recv_ring *q, struct ibv_rec
 			break;
 		}
 		uint8_t *s = q->mem + (size_t)(pi % q->depth) * q->slot;
-		memset(s, 0, RECV_HEADER);
-		le64(s, wr->wr_id);
-		s[8] = wr->num_sge;
-		put_sges(s + RECV_HEADER, wr->sg_list, wr->num_sge);
+		memset(s, 0, RNIC_RECV_HEADER);
+		le64(s + RNIC_RECV_WR_ID, wr->wr_id);
+		s[RNIC_RECV_NUM_SGE] = wr->num_sge;
+		put_sges(s + RNIC_RECV_HEADER, wr->sg_list, wr->num_sge);
 		pi++;
 	}
 	if (pi != q->pi) {
@@ -371,7 +368,7 @@ static int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, str
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 {
-	if (a->attr.max_sge > MAX_SGE) {
+	if (a->attr.max_sge > RNIC_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -479,15 +476,15 @@ static int sq_full(struct rnic_qp *qp, uint32_t pi)
 	return pi - atomic_load(word(qp->ex.qp_base.context, qp->sq_ci_word)) >= qp->sq_depth;
 }
 
-/* put_bind writes a BIND_MW WQE's fields (hostif's ring.go). */
+/* put_bind writes a BIND_MW WQE's fields. */
 static void put_bind(uint8_t *s, uint32_t mw_rkey, uint32_t new_rkey, const struct ibv_mw_bind_info *b)
 {
-	le32(s + 12, mw_rkey);
-	le64(s + 16, b->addr);
-	le32(s + 24, new_rkey);
-	le64(s + 32, b->length);
-	le32(s + 40, b->mw_access_flags);
-	le32(s + 48, b->mr ? b->mr->lkey : 0);
+	le32(s + RNIC_BIND_MW_RKEY, mw_rkey);
+	le64(s + RNIC_BIND_ADDR, b->addr);
+	le32(s + RNIC_BIND_NEW_RKEY, new_rkey);
+	le64(s + RNIC_BIND_LENGTH, b->length);
+	le32(s + RNIC_BIND_ACCESS, b->mw_access_flags);
+	le32(s + RNIC_BIND_MR_LKEY, b->mr ? b->mr->lkey : 0);
 }
 
 int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -508,7 +505,7 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		for (int i = 0; inl && i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
 		if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->cap.max_send_sge) ||
-		    (inl && (total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER)) ||
+		    (inl && (total > qp->cap.max_inline_data || total > qp->sq_slot - RNIC_WQE_HEADER)) ||
 		    (ibqp->qp_type == IBV_QPT_UD && !wr->wr.ud.ah)) {
 			r = EINVAL;
 			break;
@@ -518,22 +515,22 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		uint8_t *s = qp->sq + (size_t)(pi % qp->sq_depth) * qp->sq_slot;
-		memset(s, 0, WQE_HEADER);
-		le64(s, wr->wr_id);
-		s[8] = wr->opcode;
-		s[9] = wr->send_flags;
-		s[10] = wr->num_sge;
+		memset(s, 0, RNIC_WQE_HEADER);
+		le64(s + RNIC_WQE_WR_ID, wr->wr_id);
+		s[RNIC_WQE_OPCODE] = wr->opcode;
+		s[RNIC_WQE_FLAGS] = wr->send_flags;
+		s[RNIC_WQE_NUM_SGE] = wr->num_sge;
 		if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
-			le32(s + 12, wr->invalidate_rkey);
+			le32(s + RNIC_WQE_IMM, wr->invalidate_rkey);
 		else
-			le32(s + 12, ntohl(wr->imm_data)); /* the ring holds it in host order */
+			le32(s + RNIC_WQE_IMM, ntohl(wr->imm_data)); /* the ring holds it in host order */
 		switch (wr->opcode) {
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			le64(s + 16, wr->wr.atomic.remote_addr);
-			le32(s + 24, wr->wr.atomic.rkey);
-			le64(s + 32, wr->wr.atomic.compare_add);
-			le64(s + 40, wr->wr.atomic.swap);
+			le64(s + RNIC_WQE_REMOTE_ADDR, wr->wr.atomic.remote_addr);
+			le32(s + RNIC_WQE_RKEY, wr->wr.atomic.rkey);
+			le64(s + RNIC_WQE_COMPARE_ADD, wr->wr.atomic.compare_add);
+			le64(s + RNIC_WQE_SWAP, wr->wr.atomic.swap);
 			break;
 		case IBV_WR_BIND_MW:
 			if (!wr->bind_mw.mw) {
@@ -541,32 +538,32 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 				break;
 			}
 			put_bind(s, wr->bind_mw.mw->rkey, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
-			s[10] = 0;
+			s[RNIC_WQE_NUM_SGE] = 0;
 			break;
 		default:
-			le64(s + 16, wr->wr.rdma.remote_addr);
-			le32(s + 24, wr->wr.rdma.rkey);
+			le64(s + RNIC_WQE_REMOTE_ADDR, wr->wr.rdma.remote_addr);
+			le32(s + RNIC_WQE_RKEY, wr->wr.rdma.rkey);
 		}
 		if (r)
 			break;
 		if (ibqp->qp_type == IBV_QPT_UD) {
-			le32(s + 48, wr->wr.ud.remote_qpn);
-			le32(s + 52, wr->wr.ud.remote_qkey);
-			le32(s + 56, wr->wr.ud.ah->handle);
+			le32(s + RNIC_WQE_REMOTE_QPN, wr->wr.ud.remote_qpn);
+			le32(s + RNIC_WQE_REMOTE_QKEY, wr->wr.ud.remote_qkey);
+			le32(s + RNIC_WQE_AH, wr->wr.ud.ah->handle);
 		}
 		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
 			/* no data */
 		} else if (inl) {
 			/* The payload goes into the slot now: the buffer is free on return. */
-			uint8_t *p = s + WQE_HEADER;
+			uint8_t *p = s + RNIC_WQE_HEADER;
 			for (int i = 0; i < wr->num_sge; i++) {
 				memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 				p += wr->sg_list[i].length;
 			}
-			s[10] = 0;
-			le32(s + 28, (uint32_t)total);
+			s[RNIC_WQE_NUM_SGE] = 0;
+			le32(s + RNIC_WQE_INLINE_LEN, (uint32_t)total);
 		} else {
-			put_sges(s + WQE_HEADER, wr->sg_list, wr->num_sge);
+			put_sges(s + RNIC_WQE_HEADER, wr->sg_list, wr->num_sge);
 		}
 		pi++;
 	}
@@ -596,7 +593,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		errno = EOPNOTSUPP; /* no raw packet, XRC or driver QPs */
 		return NULL;
 	}
-	if (!a->send_cq || !a->recv_cq || a->cap.max_send_sge > MAX_SGE || a->cap.max_recv_sge > MAX_SGE) {
+	if (!a->send_cq || !a->recv_cq || a->cap.max_send_sge > RNIC_MAX_SGE || a->cap.max_recv_sge > RNIC_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -844,15 +841,15 @@ static uint8_t *wqe(struct ibv_qp_ex *ex, uint8_t op)
 		if (!qp->wr_err)
 			qp->wr_err = ENOMEM;
 		s = qp->scratch;
-		memset(s, 0, WQE_HEADER);
+		memset(s, 0, RNIC_WQE_HEADER);
 		qp->wr_cur = s;
 		return s;
 	}
 	s = qp->sq + (size_t)(qp->wr_pi % qp->sq_depth) * qp->sq_slot;
-	memset(s, 0, WQE_HEADER);
-	le64(s, ex->wr_id);
-	s[8] = op;
-	s[9] = ex->wr_flags;
+	memset(s, 0, RNIC_WQE_HEADER);
+	le64(s + RNIC_WQE_WR_ID, ex->wr_id);
+	s[RNIC_WQE_OPCODE] = op;
+	s[RNIC_WQE_FLAGS] = ex->wr_flags;
 	qp->wr_pi++;
 	qp->wr_cur = s;
 	return s;
@@ -861,9 +858,9 @@ static uint8_t *wqe(struct ibv_qp_ex *ex, uint8_t op)
 static void rdma(struct ibv_qp_ex *ex, uint8_t op, uint32_t rkey, uint64_t addr, uint32_t imm)
 {
 	uint8_t *s = wqe(ex, op);
-	le32(s + 12, imm);
-	le64(s + 16, addr);
-	le32(s + 24, rkey);
+	le32(s + RNIC_WQE_IMM, imm);
+	le64(s + RNIC_WQE_REMOTE_ADDR, addr);
+	le32(s + RNIC_WQE_RKEY, rkey);
 }
 
 static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr) { rdma(ex, IBV_WR_RDMA_WRITE, rkey, addr, 0); }
@@ -873,17 +870,17 @@ static void wr_rdma_write_imm(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr
 }
 static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr) { rdma(ex, IBV_WR_RDMA_READ, rkey, addr, 0); }
 static void wr_send(struct ibv_qp_ex *ex) { wqe(ex, IBV_WR_SEND); }
-static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm) { le32(wqe(ex, IBV_WR_SEND_WITH_IMM) + 12, ntohl(imm)); }
-static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_SEND_WITH_INV) + 12, rkey); }
-static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_LOCAL_INV) + 12, rkey); }
+static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm) { le32(wqe(ex, IBV_WR_SEND_WITH_IMM) + RNIC_WQE_IMM, ntohl(imm)); }
+static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_SEND_WITH_INV) + RNIC_WQE_IMM, rkey); }
+static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey) { le32(wqe(ex, IBV_WR_LOCAL_INV) + RNIC_WQE_IMM, rkey); }
 
 static void atomic(struct ibv_qp_ex *ex, uint8_t op, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
 {
 	uint8_t *s = wqe(ex, op);
-	le64(s + 16, addr);
-	le32(s + 24, rkey);
-	le64(s + 32, cmp);
-	le64(s + 40, swap);
+	le64(s + RNIC_WQE_REMOTE_ADDR, addr);
+	le32(s + RNIC_WQE_RKEY, rkey);
+	le64(s + RNIC_WQE_COMPARE_ADD, cmp);
+	le64(s + RNIC_WQE_SWAP, swap);
 }
 
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
@@ -898,15 +895,15 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t ad
 
 /* ATOMIC WRITE: the 8 bytes at atomic_wr, as the program's memory holds
  * them, stored single-copy atomically at the responder (the ring holds
- * them at 32 as the little-endian word they are on this host). */
+ * them at RNIC_ATOMIC_WRITE_VALUE as the little-endian word they are on this host). */
 static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, const void *atomic_wr)
 {
 	uint8_t *s = wqe(ex, IBV_WR_ATOMIC_WRITE);
 	uint64_t v;
 	memcpy(&v, atomic_wr, 8);
-	le64(s + 16, addr);
-	le32(s + 24, rkey);
-	le64(s + 32, v);
+	le64(s + RNIC_WQE_REMOTE_ADDR, addr);
+	le32(s + RNIC_WQE_RKEY, rkey);
+	le64(s + RNIC_ATOMIC_WRITE_VALUE, v);
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
@@ -918,12 +915,12 @@ static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge
 {
 	struct rnic_qp *qp = (struct rnic_qp *)ex;
 	uint8_t *s = qp->wr_cur;
-	if (!s || n > qp->cap.max_send_sge || WQE_HEADER + n * SGE_LEN > qp->sq_slot) {
+	if (!s || n > qp->cap.max_send_sge || RNIC_WQE_HEADER + n * RNIC_SGE_LEN > qp->sq_slot) {
 		qp->wr_err = EINVAL;
 		return;
 	}
-	s[10] = (uint8_t)n;
-	put_sges(s + WQE_HEADER, sg, n);
+	s[RNIC_WQE_NUM_SGE] = (uint8_t)n;
+	put_sges(s + RNIC_WQE_HEADER, sg, n);
 }
 
 static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr, uint32_t length)
@@ -939,18 +936,18 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t n, const struct
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += buf[i].length;
-	if (!s || total > qp->cap.max_inline_data || total > qp->sq_slot - WQE_HEADER) {
+	if (!s || total > qp->cap.max_inline_data || total > qp->sq_slot - RNIC_WQE_HEADER) {
 		qp->wr_err = EINVAL;
 		return;
 	}
-	uint8_t *p = s + WQE_HEADER;
+	uint8_t *p = s + RNIC_WQE_HEADER;
 	for (size_t i = 0; i < n; i++) {
 		memcpy(p, buf[i].addr, buf[i].length);
 		p += buf[i].length;
 	}
-	s[9] |= IBV_SEND_INLINE;
-	s[10] = 0;
-	le32(s + 28, (uint32_t)total);
+	s[RNIC_WQE_FLAGS] |= IBV_SEND_INLINE;
+	s[RNIC_WQE_NUM_SGE] = 0;
+	le32(s + RNIC_WQE_INLINE_LEN, (uint32_t)total);
 }
 
 static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
@@ -966,9 +963,9 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn
 		qp->wr_err = EINVAL;
 		return;
 	}
-	le32(qp->wr_cur + 48, qpn);
-	le32(qp->wr_cur + 52, qkey);
-	le32(qp->wr_cur + 56, ah->handle);
+	le32(qp->wr_cur + RNIC_WQE_REMOTE_QPN, qpn);
+	le32(qp->wr_cur + RNIC_WQE_REMOTE_QKEY, qkey);
+	le32(qp->wr_cur + RNIC_WQE_AH, ah->handle);
 }
 
 static void wr_start(struct ibv_qp_ex *ex)

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	atomic_store(word(c, q->sq_word), q->sq_pi + 5);
 	garbage(q->rq.mem, (size_t)q->rq.depth * q->rq.slot);
 	for (uint32_t i = 0; i < q->rq.depth; i++)
-		q->rq.mem[(size_t)i * q->rq.slot + 8] = 255;
+		q->rq.mem[(size_t)i * q->rq.slot + RNIC_RECV_NUM_SGE] = 255;
 	atomic_store(word(c, q->rq.word), q->rq.pi + 3);
 	usleep(20000);
 	atomic_store(word(c, q->sq_word), q->sq_pi + 1000000);

@@ -1,4 +1,4 @@
-package hostif
+package queue
 
 import (
 	"bytes"
