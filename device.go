@@ -301,6 +301,7 @@ type Device struct {
 	atu  *atu.ATU
 	qpt  *transport.Table[transport.QP]
 	cqt  *transport.Table[transport.CQ]
+	aht  *transport.AHTable
 	vc   *VirtualClock // nil: the wall clock
 	name string
 	attr DeviceAttr
@@ -476,7 +477,7 @@ func Open(o Options) (*Device, error) {
 		releaseLink(o.Link, dev)
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
-	dev.d, dev.atu, dev.qpt, dev.cqt = d, d.ATU, d.QPs, d.CQs
+	dev.d, dev.atu, dev.qpt, dev.cqt, dev.aht = d, d.ATU, d.QPs, d.CQs, d.AHs
 	if n, ok := link.Find[link.Netdever](o.Link); ok {
 		dev.netdev = n.Netdev()
 	}

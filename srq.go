@@ -138,5 +138,10 @@ func (pd *PD) CreateAH(a AHAttr) (*AH, error) {
 	if err := pd.get(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateAH: %w", err)
 	}
-	return &AH{pd: pd, ah: transport.NewAH(r, pd.pdn, nil), attr: a}, nil
+	t, err := pd.dev.aht.New(r, pd.pdn, nil)
+	if err != nil {
+		pd.put()
+		return nil, fmt.Errorf("rnic: CreateAH: %w (max_ah %d)", err, transport.MaxAH)
+	}
+	return &AH{pd: pd, ah: t, attr: a}, nil
 }

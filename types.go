@@ -220,6 +220,7 @@ func (ah *AH) Destroy() error {
 	if ah.dead.Swap(true) {
 		return fmt.Errorf("rnic: Destroy AH: %w: address handle was destroyed", ErrClosed)
 	}
+	ah.ah.Destroy()
 	ah.pd.put()
 	return nil
 }

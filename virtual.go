@@ -482,7 +482,7 @@ func (v *VirtualClock) open(o Options) (*Device, error) {
 		vn.written = make(map[uint32]int)
 		n.SetWriteHandler(vn)
 	}
-	dev := &Device{d: vn, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, vc: v, name: o.Name,
+	dev := &Device{d: vn, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, aht: n.AHs, vc: v, name: o.Name,
 		pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
 	dev.gids = gidTable(GID(n.GID()), nil)
 	core := n.Core()

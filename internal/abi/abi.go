@@ -15,6 +15,7 @@ import (
 
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/queue"
+	"github.com/rnic/rnic/internal/transport"
 )
 
 // HeaderPath is where the header lives, from the module's root.
@@ -90,6 +91,8 @@ func Header() string {
 		}
 		p("#define %-32s %5d /* %s */\n", "RNIC_DB_"+f.Name, v, f.Doc)
 	}
+	p("\n/* The NIC's limits the library answers for (internal/transport). */\n")
+	p("#define %-32s %5d /* max_ah: the NIC's address handle table */\n", "RNIC_MAX_AH", transport.MaxAH)
 	p("\n/* The host interface's messages (internal/hostif). */\n")
 	p("#define %-32s %5d /* the protocol version a HELLO carries */\n", "HOSTIF_VERSION", hostif.Version)
 	p("#define %-32s %#5x /* \"RN\": every message begins with it */\n", "HOSTIF_MAGIC", hostif.Magic)

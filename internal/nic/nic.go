@@ -95,6 +95,7 @@ type Device struct {
 	DMA *dma.Cluster
 	QPs *transport.Table[transport.QP]
 	CQs *transport.Table[transport.CQ]
+	AHs *transport.AHTable
 
 	mu  sync.RWMutex // the engine lock (Sync takes it shared)
 	eng *transport.Engine
@@ -225,7 +226,7 @@ func New(cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nic: %w", err)
 	}
-	d.ATU, d.DMA, d.QPs, d.CQs, d.eng = core.ATU, core.DMA, core.QPs, core.CQs, core.Engine
+	d.ATU, d.DMA, d.QPs, d.CQs, d.AHs, d.eng = core.ATU, core.DMA, core.QPs, core.CQs, core.AHs, core.Engine
 	d.timer = time.AfterFunc(time.Hour, d.wake)
 	d.timer.Stop()
 	d.linkSpin.Store(int64(DefaultLinkSpin))

@@ -343,6 +343,7 @@ func (e *Engine) reset(qp *QP) {
 	qp.sq.post.Lock()
 	qp.sq.pi.Store(0)
 	qp.sq.ci.Store(0)
+	qp.sq.fetched = 0
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
 		qp.rq.post.Lock()
@@ -416,11 +417,16 @@ func (e *Engine) flush(qp *QP) {
 // flushSQ completes every WQE on the send queue with WR_FLUSH_ERR.
 func (e *Engine) flushSQ(qp *QP) {
 	sq := qp.sq
-	ci, pi := sq.ci.Load(), sq.pi.Load()
+	e.fetchSend(qp) // the WQEs published, for their wr_ids
+	ci, pi := sq.ci.Load(), sq.fetched
 	for ; ci != pi; ci++ {
 		w := sq.slot(ci)
 		e.count(qp, ReqCQEFlushError)
-		wc := WC{WRID: w.wrid, Status: WCWRFlushErr, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
+		var op WCOpcode
+		if w.op < numWROpcodes {
+			op = wrInfos[w.op].wc
+		}
+		wc := WC{WRID: w.wrid, Status: WCWRFlushErr, Opcode: op, QPNum: qp.QPN}
 		sq.ci.Store(ci + 1)
 		e.cqe(qp, qp.sendCQN(), &wc, false)
 	}

@@ -136,6 +136,7 @@ type Core struct {
 	DMA    *dma.Cluster
 	QPs    *Table[QP]
 	CQs    *Table[CQ]
+	AHs    *AHTable
 	Engine *Engine
 }
 
@@ -156,7 +157,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{Config: cfg, Host: cfg.Host, ATU: u, DMA: dm, QPs: NewTable[QP](FirstQPN, cfg.MaxQP), CQs: NewTable[CQ](1, cfg.MaxCQ)}
+	c := &Core{Config: cfg, Host: cfg.Host, ATU: u, DMA: dm, QPs: NewTable[QP](FirstQPN, cfg.MaxQP), CQs: NewTable[CQ](1, cfg.MaxCQ), AHs: new(AHTable)}
 	e := cfg.Engine
 	if e.DCQCN != nil {
 		if err := e.DCQCN.Validate(); err != nil {
@@ -165,7 +166,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		cc := *e.DCQCN // the engine's own copy
 		e.DCQCN = &cc
 	}
-	e.ATU, e.DMA, e.QPs, e.CQs = u, dm, c.QPs, c.CQs
+	e.ATU, e.DMA, e.QPs, e.CQs, e.AHs = u, dm, c.QPs, c.CQs, c.AHs
 	e.QPCCache, e.CQCCache = cfg.QPCCache, cfg.CQCCache
 	e.Arbiter = cfg.Arbiter
 	e.Arbiter.Queues = min(cfg.MaxQP, 1024)

@@ -13,7 +13,7 @@ func (e *Engine) DebugState(qp *QP) string {
 	fmt.Fprintf(&b, "qp %#x %v state %v now %d\n", qp.QPN, qp.Type, qp.attr.State, e.now)
 	fmt.Fprintf(&b, "  req: psn %v una %v max %v next %d off %d comp %d sq.ci %d sq.pi %d rdAtomic %d retries %d rnr %d rnrWait %v retry %v recovering %v\n",
 		r.psn, r.una, r.maxPSN, r.next, r.off, r.compIdx, qp.sq.ci.Load(), qp.sq.pi.Load(), r.rdAtomic, r.retries, r.rnrRetries, r.rnrWait, r.retry, r.recovering)
-	for i := qp.sq.ci.Load(); i != qp.sq.pi.Load(); i++ {
+	for i := qp.sq.ci.Load(); i != qp.sq.fetched; i++ {
 		w := qp.sq.slot(i)
 		fmt.Fprintf(&b, "    wqe %d: %v len %d state %d first %v last %v\n", i, w.op, w.length, w.state, w.firstPSN, w.lastPSN)
 	}

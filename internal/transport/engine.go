@@ -19,6 +19,8 @@ type Config struct {
 	DMA      *dma.Cluster
 	QPs      *Table[QP]
 	CQs      *Table[CQ]
+	// AHs is the address handle table UD WQEs name AHs in.
+	AHs *AHTable
 	QPCCache cache.Config
 	CQCCache cache.Config
 	Arbiter  sched.Config
@@ -210,7 +212,7 @@ func (e *Engine) ring(qp *QP, wqes int) {
 		// The hook delivers the doorbell later with Ring, which counts it.
 		last := 0
 		if wqes > 0 {
-			last = sendWQEBytes(qp.Type, qp.sq.slot(qp.sq.pi.Load()-1))
+			last = qp.lastWQEBytes()
 		}
 		e.cfg.Doorbell(qp, wqes, last)
 		return

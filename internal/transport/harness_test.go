@@ -152,6 +152,7 @@ func (c *nodeConfig) defaults() {
 
 // node is one engine with one QP, its CQs and one registered region.
 type node struct {
+	ahs  *AHTable
 	t    testing.TB
 	name string
 	gid  wire.GID
@@ -202,7 +203,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 	if err != nil {
 		t.Fatalf("NewCore: %v", err)
 	}
-	n.atu, n.dma, n.qps, n.cqs, n.e = core.ATU, core.DMA, core.QPs, core.CQs, core.Engine
+	n.atu, n.dma, n.qps, n.cqs, n.ahs, n.e = core.ATU, core.DMA, core.QPs, core.CQs, core.AHs, core.Engine
 	n.scq = n.newCQ(cfg.cqDepth)
 	n.rcq = n.newCQ(cfg.cqDepth)
 	n.qp = n.createQP(cfg.qpType, nil)
@@ -210,6 +211,16 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 	n.base = memIOVA
 	n.key = n.regMR(testPD, n.mem, n.base, atu.LocalWrite|atu.RemoteWrite|atu.RemoteRead|atu.RemoteAtomic)
 	return n
+}
+
+// newAH makes an address handle of the node's in protection domain pd.
+func (n *node) newAH(r wire.Route, pd uint32) *AH {
+	n.t.Helper()
+	a, err := n.ahs.New(r, pd, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return a
 }
 
 func (n *node) newCQ(depth int) *CQ {

@@ -178,104 +178,23 @@ func (qp *QP) EndPostSend(n int) {
 	qp.sq.post.Unlock()
 }
 
-// writeSendWQE validates one work request and writes it at the producer
-// index. The caller holds sq.post.
+// writeSendWQE writes one work request into the slot at the producer
+// index and publishes it, if the engine would take it: the poster checks
+// the slot it wrote as the engine will when it fetches it, so that
+// ibv_post_send refuses a bad work request at once. The caller holds
+// sq.post.
 func (qp *QP) writeSendWQE(wr *SendWR) error {
 	sq := qp.sq
-	if wr.Opcode >= numWROpcodes || wrInfos[wr.Opcode].qpTypes == 0 {
-		return fmt.Errorf("%w: unknown opcode %d", ErrInvalidWR, wr.Opcode)
-	}
-	info := &wrInfos[wr.Opcode]
-	if info.qpTypes&(1<<qp.Type) == 0 {
-		return fmt.Errorf("%w: %v is not supported on a %v QP", ErrInvalidWR, wr.Opcode, qp.Type)
-	}
-	if uint32(len(wr.SGL)) > sq.maxSGE {
-		return fmt.Errorf("%w: %d SGEs exceed max_send_sge %d", ErrInvalidWR, len(wr.SGL), sq.maxSGE)
-	}
-	var length uint64
-	for _, s := range wr.SGL {
-		length += uint64(s.Length)
-	}
-	if wr.Inline != nil {
-		if wr.Flags&SendInline == 0 || len(wr.SGL) != 0 {
-			return fmt.Errorf("%w: inline payload without IBV_SEND_INLINE, or with SGEs", ErrInvalidWR)
-		}
-		length = uint64(len(wr.Inline))
-	}
-	if length > MaxMsgSize {
-		return fmt.Errorf("%w: message of %d bytes exceeds the maximum %d", ErrInvalidWR, length, MaxMsgSize)
-	}
-	inline := wr.Flags&SendInline != 0
-	if inline {
-		if !info.payload {
-			return fmt.Errorf("%w: IBV_SEND_INLINE on %v", ErrInvalidWR, wr.Opcode)
-		}
-		if length > uint64(sq.maxInline) {
-			return fmt.Errorf("%w: %d inline bytes exceed max_inline_data %d", ErrInvalidWR, length, sq.maxInline)
-		}
-	}
-	if info.atomic && (length != 8 || len(wr.SGL) != 1) {
-		return fmt.Errorf("%w: an atomic needs exactly one 8-byte SGE (got %d SGEs, %d bytes)", ErrInvalidWR, len(wr.SGL), length)
-	}
-	if info.nonPosted {
-		if len(wr.SGL) != 0 || wr.Inline != nil || inline {
-			return fmt.Errorf("%w: %v carries no SGL", ErrInvalidWR, wr.Opcode)
-		}
-		switch wr.Opcode {
-		case WRAtomicWrite:
-			length = wire.AtomicWriteSize
-		case WRFlush:
-			f := wr.Flush
-			if f.Placement == 0 || f.Placement&^(wire.FlushGlobal|wire.FlushPersistent) != 0 || f.Level > wire.FlushMR {
-				return fmt.Errorf("%w: FLUSH of placement type %#x, selectivity level %d", ErrInvalidWR, f.Placement, f.Level)
-			}
-			length = uint64(f.Length)
-		}
-	}
-	if qp.Type == UD {
-		if wr.AH == nil {
-			return fmt.Errorf("%w: UD send without an address handle", ErrInvalidWR)
-		}
-		if wr.AH.PD != qp.PD {
-			return fmt.Errorf("%w: address handle of another protection domain", ErrInvalidWR)
-		}
-		if wr.RemoteQPN > 0xFFFFFF {
-			return fmt.Errorf("%w: remote QPN %#x exceeds 24 bits", ErrInvalidWR, wr.RemoteQPN)
-		}
-	}
 	pi := sq.pi.Load()
 	if pi-sq.ci.Load() >= sq.depth {
 		return fmt.Errorf("%w: %d send WRs outstanding (max_send_wr %d)", ErrQueueFull, sq.depth, sq.depth)
 	}
-	w := sq.slot(pi)
-	*w = sendWQE{
-		wrid: wr.WRID, op: wr.Opcode, flags: wr.Flags, inline: inline,
-		length: uint32(length), imm: wr.ImmData, invKey: wr.InvalidateRKey,
-		raddr: wr.RemoteAddr, rkey: wr.RKey, cmpAdd: wr.CompareAdd, swap: wr.Swap,
-		ah: wr.AH, rqpn: wr.RemoteQPN, rqkey: wr.RemoteQKey,
+	slot := sq.slotMem(pi)
+	if err := qp.encodeSend(slot, wr); err != nil {
+		return err
 	}
-	if wr.Opcode == WRBindMW {
-		b := &wr.Bind
-		w.raddr, w.cmpAdd, w.rkey, w.invKey, w.imm, w.rqkey = b.Addr, b.Length, b.MR, b.MW, b.NewKey, uint32(b.Access)
-	}
-	if wr.Opcode == WRFlush {
-		w.rqkey = uint32(wr.Flush.Placement) | uint32(wr.Flush.Level)<<8
-	}
-	if inline {
-		// Inline data is copied into the WQE now by the posting CPU (that
-		// is what inline means), so the buffer is free on return. The CPU
-		// reads through the host's page tables, not the NIC's caches.
-		dst := sq.inline[(pi%sq.depth)*sq.maxInline:]
-		off := copy(dst[:len(wr.Inline)], wr.Inline)
-		for _, s := range wr.SGL {
-			if f := qp.engine.cfg.ATU.Read(qp.PD, s.LKey, s.Addr, dst[off:off+int(s.Length)]); f != atu.OK {
-				return fmt.Errorf("%w: inline SGE (lkey %#x, addr %#x, %d bytes): %v", ErrInvalidWR, s.LKey, s.Addr, s.Length, f)
-			}
-			off += int(s.Length)
-		}
-	} else {
-		w.nsge = uint16(len(wr.SGL))
-		copy(sq.sge[(pi%sq.depth)*sq.maxSGE:], wr.SGL)
+	if err := qp.decodeSend(slot, &sq.postWQE, sq.postSGE); err != nil {
+		return err
 	}
 	sq.pi.Store(pi + 1)
 	return nil

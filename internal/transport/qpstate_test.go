@@ -125,7 +125,7 @@ func reach(t *testing.T, n *node, s QPState) bool {
 		// goes to SQE (IBTA §10.3.1 "Send Queue Error").
 		wr := SendWR{WRID: 1, Opcode: WRSend, SGL: []SGE{{Addr: n.addr(0), Length: 16, LKey: n.key ^ 0x5500}}}
 		if n.qp.Type == UD {
-			wr.AH, wr.RemoteQPN, wr.RemoteQKey = &AH{Route: wire.Route{Dst: gidPeer}, PD: testPD}, peerQPN, testQKey
+			wr.AH, wr.RemoteQPN, wr.RemoteQKey = n.newAH(wire.Route{Dst: gidPeer}, testPD), peerQPN, testQKey
 		}
 		n.post(wr)
 		n.e.Run(0, 16)

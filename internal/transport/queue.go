@@ -3,33 +3,50 @@ package transport
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/rnic/rnic/internal/queue"
 )
 
-// The work queues are rings in "host memory" shared by the application
+// The work queues are rings in host memory shared by the application
 // (producer) and the NIC (consumer), as on hardware: the application writes
 // a WQE into the slot at the producer index and publishes it by advancing
 // the index (the doorbell record); the NIC reads slots below the producer
 // index and frees them by advancing the consumer index. The atomics give the
 // same ordering a doorbell record's memory barrier gives on hardware.
+//
+// A send queue's slots are in the one format of the queues in host memory
+// (internal/queue): a Go program's PostSend encodes its work requests into
+// them, as a C program's library does into its rings. The engine fetches a
+// WQE from its slot when the requester comes to it (fetchSend): it decodes
+// the slot once into its own copy, the WQE's context in wqe and sge, which
+// it checks and works from; the slot's memory is the application's again
+// once the WQE is retired.
 
 // sendRing is a send queue.
 type sendRing struct {
 	post      sync.Mutex // ibv_post_send is thread safe: one poster at a time
-	wqe       []sendWQE
-	sge       []SGE  // maxSGE slots per WQE
-	inline    []byte // maxInline bytes per WQE
+	mem       []byte     // depth slots of slotLen bytes: host memory, the application's
+	slotLen   uint32
+	wqe       []sendWQE // the engine's copy of each fetched WQE, with its progress
+	sge       []SGE     // maxSGE slots per WQE: the fetched SGLs
+	postWQE   sendWQE   // the poster's check of what it wrote (under post)
+	postSGE   []SGE     // and of its SGL
 	depth     uint32
 	maxSGE    uint32
 	maxInline uint32
 	pi        atomic.Uint32 // produced (application)
 	ci        atomic.Uint32 // retired (completer)
+	fetched   uint32        // engine-owned: WQEs below it are in wqe
 }
 
 func newSendRing(depth, maxSGE, maxInline uint32) *sendRing {
+	slot := uint32(queue.WQESize(int(maxSGE), int(maxInline)))
 	return &sendRing{
+		mem:       make([]byte, int(depth)*int(slot)),
+		slotLen:   slot,
 		wqe:       make([]sendWQE, depth),
 		sge:       make([]SGE, int(depth)*int(maxSGE)),
-		inline:    make([]byte, int(depth)*int(maxInline)),
+		postSGE:   make([]SGE, maxSGE),
 		depth:     depth,
 		maxSGE:    maxSGE,
 		maxInline: maxInline,
@@ -37,6 +54,12 @@ func newSendRing(depth, maxSGE, maxInline uint32) *sendRing {
 }
 
 func (r *sendRing) slot(i uint32) *sendWQE { return &r.wqe[i%r.depth] }
+
+// slotMem returns the memory of ring index i's slot.
+func (r *sendRing) slotMem(i uint32) []byte {
+	o := (i % r.depth) * r.slotLen
+	return r.mem[o : o+r.slotLen : o+r.slotLen]
+}
 
 // after reports whether ring index a is past b (indices are free-running
 // uint32 counters; they are never more than depth apart).
@@ -48,9 +71,10 @@ func (r *sendRing) sges(i uint32) []SGE {
 	return r.sge[s : s+uint32(w.nsge)]
 }
 
+// inlineData returns a fetched inline WQE's payload: in its slot, where
+// the poster put it (its length was checked against the slot at fetch).
 func (r *sendRing) inlineData(i uint32) []byte {
-	s := (i % r.depth) * r.maxInline
-	return r.inline[s : s+r.wqe[i%r.depth].length]
+	return r.slotMem(i)[queue.WQEHeaderLen:][:r.wqe[i%r.depth].length]
 }
 
 // recvRing is a receive queue, or the ring of a shared receive queue.

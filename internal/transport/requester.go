@@ -122,11 +122,13 @@ func (rqr *requester) requesterReady(qp *QP) bool {
 	if req.retry {
 		return true
 	}
-	if req.next == qp.sq.pi.Load() {
-		return false
+	if req.next == qp.sq.fetched {
+		// Nothing fetched is left to start: ready if the poster has
+		// published more (the turn fetches it).
+		return qp.sq.pi.Load() != qp.sq.fetched
 	}
 	w := qp.sq.slot(req.next)
-	if w.state == wqeDone {
+	if w.state == wqeDone || w.bad {
 		return true
 	}
 	if req.off == 0 && w.state == wqePosted {
@@ -288,7 +290,7 @@ func (rqr *requester) readRelease(qp *QP, w *sendWQE) {
 // flushed, reset or destroyed).
 func (rqr *requester) releaseReads(qp *QP) {
 	sq := qp.sq
-	for i := sq.ci.Load(); i != sq.pi.Load(); i++ {
+	for i := sq.ci.Load(); i != sq.fetched; i++ {
 		sq.slot(i).rdRes = 0
 	}
 	rqr.readPSNs -= qp.req.readPSNs
@@ -343,14 +345,23 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 			pkts++
 		}
 	}
+	e.fetchSend(qp)
 	for pkts < g.Packets && bytes < g.Bytes {
-		if req.next == sq.pi.Load() {
+		if req.next == sq.fetched {
 			break
 		}
 		w := sq.slot(req.next)
 		if w.state == wqeDone { // a local operation finished before a rewind
 			req.next++
 			continue
+		}
+		if w.bad {
+			// The fetch refused it: a local QP operation error, which
+			// moves the QP to the error state (its completion says so).
+			e.wqeDone(qp, w, WCLocQPOpErr)
+			req.next++
+			e.retire(qp)
+			return pkts, bytes
 		}
 		info := &wrInfos[w.op]
 		if w.state == wqePosted {
@@ -702,7 +713,7 @@ func (e *Engine) retire(qp *QP) {
 // next, or next+1 while next is partly sent (pending).
 func (rqr *requester) pendingEnd(qp *QP) uint32 {
 	req, sq := &qp.req, qp.sq
-	if req.next != sq.pi.Load() && sq.slot(req.next).state == wqePending {
+	if req.next != sq.fetched && sq.slot(req.next).state == wqePending {
 		return req.next + 1
 	}
 	return req.next

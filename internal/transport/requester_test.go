@@ -270,7 +270,7 @@ func TestRequesterUCUD(t *testing.T) {
 		n := newNode(t, "E", gidA, nodeConfig{qpType: UD})
 		n.connect(wire.GID{}, 0)
 		s := &solo{t: t, n: n}
-		ah := &AH{Route: wire.Route{Dst: gidPeer}, PD: testPD}
+		ah := n.newAH(wire.Route{Dst: gidPeer}, testPD)
 		n.post(SendWR{WRID: 1, Opcode: WRSendWithImm, Flags: SendSignaled, SGL: []SGE{n.sge(0, 100)}, AH: ah, RemoteQPN: 0x77, RemoteQKey: 0x1234, ImmData: 5},
 			SendWR{WRID: 2, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{n.sge(0, 4096)}, AH: ah, RemoteQPN: 0x77, RemoteQKey: 0x80000000},
 			SendWR{WRID: 3, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{n.sge(0, 4097)}, AH: ah, RemoteQPN: 0x77, RemoteQKey: 1})
@@ -304,7 +304,7 @@ func TestUDSourceAddress(t *testing.T) {
 	n := newNode(t, "E", gidA, nodeConfig{qpType: UD})
 	n.connect(wire.GID{}, 0)
 	s := &solo{t: t, n: n}
-	ah := &AH{Route: wire.Route{Src: gidA, Dst: gidPeer}, PD: testPD}
+	ah := n.newAH(wire.Route{Src: gidA, Dst: gidPeer}, testPD)
 	n.post(SendWR{WRID: 1, Opcode: WRSend, SGL: []SGE{n.sge(0, 10)}, AH: ah, RemoteQPN: 0x77, RemoteQKey: 1})
 	out := s.run()
 	if len(out) != 1 {
@@ -339,8 +339,8 @@ func TestPostSendChecks(t *testing.T) {
 		{"inline READ", n.qp, SendWR{Opcode: WRRDMARead, Flags: SendInline}, ErrInvalidWR},
 		{"inline bad lkey", n.qp, SendWR{Opcode: WRSend, Flags: SendInline, SGL: []SGE{{Addr: n.addr(0), Length: 4, LKey: 0x999}}}, ErrInvalidWR},
 		{"UD without AH", ud.qp, SendWR{Opcode: WRSend}, ErrInvalidWR},
-		{"UD AH of another PD", ud.qp, SendWR{Opcode: WRSend, AH: &AH{PD: otherPD}}, ErrInvalidWR},
-		{"UD remote QPN of 25 bits", ud.qp, SendWR{Opcode: WRSend, AH: &AH{PD: testPD}, RemoteQPN: 1 << 24}, ErrInvalidWR},
+		{"UD AH of another PD", ud.qp, SendWR{Opcode: WRSend, AH: ud.newAH(wire.Route{}, otherPD)}, ErrInvalidWR},
+		{"UD remote QPN of 25 bits", ud.qp, SendWR{Opcode: WRSend, AH: ud.newAH(wire.Route{}, testPD), RemoteQPN: 1 << 24}, ErrInvalidWR},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

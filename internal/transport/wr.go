@@ -97,28 +97,29 @@ type SGE struct {
 	LKey   uint32
 }
 
-// AH is an address handle: how to reach a UD destination.
+// AH is an address handle: how to reach a UD destination. Num is its
+// number in the NIC's AH table (AHTable.New), which a UD WQE carries.
 type AH struct {
 	Route wire.Route
 	PD    uint32
+	Num   uint32
 
+	table   *AHTable
 	destroy func() error
-}
-
-// NewAH returns an address handle; destroy runs when the application
-// destroys it (the device releases its reference on the PD).
-func NewAH(r wire.Route, pd uint32, destroy func() error) *AH {
-	return &AH{Route: r, PD: pd, destroy: destroy}
 }
 
 // Destroy frees the address handle (ibv_destroy_ah). Work requests posted
 // with it must have completed.
 func (a *AH) Destroy() error {
-	if a.destroy == nil {
+	if a.table == nil {
 		return errors.New("rnic: address handle not created by CreateAH, or already destroyed")
 	}
-	err := a.destroy()
-	a.destroy = nil
+	a.table.release(a)
+	a.table = nil
+	var err error
+	if a.destroy != nil {
+		err = a.destroy()
+	}
 	return err
 }
 
@@ -196,6 +197,7 @@ type sendWQE struct {
 	op     WROpcode
 	flags  SendFlags
 	inline bool
+	bad    bool // the fetch refused it: it completes with a local QP operation error
 	// A BIND_MW request keeps its MWBindInfo in the fields above (see
 	// writeSendWQE): raddr/cmpAdd = Addr/Length, rkey = MR, invKey = MW,
 	// imm = NewKey, rqkey = Access. Binds are rare; the ring stays small.

@@ -75,6 +75,9 @@
 #define RNIC_DB_NIC_ASLEEP                   1 /* state: the NIC sleeps; swap in NIC_WAKING and write the eventfd */
 #define RNIC_DB_NIC_WAKING                   2 /* state: a wake-up is on its way */
 
+/* The NIC's limits the library answers for (internal/transport). */
+#define RNIC_MAX_AH                      65535 /* max_ah: the NIC's address handle table */
+
 /* The host interface's messages (internal/hostif). */
 #define HOSTIF_VERSION                       4 /* the protocol version a HELLO carries */
 #define HOSTIF_MAGIC                     0x4e52 /* "RN": every message begins with it */

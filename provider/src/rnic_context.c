@@ -247,7 +247,7 @@ int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 	a->max_sge_rd = a->max_sge;
 	a->max_res_rd_atom = a->max_qp_rd_atom * a->max_qp;
 	a->max_mw = a->max_mr; /* windows and regions share the MPT */
-	a->max_ah = INT_MAX;   /* an AH holds no NIC resource */
+	a->max_ah = RNIC_MAX_AH; /* the NIC's AH table */
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -108,6 +108,7 @@ type NIC struct {
 	ATU    *atu.ATU
 	QPs    *transport.Table[transport.QP]
 	CQs    *transport.Table[transport.CQ]
+	AHs    *transport.AHTable
 	dmac   *dma.Cluster
 
 	// The timing model.
@@ -295,7 +296,7 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nicmodel: %w", err)
 	}
-	n.Engine, n.ATU, n.QPs, n.CQs, n.dmac = core.Engine, core.ATU, core.QPs, core.CQs, core.DMA
+	n.Engine, n.ATU, n.QPs, n.CQs, n.AHs, n.dmac = core.Engine, core.ATU, core.QPs, core.CQs, core.AHs, core.DMA
 	n.core = core.Config
 	n.Engine.SetGate(busyGate{n})
 	n.timer = s.NewTimer(n, evTimer, 0)
