@@ -15,12 +15,12 @@ import (
 
 // Config wires an engine to the device's shared hardware.
 type Config struct {
-	ATU      *atu.ATU
-	DMA      *dma.Cluster
-	QPs      *Table[QP]
-	CQs      *Table[CQ]
+	ATU *atu.ATU
+	DMA *dma.Cluster
+	QPs *Table[QP]
+	CQs *Table[CQ]
 	// AHs is the address handle table UD WQEs name AHs in.
-	AHs *AHTable
+	AHs      *AHTable
 	QPCCache cache.Config
 	CQCCache cache.Config
 	Arbiter  sched.Config
