@@ -230,15 +230,12 @@ type hostQP struct {
 	rq         *hostRecvRing // unused (one slot) on an SRQ
 	sqDepth    uint32
 	sqSlot     int
-	sqCI       uint32 // the NIC's consumer index
+	sqSeen     uint32 // the program's producer index when the poller last rang the engine's doorbell
 	sqWord     int    // the program's producer index, in the doorbell page
-	sqCIWord   int    // the NIC's SQ consumer index, published: the slots the program may reuse
+	sqCIWord   int    // the engine's SQ consumer index, published: the slots the program may reuse
 	rqDone     uint32 // receive WQEs retired (their CQEs written)
 	rqDoneWord int    // rqDone, published: the program's RQ holds at most max_recv_wr not retired
-	slot       []byte // the NIC's copy of one send slot
-	swqe       queue.SendWQE
-	sgl        []SGE
-	bad        bool // a malformed WQE put the QP in error
+	bad        bool   // a malformed receive WQE put the QP in error
 	obj        *hostObj
 }
 
@@ -386,7 +383,7 @@ func (hc *hostClient) step(q *queues) bool {
 	busy := false
 	db := hc.data.db.mem
 	for _, h := range q.qps {
-		busy = h.moveSends(db) || busy
+		busy = h.ringSends(db) || busy
 		busy = h.moveRecvs(db) || busy
 	}
 	for _, s := range q.srqs {
@@ -398,76 +395,19 @@ func (hc *hostClient) step(q *queues) bool {
 	return busy
 }
 
-// moveSends posts the WQEs the program added to the send queue.
-func (h *hostQP) moveSends(db []byte) bool {
-	if h.bad {
+// ringSends rings the engine's doorbell for the WQEs the program added
+// to its send ring since the last look: the engine fetches them from the
+// ring itself (and checks them: a malformed WQE fails the QP, not the
+// NIC).
+func (h *hostQP) ringSends(db []byte) bool {
+	pi := queue.Word(db, h.sqWord).Load()
+	if pi == h.sqSeen {
 		return false
 	}
-	pi := queue.Word(db, h.sqWord).Load()
-	n := 0
-	for h.sqCI != pi && pi-h.sqCI <= h.sqDepth {
-		off := int(h.sqCI%h.sqDepth) * h.sqSlot
-		copy(h.slot[:h.sqSlot], h.sq.mem[off:off+h.sqSlot]) // copied once: what is checked is what is used
-		if err := queue.DecodeSend(h.slot[:h.sqSlot], &h.swqe); err != nil {
-			h.fail()
-			return true
-		}
-		if err := h.post(); errors.Is(err, transport.ErrQueueFull) {
-			break // the program has more outstanding than max_send_wr: it waits in the ring
-		} else if err != nil {
-			h.fail()
-			return true
-		}
-		h.sqCI++
-		n++
-	}
-	if n > 0 {
-		queue.Word(db, h.sqCIWord).Store(h.sqCI)
-	}
-	if pi-h.sqCI > h.sqDepth && pi != h.sqCI {
-		h.fail() // a producer index beyond the ring: garbage
-	}
-	return n > 0
-}
-
-func (h *hostQP) post() error {
-	w := &h.swqe
-	wr := SendWR{WRID: w.WRID, Opcode: WROpcode(w.Opcode), Flags: SendFlags(w.Flags), ImmData: w.Imm, InvalidateRKey: w.Imm,
-		RemoteAddr: w.RemoteAddr, RKey: w.RKey, CompareAdd: w.CompareAdd, Swap: w.Swap, RemoteQPN: w.RemoteQPN, RemoteQKey: w.RemoteQKey}
-	if h.qp.init.Type == UD {
-		// The WQE names its address handle by the program's handle: only
-		// the program's own AHs are found.
-		h.hc.ahMu.Lock()
-		wr.AH = h.hc.ahs[w.AH]
-		h.hc.ahMu.Unlock()
-		if wr.AH == nil {
-			return errors.New("UD send with an unknown address handle")
-		}
-	}
-	if wr.Opcode == WRFlush {
-		// hostif's FLUSH WQE: 32 length, 40 placement type, 41 level.
-		wr.Flush = FlushInfo{Length: uint32(min(w.CompareAdd, 1<<32-1)), Placement: uint8(w.Swap), Level: uint8(w.Swap >> 8)}
-		wr.CompareAdd, wr.Swap = 0, 0
-	}
-	if wr.Opcode == WRBindMW {
-		// The bind's fields (hostif's BIND_MW WQE); the window and the
-		// region are found by key, and the ATU checks they are in the
-		// QP's PD: another program's keys are in PDs of its own.
-		wr.Bind = MWBindInfo{MW: w.Imm, NewKey: w.RKey, MR: w.RemoteQPN, Addr: w.RemoteAddr, Length: w.CompareAdd, Access: Access(uint32(w.Swap))}
-		wr.ImmData, wr.InvalidateRKey, wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap, wr.RemoteQPN = 0, 0, 0, 0, 0, 0, 0
-		return h.qp.PostSend(wr)
-	}
-	if len(w.Inline) > 0 {
-		// The payload is in the NIC's copy of the slot.
-		wr.Flags |= SendInline
-		return h.qp.postInline(&wr, w.Inline)
-	}
-	h.sgl = h.sgl[:0]
-	for _, s := range w.SGL[:w.NumSGE] {
-		h.sgl = append(h.sgl, SGE{Addr: s.Addr, Length: s.Length, LKey: s.LKey})
-	}
-	wr.SGL = h.sgl
-	return h.qp.PostSend(wr)
+	n := pi - h.sqSeen
+	h.sqSeen = pi
+	h.qp.q.Doorbell(int(min(n, h.sqDepth)))
+	return true
 }
 
 // moveRecvs posts the receive WQEs the program added to the QP's RQ.
@@ -704,17 +644,12 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			init.SRQ = srq.srq
 			cp.MaxRecvWR, cp.MaxRecvSGE = 1, 1 // the QP's own receive ring goes unused
 		}
-		qp, err := pd.CreateQP(init)
-		if err != nil {
-			return errnoOf(err), nil
-		}
-		if srq != nil {
-			srq.qps++
-		}
-		h := &hostQP{hc: hc, qp: qp, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
+		// The send ring is the engine's send queue: it reads the WQEs
+		// there and the producer index from the program's doorbell word,
+		// and publishes its consumer index (the slots the program may
+		// write again) to sqCIWord.
+		h := &hostQP{hc: hc, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
 			sqSlot: queue.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData))}
-		h.slot = make([]byte, h.sqSlot)
-		h.sgl = make([]SGE, 0, queue.MaxSGE)
 		fail := func(e unix.Errno) (unix.Errno, []int) {
 			if h.sq != nil {
 				h.sq.close()
@@ -722,22 +657,38 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			if h.rq != nil {
 				h.rq.mem.close()
 			}
-			qp.Destroy()
+			if h.qp != nil {
+				h.qp.Destroy()
+			}
 			return e, nil
 		}
+		var err error
 		if h.sq, err = newShm("rnic-sq", int(h.sqDepth)*h.sqSlot); err != nil {
-			return fail(unix.ENOMEM)
-		}
-		if h.rq, err = newHostRecvRing("rnic-rq", pow2u(max(cp.MaxRecvWR, 1)), cp.MaxRecvSGE, func(wr RecvWR) error { return qp.PostRecv(wr) }); err != nil {
 			return fail(unix.ENOMEM)
 		}
 		if h.sqWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
-		if h.rq.piWord, err = hc.data.word(); err != nil {
+		if h.sqCIWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
-		if h.sqCIWord, err = hc.data.word(); err != nil {
+		db := hc.data.db.mem
+		init.Cap.MaxSendWR = h.sqDepth
+		qp, err := pd.createQP(init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
+			PI: queue.Word(db, h.sqWord), CI: queue.Word(db, h.sqCIWord)})
+		if err != nil {
+			h.sq.close()
+			return errnoOf(err), nil
+		}
+		h.qp = qp
+		h.sqSeen = queue.Word(db, h.sqWord).Load()
+		if srq != nil {
+			srq.qps++
+		}
+		if h.rq, err = newHostRecvRing("rnic-rq", pow2u(max(cp.MaxRecvWR, 1)), cp.MaxRecvSGE, func(wr RecvWR) error { return qp.PostRecv(wr) }); err != nil {
+			return fail(unix.ENOMEM)
+		}
+		if h.rq.piWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
 		if h.rqDoneWord, err = hc.data.word(); err != nil {
@@ -750,7 +701,6 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.publish()
 		hc.stepMu.Unlock()
 		if srq == nil {
-			db := hc.data.db.mem
 			qp.setRefill(func() bool { return h.rq.refill(db) })
 		}
 		rep.U32(hc.next).U32(qp.QPN()).U32(h.sqDepth).U32(uint32(h.sqSlot)).U32(uint32(h.sqWord)).
@@ -786,10 +736,11 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			// library cleans those already in its CQ rings.
 			h.qp.init.SendCQ.purge(h.qp.QPN())
 			h.qp.init.RecvCQ.purge(h.qp.QPN())
+			// The engine emptied the send queue (its consumer index is
+			// the program's producer index, published).
 			db := hc.data.db.mem
-			h.sqCI = queue.Word(db, h.sqWord).Load()
+			h.sqSeen = queue.Word(db, h.sqWord).Load()
 			h.rqDone, h.bad = h.rq.reset(db), false
-			queue.Word(db, h.sqCIWord).Store(h.sqCI)
 			queue.Word(db, h.rqDoneWord).Store(h.rqDone)
 		}
 		hc.data.poke() // a QP now in RTS may have work waiting in its ring
@@ -944,7 +895,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		held := uint64(inRing) + uint64(c.cq.c.Unpolled())
 		for _, h := range hc.qps {
 			if h.qp.init.SendCQ == c.cq {
-				held += uint64(h.qp.q.SendOutstanding()) + uint64(queue.Word(hc.data.db.mem, h.sqWord).Load()-h.sqCI)
+				held += uint64(min(uint32(h.qp.q.SendOutstanding()), h.sqDepth)) // posted in the ring, not retired
 			}
 		}
 		depth := pow2u(cqe)

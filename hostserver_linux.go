@@ -436,10 +436,11 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		if err != nil {
 			return fail(errnoOf(err))
 		}
-		hc.mu.Lock()
-		hc.next++
-		n := hc.next
-		hc.mu.Unlock()
+		// The handle is the AH's number in the NIC's AH table, which the
+		// program's UD WQEs name and the engine looks up (checking that
+		// it is in the QP's protection domain: another program's AHs are
+		// in PDs of its own).
+		n := ah.ah.Num
 		hc.ahMu.Lock()
 		hc.ahs[n] = ah
 		hc.ahMu.Unlock()

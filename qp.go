@@ -87,7 +87,12 @@ type QP struct {
 }
 
 // CreateQP creates a queue pair in the RESET state (ibv_create_qp).
-func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
+func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) { return pd.createQP(a, nil) }
+
+// createQP creates a queue pair whose send queue is sendMem if not nil: a
+// host interface's ring, which the engine reads (a.Cap.MaxSendWR is its
+// slot count).
+func (pd *PD) createQP(a QPInitAttr, sendMem *transport.RingMem) (*QP, error) {
 	d := pd.dev
 	at := d.attr
 	if err := pd.usable(); err != nil {
@@ -137,7 +142,7 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 	}
 	qp := &QP{pd: pd, init: a, slot: slot}
 	in := &transport.QPInit{Type: transport.QPType(a.Type), PD: pd.pdn, SendCQ: a.SendCQ.c, RecvCQ: a.RecvCQ.c,
-		Cap: transport.QPCap(a.Cap), SigAll: a.SigAll, Opaque: qp}
+		Cap: transport.QPCap(a.Cap), SigAll: a.SigAll, Opaque: qp, SendMem: sendMem}
 	if a.Type == GSI {
 		in.Type, in.GSI = transport.UD, true
 	}
@@ -301,29 +306,6 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		return &WRError{Index: n, Err: err}
 	}
 	return nil
-}
-
-// postInline posts one send work request whose inline payload is data
-// itself (the host interface: the program wrote it into its ring).
-func (qp *QP) postInline(wr *SendWR, data []byte) error {
-	if err := qp.usable(); err != nil {
-		return err
-	}
-	if err := qp.q.BeginPostSend(); err != nil {
-		return err
-	}
-	var t transport.SendWR
-	err := qp.sendWR(wr, &t)
-	if err == nil {
-		t.Inline = data
-		err = qp.q.PostSendWQE(&t)
-	}
-	n := 0
-	if err == nil {
-		n = 1
-	}
-	qp.q.EndPostSend(n)
-	return err
 }
 
 // PostRecv posts receive work requests (ibv_post_recv); errors as

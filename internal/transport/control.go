@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/queue"
 	"slices"
 
 	"github.com/rnic/rnic/internal/hw/atu"
@@ -67,6 +68,10 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 		return nil, fmt.Errorf("%w: queues of %d/%d WRs with %d/%d SGEs and %d inline bytes are too large",
 			ErrAttr, c.MaxSendWR, c.MaxRecvWR, c.MaxSendSGE, c.MaxRecvSGE, c.MaxInlineData)
 	}
+	if m := in.SendMem; m != nil && (m.PI == nil || m.SlotLen < queue.WQEHeaderLen || c.MaxSendWR == 0 ||
+		uint64(len(m.Mem)) != uint64(c.MaxSendWR)*uint64(m.SlotLen) || m.SlotLen%8 != 0) {
+		return nil, fmt.Errorf("%w: a send ring of %d bytes in %d-byte slots for %d WRs", ErrAttr, len(m.Mem), m.SlotLen, c.MaxSendWR)
+	}
 	if err := e.arb.SetQueue(index, 0, 1); err != nil {
 		return nil, err
 	}
@@ -74,7 +79,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 		QPN: qpn, Type: in.Type, PD: in.PD, Opaque: in.Opaque,
 		scq: in.SendCQ, rcq: in.RecvCQ, srq: in.SRQ, sigAll: in.SigAll,
 		engine: e, index: index,
-		sq: newSendRing(max(c.MaxSendWR, 1), max(c.MaxSendSGE, 1), c.MaxInlineData),
+		sq: newSendRing(max(c.MaxSendWR, 1), max(c.MaxSendSGE, 1), c.MaxInlineData, in.SendMem),
 	}
 	recvSGE := c.MaxRecvSGE
 	if in.SRQ != nil {
@@ -341,9 +346,17 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 func (e *Engine) reset(qp *QP) {
 	e.arb.Remove(qp.index)
 	qp.sq.post.Lock()
-	qp.sq.pi.Store(0)
-	qp.sq.ci.Store(0)
-	qp.sq.fetched = 0
+	// The queue is emptied: what was posted is dropped. A producer index
+	// of the application's own stays where it is (it is the
+	// application's), and the engine starts from it.
+	p := uint32(0)
+	if qp.sq.pi == &qp.sq.piOwn {
+		qp.sq.pi.Store(0)
+	} else {
+		p = qp.sq.pi.Load()
+	}
+	qp.sq.setCI(p)
+	qp.sq.fetched = p
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
 		qp.rq.post.Lock()
@@ -427,7 +440,7 @@ func (e *Engine) flushSQ(qp *QP) {
 			op = wrInfos[w.op].wc
 		}
 		wc := WC{WRID: w.wrid, Status: WCWRFlushErr, Opcode: op, QPNum: qp.QPN}
-		sq.ci.Store(ci + 1)
+		sq.setCI(ci + 1)
 		e.cqe(qp, qp.sendCQN(), &wc, false)
 	}
 	qp.req.next, qp.req.compIdx, qp.req.off, qp.req.rdAtomic = pi, pi, 0, 0

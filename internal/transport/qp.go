@@ -31,6 +31,9 @@ type QPInit struct {
 	// GSI makes the QP QP1, the general services interface (a UD QP;
 	// see CreateQP).
 	GSI bool
+	// SendMem, if set, is the send queue's memory, the application's (a
+	// host interface's ring): Cap.MaxSendWR must be its slot count.
+	SendMem *RingMem
 }
 
 // QPAttr are a QP's attributes (struct ibv_qp_attr).
@@ -168,6 +171,11 @@ func (qp *QP) BeginPostSend() error {
 // PostSendWQE validates one work request and writes it at the producer
 // index (between BeginPostSend and EndPostSend). wr is not retained.
 func (qp *QP) PostSendWQE(wr *SendWR) error { return qp.writeSendWQE(wr) }
+
+// Doorbell rings the send queue's doorbell for n WQEs the application
+// wrote into the ring memory it shares with the NIC (QPInit.SendMem) and
+// published with its producer index.
+func (qp *QP) Doorbell(n int) { qp.engine.ring(qp, n) }
 
 // EndPostSend rings the doorbell for the n work requests written since
 // BeginPostSend (none if n is 0) and releases the posting lock.

@@ -34,22 +34,52 @@ type sendRing struct {
 	depth     uint32
 	maxSGE    uint32
 	maxInline uint32
-	pi        atomic.Uint32 // produced (application)
-	ci        atomic.Uint32 // retired (completer)
-	fetched   uint32        // engine-owned: WQEs below it are in wqe
+	// pi is the producer index: piOwn, or the application's own word
+	// (RingMem.PI), which it may write anything into: the engine reads it,
+	// never trusts it (fetchSend).
+	pi      *atomic.Uint32
+	piOwn   atomic.Uint32
+	ci      atomic.Uint32  // retired (completer): the engine's, authoritative
+	ciPub   *atomic.Uint32 // where ci is published for the application, or nil
+	fetched uint32         // engine-owned: WQEs below it are in wqe
 }
 
-func newSendRing(depth, maxSGE, maxInline uint32) *sendRing {
-	slot := uint32(queue.WQESize(int(maxSGE), int(maxInline)))
-	return &sendRing{
-		mem:       make([]byte, int(depth)*int(slot)),
-		slotLen:   slot,
+// RingMem is a queue's slots in memory an application shares with the
+// NIC (a host interface's ring, which a C program's library writes): the
+// engine reads its slots there and its producer index from PI, and
+// publishes its consumer index to CI (if not nil), the slots the
+// application may write again. The slot count, len(Mem)/SlotLen, is the
+// queue's depth.
+type RingMem struct {
+	Mem     []byte
+	SlotLen uint32
+	PI, CI  *atomic.Uint32
+}
+
+func newSendRing(depth, maxSGE, maxInline uint32, m *RingMem) *sendRing {
+	r := &sendRing{
 		wqe:       make([]sendWQE, depth),
 		sge:       make([]SGE, int(depth)*int(maxSGE)),
 		postSGE:   make([]SGE, maxSGE),
 		depth:     depth,
 		maxSGE:    maxSGE,
 		maxInline: maxInline,
+	}
+	r.pi = &r.piOwn
+	if m != nil {
+		r.mem, r.slotLen, r.pi, r.ciPub = m.Mem, m.SlotLen, m.PI, m.CI
+		return r
+	}
+	r.slotLen = uint32(queue.WQESize(int(maxSGE), int(maxInline)))
+	r.mem = make([]byte, int(depth)*int(r.slotLen))
+	return r
+}
+
+// setCI retires the WQEs below ci and publishes it.
+func (r *sendRing) setCI(ci uint32) {
+	r.ci.Store(ci)
+	if r.ciPub != nil {
+		r.ciPub.Store(ci)
 	}
 }
 

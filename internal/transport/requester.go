@@ -693,7 +693,7 @@ func (e *Engine) retire(qp *QP) {
 		// Free the slot before the completion is visible: an
 		// application that polled a completion may post into its slot.
 		ci++
-		sq.ci.Store(ci)
+		sq.setCI(ci)
 		if signal {
 			e.cqe(qp, qp.sendCQN(), &wc, false)
 		}
