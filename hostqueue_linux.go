@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -129,30 +127,21 @@ func (c *hostCQ) notify(db []byte) {
 	unix.Write(c.channel.fd, b[:]) // a full channel drops the event: the program has events it did not read
 }
 
-// hostRecvRing is a program's receive ring, a QP's RQ or an SRQ, as the
-// NIC reads it. The poller moves the WQEs the program posts to the NIC's
-// queue; so does the responder when a message finds that queue empty
-// (refill), as a hardware NIC fetches a receive WQE from host memory when
-// a message needs one: a receive posted before the peer's send is never
-// missed because the poller had not come round yet.
+// hostRecvRing is a program's receive ring, a QP's RQ or an SRQ: the
+// engine's receive queue itself (transport.RingMem), which the responder
+// reads when a message needs a WQE, as a hardware NIC fetches one from
+// host memory.
 type hostRecvRing struct {
-	mu     sync.Mutex // the poller's move and the responder's refill
 	mem    *shm
 	depth  uint32
 	slot   int
-	ci     uint32 // the NIC's consumer index
 	piWord int    // the program's producer index, in the doorbell page
-	ciWord int    // ci, published for the program (-1: not published)
-	buf    []byte // the NIC's copy of one slot: what is checked is what is used
-	rwqe   queue.RecvWQE
-	sgl    []SGE
-	bad    atomic.Bool // the program wrote garbage: nothing more is taken
-	post   func(RecvWR) error
+	ciWord int    // the engine's consumer index, published for the program (SRQ; -1: not published)
+	seen   uint32 // the producer index when the poller last looked
 }
 
-func newHostRecvRing(name string, depth uint32, maxSGE uint32, post func(RecvWR) error) (*hostRecvRing, error) {
-	q := &hostRecvRing{depth: depth, slot: queue.RecvWQESize(int(maxSGE)), ciWord: -1, sgl: make([]SGE, 0, queue.MaxSGE), post: post}
-	q.buf = make([]byte, q.slot)
+func newHostRecvRing(name string, depth uint32, maxSGE uint32) (*hostRecvRing, error) {
+	q := &hostRecvRing{depth: depth, slot: queue.RecvWQESize(int(maxSGE)), ciWord: -1}
 	var err error
 	if q.mem, err = newShm(name, int(depth)*q.slot); err != nil {
 		return nil, err
@@ -160,65 +149,25 @@ func newHostRecvRing(name string, depth uint32, maxSGE uint32, post func(RecvWR)
 	return q, nil
 }
 
-// move posts the receive WQEs the program added and reports whether it
-// took any.
-func (q *hostRecvRing) move(db []byte) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.take(db)
+// ringMem is the ring as the engine takes it, its producer index the
+// program's word of db.
+func (q *hostRecvRing) ringMem(db []byte) *transport.RingMem {
+	m := &transport.RingMem{Mem: q.mem.mem, SlotLen: uint32(q.slot), PI: queue.Word(db, q.piWord)}
+	if q.ciWord >= 0 {
+		m.CI = queue.Word(db, q.ciWord)
+	}
+	return m
 }
 
-// refill is move for the responder, which runs under the engine's lock.
-// If the poller is moving WQEs at this moment, refill waits for it: they
-// may be the very ones the message needs. (No deadlock: the poller holds
-// mu only to post to the QP or SRQ, which takes their posting locks and
-// never the engine's.)
-func (q *hostRecvRing) refill(db []byte) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.take(db)
-}
-
-func (q *hostRecvRing) take(db []byte) bool {
-	if q.bad.Load() {
+// moved reports whether the program's producer index moved since the
+// last look.
+func (q *hostRecvRing) moved(db []byte) bool {
+	pi := queue.Word(db, q.piWord).Load()
+	if pi == q.seen {
 		return false
 	}
-	pi := queue.Word(db, q.piWord).Load()
-	n := 0
-	for q.ci != pi && pi-q.ci <= q.depth {
-		off := int(q.ci%q.depth) * q.slot
-		copy(q.buf, q.mem.mem[off:off+q.slot])
-		err := queue.DecodeRecv(q.buf, &q.rwqe)
-		if err == nil {
-			q.sgl = q.sgl[:0]
-			for _, g := range q.rwqe.SGL[:q.rwqe.NumSGE] {
-				q.sgl = append(q.sgl, SGE{Addr: g.Addr, Length: g.Length, LKey: g.LKey})
-			}
-			if err = q.post(RecvWR{WRID: q.rwqe.WRID, SGL: q.sgl}); errors.Is(err, transport.ErrQueueFull) {
-				break // the program posted more than the queue holds: they wait in the ring
-			}
-		}
-		if err != nil {
-			q.bad.Store(true)
-			return true
-		}
-		q.ci++
-		n++
-	}
-	if n > 0 && q.ciWord >= 0 {
-		queue.Word(db, q.ciWord).Store(q.ci)
-	}
-	return n > 0
-}
-
-// reset empties the ring (the QP went to RESET): what the program posted
-// before is dropped.
-func (q *hostRecvRing) reset(db []byte) uint32 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.ci = queue.Word(db, q.piWord).Load()
-	q.bad.Store(false)
-	return q.ci
+	q.seen = pi
+	return true
 }
 
 // hostQP is a program's QP and its rings.
@@ -235,7 +184,6 @@ type hostQP struct {
 	sqCIWord   int    // the engine's SQ consumer index, published: the slots the program may reuse
 	rqDone     uint32 // receive WQEs retired (their CQEs written)
 	rqDoneWord int    // rqDone, published: the program's RQ holds at most max_recv_wr not retired
-	bad        bool   // a malformed receive WQE put the QP in error
 	obj        *hostObj
 }
 
@@ -384,10 +332,10 @@ func (hc *hostClient) step(q *queues) bool {
 	db := hc.data.db.mem
 	for _, h := range q.qps {
 		busy = h.ringSends(db) || busy
-		busy = h.moveRecvs(db) || busy
+		busy = h.ringRecvs(db) || busy
 	}
 	for _, s := range q.srqs {
-		busy = s.ring.move(db) || busy // a bad ring: its QPs see no more receives
+		busy = s.ring.moved(db) || busy
 	}
 	for _, c := range q.cqs {
 		busy = c.moveCompletions(db, q) || busy
@@ -410,24 +358,15 @@ func (h *hostQP) ringSends(db []byte) bool {
 	return true
 }
 
-// moveRecvs posts the receive WQEs the program added to the QP's RQ.
-func (h *hostQP) moveRecvs(db []byte) bool {
-	if h.bad || h.srq != nil {
+// ringRecvs rings the engine's receive doorbell when the program posted
+// to its receive ring: the engine takes WQEs from the ring itself when
+// messages need them, and flushes them at once on a QP in error.
+func (h *hostQP) ringRecvs(db []byte) bool {
+	if h.srq != nil || !h.rq.moved(db) {
 		return false
 	}
-	moved := h.rq.move(db)
-	if h.rq.bad.Load() {
-		h.fail()
-		return true
-	}
-	return moved
-}
-
-// fail puts the QP in error: what the program wrote cannot be run. Its
-// posted work is flushed to its CQs; other QPs go on.
-func (h *hostQP) fail() {
-	h.bad = true
-	h.qp.Modify(&QPAttr{State: QPSErr}, QPAttrState)
+	h.qp.q.RecvDoorbell()
+	return true
 }
 
 // moveCompletions copies the CQ's new completions into its ring while
@@ -639,6 +578,12 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			srqh != 0 && srq == nil || QPType(typ) == GSI { // QP1 is the NIC's own, as the kernel's
 			return unix.EINVAL, nil
 		}
+		// The rings are allocated before the QP (the engine's queues are
+		// in them): sizes no QP may have are refused first.
+		if at := hc.d.attr; int(cp.MaxSendWR) > at.MaxQPWR || int(cp.MaxRecvWR) > at.MaxQPWR ||
+			int(cp.MaxInlineData) > at.MaxInlineData {
+			return unix.EINVAL, nil
+		}
 		init := QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll}
 		if srq != nil {
 			init.SRQ = srq.srq
@@ -672,20 +617,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if h.sqCIWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
-		db := hc.data.db.mem
-		init.Cap.MaxSendWR = h.sqDepth
-		qp, err := pd.createQP(init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
-			PI: queue.Word(db, h.sqWord), CI: queue.Word(db, h.sqCIWord)})
-		if err != nil {
-			h.sq.close()
-			return errnoOf(err), nil
-		}
-		h.qp = qp
-		h.sqSeen = queue.Word(db, h.sqWord).Load()
-		if srq != nil {
-			srq.qps++
-		}
-		if h.rq, err = newHostRecvRing("rnic-rq", pow2u(max(cp.MaxRecvWR, 1)), cp.MaxRecvSGE, func(wr RecvWR) error { return qp.PostRecv(wr) }); err != nil {
+		if h.rq, err = newHostRecvRing("rnic-rq", pow2u(max(cp.MaxRecvWR, 1)), cp.MaxRecvSGE); err != nil {
 			return fail(unix.ENOMEM)
 		}
 		if h.rq.piWord, err = hc.data.word(); err != nil {
@@ -694,15 +626,33 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if h.rqDoneWord, err = hc.data.word(); err != nil {
 			return fail(unix.ENOMEM)
 		}
+		// The receive ring is the engine's receive queue (on an SRQ it
+		// goes unused): the responder takes WQEs from it when messages
+		// need them.
+		db := hc.data.db.mem
+		init.Cap.MaxSendWR = h.sqDepth
+		var recvMem *transport.RingMem
+		if srq == nil {
+			init.Cap.MaxRecvWR = h.rq.depth
+			recvMem = h.rq.ringMem(db)
+		}
+		qp, err := pd.createQP(init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
+			PI: queue.Word(db, h.sqWord), CI: queue.Word(db, h.sqCIWord)}, recvMem)
+		if err != nil {
+			return fail(errnoOf(err))
+		}
+		h.qp = qp
+		h.sqSeen = queue.Word(db, h.sqWord).Load()
+		h.rq.seen = queue.Word(db, h.rq.piWord).Load()
+		if srq != nil {
+			srq.qps++
+		}
 		hc.next++
 		h.obj = hc.watch(qp, hc.next, cookie)
 		hc.qps[hc.next] = h
 		hc.stepMu.Lock()
 		hc.publish()
 		hc.stepMu.Unlock()
-		if srq == nil {
-			qp.setRefill(func() bool { return h.rq.refill(db) })
-		}
 		rep.U32(hc.next).U32(qp.QPN()).U32(h.sqDepth).U32(uint32(h.sqSlot)).U32(uint32(h.sqWord)).
 			U32(h.rq.depth).U32(uint32(h.rq.slot)).U32(uint32(h.rq.piWord)).U32(uint32(h.sqCIWord)).U32(uint32(h.rqDoneWord))
 		return 0, []int{h.sq.fd, h.rq.mem.fd}
@@ -740,7 +690,10 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			// the program's producer index, published).
 			db := hc.data.db.mem
 			h.sqSeen = queue.Word(db, h.sqWord).Load()
-			h.rqDone, h.bad = h.rq.reset(db), false
+			// And the receive queue: what the program posted is dropped,
+			// and counts as retired.
+			h.rqDone = queue.Word(db, h.rq.piWord).Load()
+			h.rq.seen = h.rqDone
 			queue.Word(db, h.rqDoneWord).Store(h.rqDone)
 		}
 		hc.data.poke() // a QP now in RTS may have work waiting in its ring
@@ -775,25 +728,31 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || pd == nil || maxSGE > queue.MaxSGE {
 			return unix.EINVAL, nil
 		}
-		srq, err := pd.CreateSRQ(SRQInitAttr{MaxWR: maxWR, MaxSGE: max(maxSGE, 1), Limit: limit})
-		if err != nil {
-			return errnoOf(err), nil
+		if maxWR == 0 || int(maxWR) > hc.d.attr.MaxSRQWR {
+			return unix.EINVAL, nil
 		}
-		s := &hostSRQ{srq: srq, maxWR: maxWR, maxSGE: max(maxSGE, 1)}
-		if s.ring, err = newHostRecvRing("rnic-srq", pow2u(maxWR), max(maxSGE, 1), func(wr RecvWR) error { return srq.PostRecv(wr) }); err != nil {
-			srq.Destroy()
+		ring, err := newHostRecvRing("rnic-srq", pow2u(maxWR), max(maxSGE, 1))
+		if err != nil {
 			return unix.ENOMEM, nil
 		}
 		w1, err1 := hc.data.word()
 		w2, err2 := hc.data.word()
 		if err1 != nil || err2 != nil {
-			s.ring.mem.close()
-			srq.Destroy()
+			ring.mem.close()
 			return unix.ENOMEM, nil
 		}
-		s.ring.piWord, s.ring.ciWord = w1, w2
+		ring.piWord, ring.ciWord = w1, w2
+		// The ring is the SRQ's queue in the engine, which takes WQEs from
+		// it and publishes its consumer index (the slots the program may
+		// write again).
 		db := hc.data.db.mem
-		srq.setRefill(func() bool { return s.ring.refill(db) })
+		srq, err := pd.createSRQ(SRQInitAttr{MaxWR: ring.depth, MaxSGE: max(maxSGE, 1), Limit: limit}, ring.ringMem(db))
+		if err != nil {
+			ring.mem.close()
+			return errnoOf(err), nil
+		}
+		ring.seen = queue.Word(db, ring.piWord).Load()
+		s := &hostSRQ{srq: srq, ring: ring, maxWR: maxWR, maxSGE: max(maxSGE, 1)}
 		hc.next++
 		s.obj = hc.watch(srq, hc.next, cookie)
 		hc.srqs[hc.next] = s
@@ -934,7 +893,12 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 const qpAccessFlags = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind |
 	AccessFlushGlobal | AccessFlushPersistent
 
+// pow2u is the smallest power of two at least n (0 for n above 2^31: no
+// ring is that deep, and the caller refuses it).
 func pow2u(n uint32) uint32 {
+	if n > 1<<31 {
+		return 0
+	}
 	d := uint32(1)
 	for d < n {
 		d <<= 1

@@ -87,12 +87,12 @@ type QP struct {
 }
 
 // CreateQP creates a queue pair in the RESET state (ibv_create_qp).
-func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) { return pd.createQP(a, nil) }
+func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) { return pd.createQP(a, nil, nil) }
 
-// createQP creates a queue pair whose send queue is sendMem if not nil: a
-// host interface's ring, which the engine reads (a.Cap.MaxSendWR is its
-// slot count).
-func (pd *PD) createQP(a QPInitAttr, sendMem *transport.RingMem) (*QP, error) {
+// createQP creates a queue pair whose send and receive queues are sendMem
+// and recvMem if not nil: a host interface's rings, which the engine reads
+// (a.Cap.MaxSendWR and MaxRecvWR are their slot counts).
+func (pd *PD) createQP(a QPInitAttr, sendMem, recvMem *transport.RingMem) (*QP, error) {
 	d := pd.dev
 	at := d.attr
 	if err := pd.usable(); err != nil {
@@ -142,7 +142,7 @@ func (pd *PD) createQP(a QPInitAttr, sendMem *transport.RingMem) (*QP, error) {
 	}
 	qp := &QP{pd: pd, init: a, slot: slot}
 	in := &transport.QPInit{Type: transport.QPType(a.Type), PD: pd.pdn, SendCQ: a.SendCQ.c, RecvCQ: a.RecvCQ.c,
-		Cap: transport.QPCap(a.Cap), SigAll: a.SigAll, Opaque: qp, SendMem: sendMem}
+		Cap: transport.QPCap(a.Cap), SigAll: a.SigAll, Opaque: qp, SendMem: sendMem, RecvMem: recvMem}
 	if a.Type == GSI {
 		in.Type, in.GSI = transport.UD, true
 	}
@@ -332,13 +332,6 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 		return &WRError{Index: n, Err: err}
 	}
 	return nil
-}
-
-// setRefill gives the engine a way to fetch receive WQEs the host posted
-// that have not reached the RQ (transport.QP.Refill), set under the
-// engine's lock, which is where it is read.
-func (qp *QP) setRefill(f func() bool) {
-	qp.pd.dev.d.Engine(func(*engine) { qp.q.Refill = f })
 }
 
 // Destroy frees the QP (ibv_destroy_qp); its outstanding work requests

@@ -27,7 +27,11 @@ type SRQ struct {
 }
 
 // CreateSRQ creates a shared receive queue (ibv_create_srq).
-func (pd *PD) CreateSRQ(a SRQInitAttr) (*SRQ, error) {
+func (pd *PD) CreateSRQ(a SRQInitAttr) (*SRQ, error) { return pd.createSRQ(a, nil) }
+
+// createSRQ creates an SRQ whose ring is mem if not nil: a host
+// interface's ring, which the engine reads (a.MaxWR is its slot count).
+func (pd *PD) createSRQ(a SRQInitAttr, mem *transport.RingMem) (*SRQ, error) {
 	if err := pd.usable(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateSRQ: %w", err)
 	}
@@ -41,7 +45,12 @@ func (pd *PD) CreateSRQ(a SRQInitAttr) (*SRQ, error) {
 	if err := pd.get(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateSRQ: %w", err)
 	}
-	srq := &SRQ{pd: pd, s: transport.NewSRQ(pd.dev.nextSRQ(), pd.pdn, a.MaxWR, max(a.MaxSGE, 1))}
+	s, err := transport.NewSRQ(pd.dev.nextSRQ(), pd.pdn, a.MaxWR, max(a.MaxSGE, 1), mem)
+	if err != nil {
+		pd.put()
+		return nil, fmt.Errorf("rnic: CreateSRQ: %w", err)
+	}
+	srq := &SRQ{pd: pd, s: s}
 	srq.s.Opaque = srq
 	if err := srq.s.Arm(a.Limit); err != nil {
 		pd.put()
@@ -97,11 +106,6 @@ func (s *SRQ) Limit() uint32 { return s.s.Limit() }
 
 // Posted returns the number of receive WQEs posted and not yet consumed.
 func (s *SRQ) Posted() uint32 { return s.s.Posted() }
-
-// setRefill is QP.setRefill for the SRQ.
-func (s *SRQ) setRefill(f func() bool) {
-	s.pd.dev.d.Engine(func(*engine) { s.s.Refill = f })
-}
 
 // Destroy frees the SRQ (ibv_destroy_srq). It fails with ErrBusy while QPs
 // use it. Every later call on it, a second Destroy included, returns an

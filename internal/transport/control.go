@@ -68,9 +68,11 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 		return nil, fmt.Errorf("%w: queues of %d/%d WRs with %d/%d SGEs and %d inline bytes are too large",
 			ErrAttr, c.MaxSendWR, c.MaxRecvWR, c.MaxSendSGE, c.MaxRecvSGE, c.MaxInlineData)
 	}
-	if m := in.SendMem; m != nil && (m.PI == nil || m.SlotLen < queue.WQEHeaderLen || c.MaxSendWR == 0 ||
-		uint64(len(m.Mem)) != uint64(c.MaxSendWR)*uint64(m.SlotLen) || m.SlotLen%8 != 0) {
+	if m := in.SendMem; m != nil && !m.fits(c.MaxSendWR, queue.WQEHeaderLen) {
 		return nil, fmt.Errorf("%w: a send ring of %d bytes in %d-byte slots for %d WRs", ErrAttr, len(m.Mem), m.SlotLen, c.MaxSendWR)
+	}
+	if m := in.RecvMem; m != nil && (in.SRQ != nil || !m.fits(c.MaxRecvWR, queue.RecvHeaderLen)) {
+		return nil, fmt.Errorf("%w: a receive ring of %d bytes in %d-byte slots for %d WRs", ErrAttr, len(m.Mem), m.SlotLen, c.MaxRecvWR)
 	}
 	if err := e.arb.SetQueue(index, 0, 1); err != nil {
 		return nil, err
@@ -86,7 +88,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 		recvSGE = in.SRQ.MaxSGE()
 		in.SRQ.Refs.Add(1)
 	} else {
-		qp.rq = newRecvRing(max(c.MaxRecvWR, 1), max(c.MaxRecvSGE, 1))
+		qp.rq = newRecvRing(max(c.MaxRecvWR, 1), max(c.MaxRecvSGE, 1), in.RecvMem)
 	}
 	qp.resp.recv.sge = make([]SGE, 0, max(recvSGE, 1))
 	qp.attr.Cap = c
@@ -360,8 +362,14 @@ func (e *Engine) reset(qp *QP) {
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
 		qp.rq.post.Lock()
-		qp.rq.pi.Store(0)
-		qp.rq.ci.Store(0)
+		p := uint32(0)
+		if qp.rq.pi == &qp.rq.piOwn {
+			qp.rq.pi.Store(0)
+		} else {
+			p = qp.rq.pi.Load()
+		}
+		qp.rq.setCI(p)
+		qp.rq.bad.Store(false)
 		qp.rq.post.Unlock()
 	}
 	res := qp.resp.res
@@ -415,10 +423,14 @@ func (e *Engine) flush(qp *QP) {
 	}
 	if qp.rq != nil {
 		rq := qp.rq
-		for ci, pi := rq.ci.Load(), rq.pi.Load(); ci != pi; ci++ {
+		pi := rq.pi.Load()
+		if pi-rq.ci.Load() > rq.depth { // garbage: the ring holds at most depth
+			pi = rq.ci.Load() + rq.depth
+		}
+		for ci := rq.ci.Load(); ci != pi; ci++ {
 			e.count(qp, RespCQEFlushError)
-			wc := WC{WRID: rq.slot(ci).wrid, Status: WCWRFlushErr, Opcode: WCRecv, QPNum: qp.QPN}
-			rq.ci.Store(ci + 1)
+			wc := WC{WRID: le.Uint64(rq.slotMem(ci)[queue.RecvWRID:]), Status: WCWRFlushErr, Opcode: WCRecv, QPNum: qp.QPN}
+			rq.setCI(ci + 1)
 			e.cqe(qp, qp.recvCQN(), &wc, false)
 		}
 	} else if qp.srq != nil && !qp.resp.lastWQE {

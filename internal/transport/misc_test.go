@@ -20,7 +20,10 @@ import (
 // instead of flushing the SRQ's WQEs (§11.6.3.4).
 func TestSRQ(t *testing.T) {
 	n := newNode(t, "E", gidA, nodeConfig{})
-	srq := NewSRQ(1, testPD, 4, 2)
+	srq, err := NewSRQ(1, testPD, 4, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if srq.MaxWR() != 4 || srq.MaxSGE() != 2 {
 		t.Fatalf("SRQ %d/%d", srq.MaxWR(), srq.MaxSGE())
 	}

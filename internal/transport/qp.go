@@ -31,9 +31,10 @@ type QPInit struct {
 	// GSI makes the QP QP1, the general services interface (a UD QP;
 	// see CreateQP).
 	GSI bool
-	// SendMem, if set, is the send queue's memory, the application's (a
-	// host interface's ring): Cap.MaxSendWR must be its slot count.
-	SendMem *RingMem
+	// SendMem and RecvMem, if set, are the send and receive queues'
+	// memory, the application's (a host interface's rings):
+	// Cap.MaxSendWR and Cap.MaxRecvWR must be their slot counts.
+	SendMem, RecvMem *RingMem
 }
 
 // QPAttr are a QP's attributes (struct ibv_qp_attr).
@@ -87,14 +88,6 @@ type QP struct {
 	index  uint32 // the arbiter's queue index
 	req    reqState
 	Opaque any
-
-	// Refill, if set, is called (under the engine's lock) when a message
-	// needs a receive WQE and the RQ is empty: it moves receive WQEs the
-	// host has posted but the NIC has not fetched yet (a host interface's
-	// ring) into the RQ, waiting for a move in progress; the responder
-	// looks at the RQ again after it. It must not wait for anything that
-	// waits for the engine's lock.
-	Refill func() bool
 
 	scq      *CQ
 	rcq      *CQ
@@ -176,6 +169,16 @@ func (qp *QP) PostSendWQE(wr *SendWR) error { return qp.writeSendWQE(wr) }
 // wrote into the ring memory it shares with the NIC (QPInit.SendMem) and
 // published with its producer index.
 func (qp *QP) Doorbell(n int) { qp.engine.ring(qp, n) }
+
+// RecvDoorbell tells the engine that the application posted to a receive
+// ring it shares with the NIC (QPInit.RecvMem): the responder takes WQEs
+// from it when messages need them, so there is nothing to do but on a QP
+// in the error state, whose receives are flushed at once.
+func (qp *QP) RecvDoorbell() {
+	if qp.State() == QPSErr {
+		qp.engine.ring(qp, 0)
+	}
+}
 
 // EndPostSend rings the doorbell for the n work requests written since
 // BeginPostSend (none if n is 0) and releases the posting lock.

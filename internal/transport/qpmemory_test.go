@@ -53,7 +53,7 @@ func BenchmarkQPContextMemory(b *testing.B) {
 		}
 		withQPs := heap()
 		for i := 0; i < n; i++ {
-			rings[2*i], rings[2*i+1] = newSendRing(1, 1, 0, nil), newRecvRing(1, 1)
+			rings[2*i], rings[2*i+1] = newSendRing(1, 1, 0, nil), newRecvRing(1, 1, nil)
 		}
 		ring := float64(heap()-withQPs) / n
 		b.ReportMetric(float64(withQPs-before)/n-ring, "qpc_B/QP")

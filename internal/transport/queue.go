@@ -56,6 +56,13 @@ type RingMem struct {
 	PI, CI  *atomic.Uint32
 }
 
+// fits reports whether m is a ring of depth slots of at least header
+// bytes each (8-byte aligned), with a producer index.
+func (m *RingMem) fits(depth uint32, header int) bool {
+	return m.PI != nil && depth > 0 && m.SlotLen >= uint32(header) && m.SlotLen%8 == 0 &&
+		uint64(len(m.Mem)) == uint64(depth)*uint64(m.SlotLen)
+}
+
 func newSendRing(depth, maxSGE, maxInline uint32, m *RingMem) *sendRing {
 	r := &sendRing{
 		wqe:       make([]sendWQE, depth),
@@ -107,32 +114,51 @@ func (r *sendRing) inlineData(i uint32) []byte {
 	return r.slotMem(i)[queue.WQEHeaderLen:][:r.wqe[i%r.depth].length]
 }
 
-// recvRing is a receive queue, or the ring of a shared receive queue.
+// recvRing is a receive queue, or the ring of a shared receive queue: its
+// slots in the one format (internal/queue's receive WQEs), a Go program's
+// PostRecv writing them (or a C program's library, in a ring it shares
+// with the NIC: RingMem), the responder taking the oldest when a message
+// needs one (takeRecv), which decodes it once into the responder's copy.
 type recvRing struct {
-	post   sync.Mutex
-	take   sync.Mutex // SRQ: several QPs (and engines) consume
-	wqe    []recvWQE
-	sge    []SGE
-	depth  uint32
-	maxSGE uint32
-	pi     atomic.Uint32
-	ci     atomic.Uint32
+	post    sync.Mutex
+	take    sync.Mutex // SRQ: several QPs (and engines) consume
+	mem     []byte
+	slotLen uint32
+	depth   uint32
+	maxSGE  uint32
+	pi      *atomic.Uint32 // piOwn, or the application's word: read, never trusted
+	piOwn   atomic.Uint32
+	ci      atomic.Uint32  // taken: the engine's, authoritative
+	ciPub   *atomic.Uint32 // where ci is published for the application, or nil
+	// bad: a slot or a producer index the ring's owner wrote is
+	// malformed; the ring gives no more WQEs.
+	bad atomic.Bool
 }
 
-func newRecvRing(depth, maxSGE uint32) *recvRing {
-	return &recvRing{
-		wqe:    make([]recvWQE, depth),
-		sge:    make([]SGE, int(depth)*int(maxSGE)),
-		depth:  depth,
-		maxSGE: maxSGE,
+func newRecvRing(depth, maxSGE uint32, m *RingMem) *recvRing {
+	r := &recvRing{depth: depth, maxSGE: maxSGE}
+	r.pi = &r.piOwn
+	if m != nil {
+		r.mem, r.slotLen, r.pi, r.ciPub = m.Mem, m.SlotLen, m.PI, m.CI
+		return r
 	}
+	r.slotLen = uint32(queue.RecvWQESize(int(maxSGE)))
+	r.mem = make([]byte, int(depth)*int(r.slotLen))
+	return r
 }
 
-func (r *recvRing) slot(i uint32) *recvWQE { return &r.wqe[i%r.depth] }
+// slotMem returns the memory of ring index i's slot.
+func (r *recvRing) slotMem(i uint32) []byte {
+	o := (i % r.depth) * r.slotLen
+	return r.mem[o : o+r.slotLen : o+r.slotLen]
+}
 
-func (r *recvRing) sges(i uint32) []SGE {
-	s := (i % r.depth) * r.maxSGE
-	return r.sge[s : s+uint32(r.wqe[i%r.depth].nsge)]
+// setCI takes the WQEs below ci and publishes it.
+func (r *recvRing) setCI(ci uint32) {
+	r.ci.Store(ci)
+	if r.ciPub != nil {
+		r.ciPub.Store(ci)
+	}
 }
 
 // postRecv writes one receive WQE. The caller holds r.post.
@@ -141,45 +167,81 @@ func (r *recvRing) postRecv(wr *RecvWR) bool {
 	if pi-r.ci.Load() >= r.depth {
 		return false
 	}
-	w := r.slot(pi)
-	w.wrid = wr.WRID
-	w.nsge = uint16(len(wr.SGL))
-	w.length = 0
-	s := (pi % r.depth) * r.maxSGE
+	s := r.slotMem(pi)
+	clear(s[:queue.RecvHeaderLen])
+	le.PutUint64(s[queue.RecvWRID:], wr.WRID)
+	s[queue.RecvNumSGE] = uint8(len(wr.SGL))
 	for i, g := range wr.SGL {
-		r.sge[s+uint32(i)] = g
-		w.length += uint64(g.Length)
+		b := s[queue.RecvHeaderLen+i*queue.SGELen:]
+		le.PutUint64(b[queue.SGEAddr:], g.Addr)
+		le.PutUint32(b[queue.SGELength:], g.Length)
+		le.PutUint32(b[queue.SGELKey:], g.LKey)
 	}
 	r.pi.Store(pi + 1)
 	return true
 }
 
-// count returns the number of posted, unconsumed WQEs.
-func (r *recvRing) count() uint32 { return r.pi.Load() - r.ci.Load() }
+// count returns the number of posted WQEs not yet taken (0 for a ring
+// whose producer index is past what it holds: it is bad).
+func (r *recvRing) count() uint32 {
+	n := r.pi.Load() - r.ci.Load()
+	if n > r.depth {
+		return 0
+	}
+	return n
+}
 
-// recvSlot is a receive WQE the responder has taken off a ring: a copy of
-// its SGL (the slot itself is freed at once so that an SRQ can be shared).
-// sge has the capacity of the ring's max SGE, allocated with the QP.
+// recvSlot is a receive WQE the responder has taken off a ring: its copy,
+// decoded from the slot, which is the poster's again at once (so that an
+// SRQ can be shared). sge has the capacity of the ring's max SGE,
+// allocated with the QP.
 type recvSlot struct {
 	wrid   uint64
 	length uint64
 	sge    []SGE
 }
 
-// takeRecv consumes the oldest receive WQE into dst. It reports false when
-// the ring is empty.
-func (r *recvRing) takeRecv(dst *recvSlot, shared bool) bool {
+// The outcomes of takeRecv.
+type takeResult uint8
+
+const (
+	takeOK        takeResult = iota
+	takeEmpty                // nothing posted
+	takeMalformed            // the slot (its wr_id in dst) or the producer index is garbage
+)
+
+// takeRecv takes the oldest receive WQE into dst.
+func (r *recvRing) takeRecv(dst *recvSlot, shared bool) takeResult {
 	if shared {
 		r.take.Lock()
 		defer r.take.Unlock()
 	}
-	ci := r.ci.Load()
-	if ci == r.pi.Load() {
-		return false
+	if r.bad.Load() {
+		return takeEmpty
 	}
-	w := r.slot(ci)
-	dst.wrid, dst.length = w.wrid, w.length
-	dst.sge = append(dst.sge[:0], r.sges(ci)...)
-	r.ci.Store(ci + 1)
-	return true
+	ci := r.ci.Load()
+	pi := r.pi.Load()
+	if ci == pi {
+		return takeEmpty
+	}
+	if pi-ci > r.depth {
+		r.bad.Store(true)
+		return takeMalformed
+	}
+	s := r.slotMem(ci)
+	dst.wrid, dst.length = le.Uint64(s[queue.RecvWRID:]), 0
+	r.setCI(ci + 1)
+	n := uint32(s[queue.RecvNumSGE])
+	if n > r.maxSGE || int(n) > cap(dst.sge) || queue.RecvHeaderLen+int(n)*queue.SGELen > len(s) {
+		r.bad.Store(true)
+		return takeMalformed
+	}
+	dst.sge = dst.sge[:n]
+	for i := range n {
+		b := s[queue.RecvHeaderLen+int(i)*queue.SGELen:]
+		g := SGE{Addr: le.Uint64(b[queue.SGEAddr:]), Length: le.Uint32(b[queue.SGELength:]), LKey: le.Uint32(b[queue.SGELKey:])}
+		dst.sge[i] = g
+		dst.length += uint64(g.Length)
+	}
+	return takeOK
 }

@@ -252,28 +252,33 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 	if resp.haveRecv {
 		return true
 	}
+	// The NIC reads the receive queue when a message needs a WQE, as a
+	// hardware NIC fetches one from host memory: a receive posted just
+	// before the message is found.
+	var r takeResult
 	if qp.srq != nil {
-		ok, limit := qp.srq.take(&resp.recv)
-		if !ok && qp.srq.Refill != nil {
-			// Whatever it reports, look again: a host that was posting
-			// when the message came has posted now.
-			qp.srq.Refill()
-			ok, limit = qp.srq.take(&resp.recv)
-		}
+		var limit bool
+		r, limit = qp.srq.take(&resp.recv)
 		if limit {
 			e.cfg.Event(Event{Type: EventSRQLimitReached, SRQ: qp.srq})
 		}
-		if !ok {
-			return false
+		if r == takeMalformed {
+			e.cfg.Event(Event{Type: EventSRQErr, SRQ: qp.srq})
 		}
-	} else if !qp.rq.takeRecv(&resp.recv, false) {
-		if qp.Refill == nil {
-			return false
-		}
-		qp.Refill() // as for the SRQ: look again whatever it reports
-		if !qp.rq.takeRecv(&resp.recv, false) {
-			return false
-		}
+	} else {
+		r = qp.rq.takeRecv(&resp.recv, false)
+	}
+	switch r {
+	case takeEmpty:
+		return false
+	case takeMalformed:
+		// Garbage where a WQE should be: the WQE completes with a
+		// local QP operation error and the QP goes to the error state;
+		// the NIC serves every other QP on.
+		resp.haveRecv = true
+		rsp.recvError(qp, WCLocQPOpErr)
+		e.toError(qp)
+		return false
 	}
 	resp.haveRecv = true
 	resp.recvOff = 0
@@ -286,6 +291,9 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 // RNR NAK on RC (the requester waits and retries), drop on UC.
 func (rsp *responder) noRecvWQE(qp *QP, psn wire.PSN) {
 	e := rsp.e
+	if qp.attr.State == QPSErr {
+		return // the receive queue was garbage (takeRecvWQE): the QP is in error, nothing to answer
+	}
 	if qp.Type == RC {
 		e.count(qp, RNRNAKSent)
 		rsp.queueAck(qp, psn, wire.SyndromeRNR(qp.attr.MinRNRTimer))

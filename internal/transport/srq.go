@@ -3,6 +3,8 @@ package transport
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/rnic/rnic/internal/queue"
 )
 
 // SRQ is a shared receive queue: one pool of receive WQEs for many QPs.
@@ -10,8 +12,6 @@ type SRQ struct {
 	SRQN   uint32
 	PD     uint32
 	Opaque any
-	// Refill is QP.Refill for the SRQ.
-	Refill func() bool
 	ring   *recvRing
 
 	// limit is the srq_limit watermark: when a WQE is taken and fewer
@@ -23,9 +23,13 @@ type SRQ struct {
 	Refs atomic.Int32
 }
 
-// NewSRQ returns an SRQ of maxWR WQEs of up to maxSGE SGEs.
-func NewSRQ(srqn, pd, maxWR, maxSGE uint32) *SRQ {
-	return &SRQ{SRQN: srqn, PD: pd, ring: newRecvRing(maxWR, maxSGE)}
+// NewSRQ returns an SRQ of maxWR WQEs of up to maxSGE SGEs, in m if not
+// nil (the application's ring: maxWR must be its slot count).
+func NewSRQ(srqn, pd, maxWR, maxSGE uint32, m *RingMem) (*SRQ, error) {
+	if m != nil && !m.fits(maxWR, queue.RecvHeaderLen) {
+		return nil, fmt.Errorf("%w: a receive ring of %d bytes in %d-byte slots for %d WRs", ErrAttr, len(m.Mem), m.SlotLen, maxWR)
+	}
+	return &SRQ{SRQN: srqn, PD: pd, ring: newRecvRing(maxWR, maxSGE, m)}, nil
 }
 
 // PostRecv posts receive WQEs to the SRQ.
@@ -63,13 +67,13 @@ func (s *SRQ) MaxSGE() uint32 { return s.ring.maxSGE }
 func (s *SRQ) Posted() uint32 { return s.ring.count() }
 
 // take consumes a WQE for a QP and reports whether the limit event fires.
-func (s *SRQ) take(dst *recvSlot) (ok, limitReached bool) {
-	if !s.ring.takeRecv(dst, true) {
-		return false, false
+func (s *SRQ) take(dst *recvSlot) (r takeResult, limitReached bool) {
+	if r = s.ring.takeRecv(dst, true); r != takeOK {
+		return r, false
 	}
 	if l := s.limit.Load(); l != 0 && s.ring.count() < l {
 		// Fire once: only the caller that disarms reports it.
 		limitReached = s.limit.CompareAndSwap(l, 0)
 	}
-	return true, limitReached
+	return takeOK, limitReached
 }
