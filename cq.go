@@ -31,6 +31,12 @@ var ErrCQOverrun = errors.New("rnic: completion queue overrun")
 // CreateCQ creates a completion queue with room for cqe completions
 // (ibv_create_cq).
 func (d *Device) CreateCQ(cqe int) (*CQ, error) {
+	return d.createCQ(cqe, nil)
+}
+
+// createCQ creates a CQ whose ring is the program's memory m (the host
+// interface's), or, m nil, the CQ's own.
+func (d *Device) createCQ(cqe int, m *transport.CQMem) (*CQ, error) {
 	if err := d.usable(); err != nil {
 		return nil, fmt.Errorf("rnic: CreateCQ: %w", err)
 	}
@@ -41,7 +47,16 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	if !ok {
 		return nil, fmt.Errorf("rnic: CreateCQ: all %d CQs in use", d.attr.MaxCQ)
 	}
-	c := transport.NewCQ(cqn, cqe)
+	var c *transport.CQ
+	if m != nil {
+		var err error
+		if c, err = transport.NewCQInMem(cqn, m); err != nil {
+			d.cqt.Release(index)
+			return nil, fmt.Errorf("rnic: CreateCQ: %w", err)
+		}
+	} else {
+		c = transport.NewCQ(cqn, cqe)
+	}
 	if d.vc != nil {
 		c.Hold() // entries show when the model's CQE write reaches the host
 	} else {

@@ -16,15 +16,17 @@ import (
 )
 
 // The host interface's data path: a program's queues are rings in shared
-// memory (hostif's formats) that the NIC creates and seals, so that a
-// program cannot shrink them under the NIC. The program writes WQEs and
-// a producer index into its doorbell page; the NIC's poller for that
-// program copies each new WQE out, checks it and posts it to the QP, and
-// writes the QP's completions into the CQ's ring. While work comes, the
-// poller spins (no system call on either side); idle for spinFor, it
-// marks the doorbell page asleep, looks once more, and sleeps until the
-// program writes the wake-up eventfd (which it does only when it sees the
-// NIC asleep), or a CQ has a completion, or the control path changes the
+// memory (internal/queue's formats) that the NIC creates and seals, so
+// that a program cannot shrink them under the NIC. The rings are the
+// engine's queues (transport.RingMem, transport.CQMem): the engine reads
+// WQEs from the program's send and receive rings and writes CQEs into
+// its CQ rings itself. The program writes WQEs and a producer index into
+// its doorbell page; the NIC's poller for that program rings the
+// engine's doorbell of each QP whose producer index moved. While work
+// comes, the poller spins (no system call on either side); idle for
+// spinFor, it marks the doorbell page asleep, looks once more, and
+// sleeps until the program writes the wake-up eventfd (which it does
+// only when it sees the NIC asleep), or the control path changes the
 // queues.
 
 // Doorbell page: word 0 is the NIC's state (queue.NICRunning, ...), the
@@ -90,21 +92,23 @@ func (s *shm) close() {
 	unix.Close(s.fd)
 }
 
-// hostCQ is a program's CQ: the NIC's CQ and the ring its completions
-// are copied into.
+// hostCQ is a program's CQ: its ring, which the engine writes CQEs into
+// (transport.CQMem).
 type hostCQ struct {
 	cq     *CQ
 	ring   *shm
 	depth  uint32
-	pi     uint32 // the NIC's producer index
-	ciWord int    // the program's consumer index, in the doorbell page
-	wcs    []WC
-	over   bool // overrun: the program did not keep up
+	ciWord int // the program's consumer index, in the doorbell page
 
 	armWord int          // the program's request for an event (0, 1 any, 2 solicited)
 	channel *hostChannel // where events go (nil: none)
 	cookie  uint64       // what an event names the CQ by
 	obj     *hostObj     // its async events
+}
+
+// cqMem is the CQ's ring as the engine writes it, ring its memory.
+func (c *hostCQ) cqMem(db []byte, ring *shm) *transport.CQMem {
+	return &transport.CQMem{Mem: ring.mem, CI: queue.Word(db, c.ciWord), Arm: queue.Word(db, c.armWord), Notify: c.notify}
 }
 
 // hostChannel is a completion channel: the NIC's end of a socket pair.
@@ -113,14 +117,12 @@ type hostChannel struct {
 	cqs int // CQs using it
 }
 
-// notify sends the CQ's event if the program armed it.
-func (c *hostCQ) notify(db []byte) {
+// notify sends the CQ's event, which the program armed and the engine
+// fired (under the CQ's lock: the channel is closed only after the CQ is
+// destroyed).
+func (c *hostCQ) notify() {
 	if c.channel == nil {
-		return
-	}
-	w := queue.Word(db, c.armWord)
-	if arm := w.Load(); arm == 0 || !w.CompareAndSwap(arm, 0) {
-		return
+		return // armed without a channel: the library refuses it
 	}
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], c.cookie)
@@ -182,8 +184,7 @@ type hostQP struct {
 	sqSeen     uint32 // the program's producer index when the poller last rang the engine's doorbell
 	sqWord     int    // the program's producer index, in the doorbell page
 	sqCIWord   int    // the engine's SQ consumer index, published: the slots the program may reuse
-	rqDone     uint32 // receive WQEs retired (their CQEs written)
-	rqDoneWord int    // rqDone, published: the program's RQ holds at most max_recv_wr not retired
+	rqDoneWord int    // the engine's count of receive WQEs retired (their CQEs written), published: the program's RQ holds at most max_recv_wr not retired
 	obj        *hostObj
 }
 
@@ -202,10 +203,8 @@ type hostSRQ struct {
 // round: a ring is unmapped only between rounds, after the queues that
 // name it are replaced.
 type queues struct {
-	cqs   []*hostCQ
-	qps   []*hostQP
-	srqs  []*hostSRQ
-	rqQPN map[uint32]*hostQP // the QPs with receive rings of their own, by QPN
+	qps  []*hostQP
+	srqs []*hostSRQ
 }
 
 // hostData is a program's data path state.
@@ -299,9 +298,6 @@ func (hc *hostClient) poll() {
 		// Asleep: say so, look once more (a doorbell written before the
 		// program saw the state), then wait.
 		state.Store(queue.NICAsleep)
-		for _, c := range q.cqs {
-			c.cq.ReqNotify(false)
-		}
 		hc.stepMu.Lock()
 		busy = hc.step(q)
 		hc.stepMu.Unlock()
@@ -337,9 +333,6 @@ func (hc *hostClient) step(q *queues) bool {
 	for _, s := range q.srqs {
 		busy = s.ring.moved(db) || busy
 	}
-	for _, c := range q.cqs {
-		busy = c.moveCompletions(db, q) || busy
-	}
 	return busy
 }
 
@@ -369,50 +362,8 @@ func (h *hostQP) ringRecvs(db []byte) bool {
 	return true
 }
 
-// moveCompletions copies the CQ's new completions into its ring while
-// the program has room.
-func (c *hostCQ) moveCompletions(db []byte, q *queues) bool {
-	if c.over {
-		return false
-	}
-	ci := queue.Word(db, c.ciWord).Load()
-	room := int(c.depth - (c.pi - ci))
-	if room <= 0 || room > int(c.depth) {
-		if c.pi-ci > c.depth {
-			c.over = true // a consumer index ahead of what was written: garbage
-		}
-		return false
-	}
-	n, err := c.cq.Poll(c.wcs[:min(room, len(c.wcs))])
-	if err != nil || n == 0 {
-		return false
-	}
-	for _, wc := range c.wcs[:n] {
-		if wc.Opcode&WCRecv != 0 {
-			// A receive WQE retired: its slot of max_recv_wr is free.
-			// Published before the CQE, so that a program that polls
-			// the CQE and posts again at once finds the room.
-			if h := q.rqQPN[wc.QPNum]; h != nil {
-				h.rqDone++
-				queue.Word(db, h.rqDoneWord).Store(h.rqDone)
-			}
-		}
-		off := int(c.pi%c.depth) * queue.CQELen
-		imm := wc.ImmData
-		if wc.Flags&WCWithInv != 0 {
-			imm = wc.InvalidatedRKey
-		}
-		queue.PutCQE(c.ring.mem[off:off+queue.CQELen], &queue.CQE{WRID: wc.WRID, Status: uint32(wc.Status), Opcode: uint32(wc.Opcode),
-			Flags: uint32(wc.Flags), ByteLen: wc.ByteLen, Imm: imm, QPNum: wc.QPNum, SrcQP: wc.SrcQP, VendorErr: wc.VendorErr,
-			PKeyIndex: wc.PKeyIndex, SL: wc.SL}, queue.Lap(c.pi, c.depth))
-		c.pi++
-	}
-	c.notify(db)
-	return true
-}
-
-// stopData ends the poller and unmaps what the NIC shared.
-func (hc *hostClient) stopData() {
+// stopPoller ends the poller.
+func (hc *hostClient) stopPoller() {
 	d := hc.data
 	if d == nil {
 		return
@@ -421,15 +372,16 @@ func (hc *hostClient) stopData() {
 	d.poke()
 	<-d.done
 	hc.wakeFile.Close()
-	for _, h := range d.cur.qps {
-		h.sq.close()
-		h.rq.mem.close()
-	}
-	for _, c := range d.cur.cqs {
-		c.ring.close()
-	}
-	for _, s := range d.cur.srqs {
-		s.ring.mem.close()
+}
+
+// unmapData unmaps what the NIC shared with the program, once the
+// queues whose rings the engine reads are destroyed (teardown): the
+// doorbell page and the channels. A ring whose queue could not be
+// destroyed stays mapped (the engine may still read it).
+func (hc *hostClient) unmapData() {
+	d := hc.data
+	if d == nil {
+		return
 	}
 	for _, ch := range hc.channels {
 		unix.Close(ch.fd)
@@ -446,15 +398,9 @@ func (hc *hostClient) stopData() {
 // publish makes the poller serve the client's current queues from its
 // next round (called with hc.mu and hc.stepMu held).
 func (hc *hostClient) publish() {
-	q := &queues{rqQPN: map[uint32]*hostQP{}}
-	for _, c := range hc.cqs {
-		q.cqs = append(q.cqs, c)
-	}
+	q := &queues{}
 	for _, h := range hc.qps {
 		q.qps = append(q.qps, h)
-		if h.srq == nil {
-			q.rqQPN[h.qp.QPN()] = h
-		}
 	}
 	for _, s := range hc.srqs {
 		q.srqs = append(q.srqs, s)
@@ -470,49 +416,39 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 	case hostif.OpCreateCQ:
 		cqe, chh, cookie := r.U32(), r.U32(), r.U64()
 		hc.mu.Lock()
+		defer hc.mu.Unlock()
 		ch := hc.channels[chh]
-		hc.mu.Unlock()
 		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) || chh != 0 && ch == nil {
 			return unix.EINVAL, nil
 		}
-		depth := uint32(1)
-		for depth < cqe {
-			depth <<= 1
-		}
-		cq, err := hc.d.CreateCQ(int(depth))
-		if err != nil {
-			return errnoOf(err), nil
-		}
+		depth := pow2u(cqe)
 		ring, err := newShm("rnic-cq", int(depth)*queue.CQELen)
 		if err != nil {
-			cq.Destroy()
 			return unix.ENOMEM, nil
 		}
-		hc.mu.Lock()
-		defer hc.mu.Unlock()
 		w, err := hc.data.word()
 		aw, err2 := hc.data.word()
 		if err != nil || err2 != nil {
 			ring.close()
-			cq.Destroy()
 			return unix.ENOMEM, nil
 		}
+		// The ring is the CQ: the engine writes its CQEs there.
+		c := &hostCQ{ring: ring, depth: depth, ciWord: w, armWord: aw, channel: ch, cookie: cookie}
+		db := hc.data.db.mem
+		queue.Word(db, w).Store(0)
+		queue.Word(db, aw).Store(0)
+		cq, err := hc.d.createCQ(int(depth), c.cqMem(db, ring))
+		if err != nil {
+			ring.close()
+			return errnoOf(err), nil
+		}
+		c.cq = cq
 		hc.next++
-		hc.cqs[hc.next] = &hostCQ{cq: cq, ring: ring, depth: depth, ciWord: w, wcs: make([]WC, 32), armWord: aw, channel: ch, cookie: cookie,
-			obj: hc.watch(cq, hc.next, cookie)}
+		c.obj = hc.watch(cq, hc.next, cookie)
+		hc.cqs[hc.next] = c
 		if ch != nil {
 			ch.cqs++
 		}
-		go func() {
-			// The CQ's notifications wake a sleeping poller; the channel
-			// closes when the CQ is destroyed.
-			for range cq.Events() {
-				hc.data.poke()
-			}
-		}()
-		hc.stepMu.Lock()
-		hc.publish()
-		hc.stepMu.Unlock()
 		rep.U32(hc.next).U32(depth).U32(uint32(w)).U32(uint32(aw))
 		return 0, []int{ring.fd}
 	case hostif.OpDestroyCQ:
@@ -523,14 +459,11 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || c == nil {
 			return unix.EINVAL, nil
 		}
-		hc.stepMu.Lock()
-		defer hc.stepMu.Unlock()
 		if err := c.cq.Destroy(); err != nil {
 			return errnoOf(err), nil
 		}
 		delete(hc.cqs, h)
-		hc.publish()
-		c.ring.close()
+		c.ring.close() // the engine writes no more CQEs to it
 		if c.channel != nil {
 			c.channel.cqs--
 		}
@@ -635,6 +568,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if srq == nil {
 			init.Cap.MaxRecvWR = h.rq.depth
 			recvMem = h.rq.ringMem(db)
+			recvMem.Done = queue.Word(db, h.rqDoneWord)
 		}
 		qp, err := pd.createQP(init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
 			PI: queue.Word(db, h.sqWord), CI: queue.Word(db, h.sqCIWord)}, recvMem)
@@ -682,19 +616,13 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			return unix.EINVAL, nil
 		}
 		if mask&QPAttrState != 0 && attr.State == QPSReset {
-			// The QP's completions the NIC holds go; the program's
-			// library cleans those already in its CQ rings.
-			h.qp.init.SendCQ.purge(h.qp.QPN())
-			h.qp.init.RecvCQ.purge(h.qp.QPN())
-			// The engine emptied the send queue (its consumer index is
-			// the program's producer index, published).
+			// The engine emptied the queues (their consumer indices are
+			// the program's producer indices, published; what was on
+			// the receive queue counts as retired). The program's
+			// library cleans the QP's CQEs from its CQ rings.
 			db := hc.data.db.mem
 			h.sqSeen = queue.Word(db, h.sqWord).Load()
-			// And the receive queue: what the program posted is dropped,
-			// and counts as retired.
-			h.rqDone = queue.Word(db, h.rq.piWord).Load()
-			h.rq.seen = h.rqDone
-			queue.Word(db, h.rqDoneWord).Store(h.rqDone)
+			h.rq.seen = queue.Word(db, h.rq.piWord).Load()
 		}
 		hc.data.poke() // a QP now in RTS may have work waiting in its ring
 		return 0, nil
@@ -840,18 +768,15 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || c == nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) {
 			return unix.EINVAL, nil
 		}
-		// Between rounds, so that the poller writes no CQE meanwhile.
-		hc.stepMu.Lock()
-		defer hc.stepMu.Unlock()
-		inRing := c.pi - ci
-		if inRing > c.depth {
-			return unix.EINVAL, nil // a consumer index the ring never had
-		}
+		// The program's consumer index as it says (its library holds
+		// the CQ's lock: it polls nothing meanwhile).
+		db := hc.data.db.mem
+		queue.Word(db, c.ciWord).Store(ci)
 		// The completions the CQ holds, and those still to come from
 		// the send queues completing to it (posted, not retired, in the
 		// NIC or still in the rings): a CQ too small for them would
 		// overrun.
-		held := uint64(inRing) + uint64(c.cq.c.Unpolled())
+		held := uint64(c.cq.c.Unpolled())
 		for _, h := range hc.qps {
 			if h.qp.init.SendCQ == c.cq {
 				held += uint64(min(uint32(h.qp.q.SendOutstanding()), h.sqDepth)) // posted in the ring, not retired
@@ -865,22 +790,14 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if err != nil {
 			return unix.ENOMEM, nil
 		}
-		// The NIC's CQ takes the new depth less what the ring will hold.
-		if err := c.cq.Resize(int(depth)); err != nil {
+		// The engine moves the CQEs not polled to the new ring, from
+		// index 0, and writes there from now on.
+		if err := c.cq.c.ResizeInMem(c.cqMem(db, ring)); err != nil {
 			ring.close()
 			return unix.EINVAL, nil
 		}
-		var e queue.CQE
-		for i := uint32(0); i < inRing; i++ {
-			old := int((ci+i)%c.depth) * queue.CQELen
-			if !queue.GetCQE(c.ring.mem[old:old+queue.CQELen], queue.Lap(ci+i, c.depth), &e) {
-				break
-			}
-			queue.PutCQE(ring.mem[int(i)*queue.CQELen:int(i+1)*queue.CQELen], &e, queue.Lap(i, depth))
-		}
 		c.ring.close()
-		c.ring, c.depth, c.pi, c.over = ring, depth, inRing, false
-		queue.Word(hc.data.db.mem, c.ciWord).Store(0)
+		c.ring, c.depth = ring, depth
 		rep.U32(depth)
 		return 0, []int{ring.fd}
 	}

@@ -213,18 +213,28 @@ func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 // see them gone), CQs, regions (their bus mappings of its memory with
 // them), PDs, then its process handle.
 func (hc *hostClient) teardown() {
-	hc.stopData()
+	hc.stopPoller()
+	// The queues first, then their rings: the engine reads a ring until
+	// its queue is destroyed. (A destroy that fails leaves its ring
+	// mapped: a leak, never a read of unmapped memory.)
 	for _, h := range hc.qps {
 		hc.unwatch(h.obj)
-		h.qp.Destroy()
+		if h.qp.Destroy() == nil {
+			h.sq.close()
+			h.rq.mem.close()
+		}
 	}
 	for _, s := range hc.srqs {
 		hc.unwatch(s.obj)
-		s.srq.Destroy()
+		if s.srq.Destroy() == nil {
+			s.ring.mem.close()
+		}
 	}
 	for _, c := range hc.cqs {
 		hc.unwatch(c.obj)
-		c.cq.Destroy()
+		if c.cq.Destroy() == nil {
+			c.ring.close()
+		}
 	}
 	for _, ah := range hc.ahs {
 		ah.Destroy()
@@ -239,6 +249,7 @@ func (hc *hostClient) teardown() {
 	for _, pd := range hc.pds {
 		pd.Dealloc()
 	}
+	hc.unmapData()
 	hc.proc.Close()
 }
 

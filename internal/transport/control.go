@@ -359,6 +359,7 @@ func (e *Engine) reset(qp *QP) {
 	}
 	qp.sq.setCI(p)
 	qp.sq.fetched = p
+	qp.sq.bad = false
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
 		qp.rq.post.Lock()
@@ -369,6 +370,7 @@ func (e *Engine) reset(qp *QP) {
 			p = qp.rq.pi.Load()
 		}
 		qp.rq.setCI(p)
+		qp.rq.setDone(p) // what was posted counts as retired
 		qp.rq.bad.Store(false)
 		qp.rq.post.Unlock()
 	}
@@ -424,8 +426,8 @@ func (e *Engine) flush(qp *QP) {
 	if qp.rq != nil {
 		rq := qp.rq
 		pi := rq.pi.Load()
-		if pi-rq.ci.Load() > rq.depth { // garbage: the ring holds at most depth
-			pi = rq.ci.Load() + rq.depth
+		if pi-rq.ci.Load() > rq.depth {
+			pi = rq.ci.Load() // garbage: what the program posted is unknown, nothing is flushed
 		}
 		for ci := rq.ci.Load(); ci != pi; ci++ {
 			e.count(qp, RespCQEFlushError)

@@ -525,6 +525,9 @@ func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 // cqe writes a completion into the CQ with number cqn; on overrun the CQ
 // is in error and the QP with it.
 func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
+	if wc.Opcode&WCRecv != 0 && qp.rq != nil {
+		qp.rq.retired()
+	}
 	cq := e.lookupCQ(cqn)
 	if cq == nil {
 		return

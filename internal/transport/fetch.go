@@ -201,18 +201,25 @@ func (qp *QP) decodeSend(slot []byte, w *sendWQE, sge []SGE) error {
 }
 
 // fetchSend fetches the WQEs the poster has published and the engine has
-// not fetched yet, at most the ring's depth past the consumer index (a
-// producer index beyond it is the poster's error, never a read outside
-// the ring): each slot is decoded into the engine's copy, a WQE the
-// checks refuse marked to complete with a local QP operation error.
-func (e *Engine) fetchSend(qp *QP) {
+// not fetched yet: each slot is decoded into the engine's copy, a WQE the
+// checks refuse marked to complete with a local QP operation error. A
+// producer index more than the ring's depth past the consumer index (or
+// behind what was fetched) is one no poster can write but by error: it
+// returns false and fetches nothing more, ever (until RESET), and the
+// caller puts the QP in error.
+func (e *Engine) fetchSend(qp *QP) bool {
 	sq := qp.sq
+	if sq.bad {
+		return false
+	}
 	pi := sq.pi.Load()
 	if pi == sq.fetched {
-		return
+		return true
 	}
-	if n := pi - sq.ci.Load(); n > sq.depth {
-		pi = sq.ci.Load() + sq.depth
+	if pi-sq.ci.Load() > sq.depth || pi-sq.ci.Load() < sq.fetched-sq.ci.Load() {
+		sq.bad = true
+		e.tracef("QP %#x: send queue producer index %d, consumer index %d, depth %d: garbage", qp.QPN, pi, sq.ci.Load(), sq.depth)
+		return false
 	}
 	for i := sq.fetched; i != pi; i++ {
 		w := sq.slot(i)
@@ -222,6 +229,7 @@ func (e *Engine) fetchSend(qp *QP) {
 		}
 	}
 	sq.fetched = pi
+	return true
 }
 
 // lastWQEBytes is the size the timing model charges for the last WQE

@@ -89,6 +89,7 @@ type nodeConfig struct {
 	host            bus.Mapper // the DMA bus (nil: a bus.Local)
 	icrcOffload     bool       // Config.ICRCOffload always true: frames go without an ICRC
 	utlb            bool       // CoreConfig.UTLB and BestPageSize: the ATU as the wall-clock NIC has it
+	program         bool       // the QP's queues and the CQs in a C program's memory (programring_test.go)
 	// noDefaults keeps zero values of timeout, retryCnt, rnrRetry and
 	// minRNRTimer (0 is meaningful for each).
 	noDefaults bool
@@ -172,6 +173,7 @@ type node struct {
 
 	events []Event
 	trace  []string
+	prog   *program // cfg.program: the program's side of the rings
 }
 
 // smallCaches are deliberately tiny so that tests miss and evict.
@@ -188,6 +190,9 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 	t.Helper()
 	cfg.defaults()
 	n := &node{t: t, name: name, gid: gid, cfg: cfg}
+	if cfg.program {
+		n.prog = newProgram(cfg)
+	}
 	core, err := NewCore(CoreConfig{
 		MaxQP: 16, MaxCQ: 8, MaxMR: 64, DMAEngines: 2,
 		QPCCache: qpcCache, CQCCache: cqcCache, MPTCache: mptCache, MTTCache: mttCache,
@@ -230,6 +235,12 @@ func (n *node) newCQ(depth int) *CQ {
 		n.t.Fatal("CQ table full")
 	}
 	cq := NewCQ(cqn, depth)
+	if n.prog != nil {
+		var err error
+		if cq, err = NewCQInMem(cqn, n.prog.newCQ(depth).cqMem()); err != nil {
+			n.t.Fatal(err)
+		}
+	}
 	n.cqs.Set(idx, cq)
 	return cq
 }
@@ -241,8 +252,12 @@ func (n *node) createQP(typ QPType, srq *SRQ) *QP {
 	if !ok {
 		n.t.Fatal("QP table full")
 	}
-	qp, err := n.e.CreateQP(&QPInit{Type: typ, PD: testPD, SendCQ: n.scq, RecvCQ: n.rcq, SRQ: srq, SigAll: n.cfg.sigAll,
-		Cap: QPCap{MaxSendWR: n.cfg.sqDepth, MaxRecvWR: n.cfg.rqDepth, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 64}}, qpn, idx)
+	init := &QPInit{Type: typ, PD: testPD, SendCQ: n.scq, RecvCQ: n.rcq, SRQ: srq, SigAll: n.cfg.sigAll,
+		Cap: QPCap{MaxSendWR: n.cfg.sqDepth, MaxRecvWR: n.cfg.rqDepth, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 64}}
+	if n.prog != nil && n.qp == nil {
+		init.SendMem, init.RecvMem = n.prog.ringMems(srq == nil)
+	}
+	qp, err := n.e.CreateQP(init, qpn, idx)
 	if err != nil {
 		n.t.Fatalf("CreateQP: %v", err)
 	}
@@ -355,8 +370,19 @@ func poll(cq *CQ) []WC {
 	}
 }
 
-func (n *node) sendWCs() []WC { return poll(n.scq) }
-func (n *node) recvWCs() []WC { return poll(n.rcq) }
+func (n *node) sendWCs() []WC {
+	if n.prog != nil {
+		return n.prog.cqs[0].wcs()
+	}
+	return poll(n.scq)
+}
+
+func (n *node) recvWCs() []WC {
+	if n.prog != nil {
+		return n.prog.cqs[1].wcs()
+	}
+	return poll(n.rcq)
+}
 
 // counter returns one of the node's QP counters (or a device counter).
 func (n *node) counter(c Counter) uint64 {

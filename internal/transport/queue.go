@@ -42,6 +42,9 @@ type sendRing struct {
 	ci      atomic.Uint32  // retired (completer): the engine's, authoritative
 	ciPub   *atomic.Uint32 // where ci is published for the application, or nil
 	fetched uint32         // engine-owned: WQEs below it are in wqe
+	// bad: the producer index was one the ring never had (more than
+	// its depth past the consumer index); nothing more is fetched.
+	bad bool
 }
 
 // RingMem is a queue's slots in memory an application shares with the
@@ -54,6 +57,12 @@ type RingMem struct {
 	Mem     []byte
 	SlotLen uint32
 	PI, CI  *atomic.Uint32
+	// Done, on a QP's receive queue, is where the engine publishes the
+	// receive WQEs retired (their CQEs written, flushed ones too): the
+	// application keeps at most the queue's depth posted and not
+	// retired, since a WQE taken off the ring is the responder's until
+	// its completion.
+	Done *atomic.Uint32
 }
 
 // fits reports whether m is a ring of depth slots of at least header
@@ -130,6 +139,8 @@ type recvRing struct {
 	piOwn   atomic.Uint32
 	ci      atomic.Uint32  // taken: the engine's, authoritative
 	ciPub   *atomic.Uint32 // where ci is published for the application, or nil
+	done    uint32         // retired (a QP's own RQ; the engine's)
+	donePub *atomic.Uint32 // where done is published for the application, or nil
 	// bad: a slot or a producer index the ring's owner wrote is
 	// malformed; the ring gives no more WQEs.
 	bad atomic.Bool
@@ -139,7 +150,7 @@ func newRecvRing(depth, maxSGE uint32, m *RingMem) *recvRing {
 	r := &recvRing{depth: depth, maxSGE: maxSGE}
 	r.pi = &r.piOwn
 	if m != nil {
-		r.mem, r.slotLen, r.pi, r.ciPub = m.Mem, m.SlotLen, m.PI, m.CI
+		r.mem, r.slotLen, r.pi, r.ciPub, r.donePub = m.Mem, m.SlotLen, m.PI, m.CI, m.Done
 		return r
 	}
 	r.slotLen = uint32(queue.RecvWQESize(int(maxSGE)))
@@ -158,6 +169,17 @@ func (r *recvRing) setCI(ci uint32) {
 	r.ci.Store(ci)
 	if r.ciPub != nil {
 		r.ciPub.Store(ci)
+	}
+}
+
+// retired counts a receive WQE whose completion was written (or lost
+// to a CQ in error: its slot is free either way).
+func (r *recvRing) retired() { r.setDone(r.done + 1) }
+
+func (r *recvRing) setDone(n uint32) {
+	r.done = n
+	if r.donePub != nil {
+		r.donePub.Store(n)
 	}
 }
 
@@ -207,7 +229,8 @@ type takeResult uint8
 const (
 	takeOK        takeResult = iota
 	takeEmpty                // nothing posted
-	takeMalformed            // the slot (its wr_id in dst) or the producer index is garbage
+	takeMalformed            // the slot is garbage (its wr_id in dst)
+	takeBadIndex             // the producer index is one the ring never had: no WQE to name
 )
 
 // takeRecv takes the oldest receive WQE into dst.
@@ -226,7 +249,7 @@ func (r *recvRing) takeRecv(dst *recvSlot, shared bool) takeResult {
 	}
 	if pi-ci > r.depth {
 		r.bad.Store(true)
-		return takeMalformed
+		return takeBadIndex
 	}
 	s := r.slotMem(ci)
 	dst.wrid, dst.length = le.Uint64(s[queue.RecvWRID:]), 0

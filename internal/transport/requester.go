@@ -345,7 +345,14 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 			pkts++
 		}
 	}
-	e.fetchSend(qp)
+	if !e.fetchSend(qp) {
+		// The program's producer index is garbage: its QP goes to
+		// the error state (what was fetched is flushed), the
+		// asynchronous error says why; other QPs go on.
+		e.toError(qp)
+		e.cfg.Event(Event{Type: EventQPFatal, QP: qp})
+		return pkts, bytes
+	}
 	for pkts < g.Packets && bytes < g.Bytes {
 		if req.next == sq.fetched {
 			break

@@ -262,7 +262,7 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 		if limit {
 			e.cfg.Event(Event{Type: EventSRQLimitReached, SRQ: qp.srq})
 		}
-		if r == takeMalformed {
+		if r == takeMalformed || r == takeBadIndex {
 			e.cfg.Event(Event{Type: EventSRQErr, SRQ: qp.srq})
 		}
 	} else {
@@ -278,6 +278,13 @@ func (rsp *responder) takeRecvWQE(qp *QP) bool {
 		resp.haveRecv = true
 		rsp.recvError(qp, WCLocQPOpErr)
 		e.toError(qp)
+		return false
+	case takeBadIndex:
+		// A producer index the ring never had: no WQE to complete;
+		// the QP goes to the error state, the asynchronous error says
+		// why.
+		e.toError(qp)
+		e.cfg.Event(Event{Type: EventQPFatal, QP: qp})
 		return false
 	}
 	resp.haveRecv = true

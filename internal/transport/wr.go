@@ -64,7 +64,10 @@ const (
 	udBit = 1 << UD
 )
 
-var wrInfos = [numWROpcodes]wrInfo{
+// wrInfos has an entry for every value a WQE's opcode byte can hold: a
+// refused WQE (an opcode a program made up) keeps its opcode, and the
+// table's zero entries (no QP type takes them) make every use of it safe.
+var wrInfos = [256]wrInfo{
 	WRRDMAWrite:         {qpTypes: rcBit | ucBit, wc: WCRDMAWrite, payload: true, needsRKey: true},
 	WRRDMAWriteWithImm:  {qpTypes: rcBit | ucBit, wc: WCRDMAWrite, payload: true, imm: true, needsRKey: true},
 	WRSend:              {qpTypes: rcBit | ucBit | udBit, wc: WCSend, payload: true},

@@ -129,8 +129,9 @@ static int rnic_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return k;
 }
 
-/* Arming: the NIC sends the CQ's next event on its channel (solicited
- * only is kept as any completion: rnic wakes at each). */
+/* Arming: the NIC sends the CQ's next event on its channel, for the next
+ * completion or (solicited_only) the next solicited or failed one, and
+ * clears the word when it does. */
 static int rnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct rnic_cq *cq = (struct rnic_cq *)ibcq;
@@ -150,7 +151,7 @@ static uint8_t *slot(struct rnic_cq *cq, uint32_t i)
 }
 
 /* rnic_cq_clean removes QP qpn's CQEs the program has not polled (the QP
- * went to RESET; the NIC purged those it held), as mlx5's cq_clean does:
+ * went to RESET), as mlx5's cq_clean does:
  * from the newest CQE back, the others move towards the newest end, and
  * the consumer index skips the slots freed at the oldest end. The NIC
  * writes only beyond the newest CQE, which this does not move. */
