@@ -21,13 +21,14 @@ import (
 // engine's queues (transport.RingMem, transport.CQMem): the engine reads
 // WQEs from the program's send and receive rings and writes CQEs into
 // its CQ rings itself. The program writes WQEs and a producer index into
-// its doorbell page; the NIC's poller for that program rings the
-// engine's doorbell of each QP whose producer index moved. While work
-// comes, the poller spins (no system call on either side); idle for
-// spinFor, it marks the doorbell page asleep, looks once more, and
-// sleeps until the program writes the wake-up eventfd (which it does
-// only when it sees the NIC asleep), or the control path changes the
-// queues.
+// its doorbell page, a doorbell record per queue; the NIC's engine
+// goroutine scans the records of every program it serves (hostDoorbells,
+// a nic.DoorbellRecords) on each turn and while it spins, and rings the
+// engine's doorbell of each queue whose producer index moved. While work
+// comes, it spins (no system call on either side); idle for spinFor, it
+// marks every program's page asleep, scans once more, and parks until a
+// program writes its wake-up eventfd (which it does only when it sees
+// the NIC asleep), or a frame or a timer needs it.
 
 // Doorbell page: word 0 is the NIC's state (queue.NICRunning, ...), the
 // objects' words follow.
@@ -36,28 +37,17 @@ const (
 	dbStateWord = 0
 )
 
-// spinFor is how long a poller spins idle before it sleeps. On a machine
-// of two cores or fewer the programs' own busy-polling threads need the
-// CPUs: a poller that spins steals them (ib_write_lat between two NICs on
-// the 2-core development VM: 200-210 µs typical with 50 µs of spinning,
-// 143-170 µs with 5 µs, 2.2 ms with 2 ms).
+// spinFor is how long the engine goroutine of a NIC that serves
+// programs spins after a turn that did work, scanning the doorbell
+// records and polling its link, before it parks. On a machine of two
+// cores or fewer the programs' own busy-polling threads need the CPUs:
+// a NIC that spins long steals them (ib_write_lat between two NICs on
+// the 2-core development VM, with a poller goroutine per program: 200-210
+// µs typical with 50 µs of spinning, 143-170 µs with 5 µs, 2.2 ms with 2
+// ms).
 var spinFor = func() time.Duration {
 	if runtime.NumCPU() <= 2 {
 		return 5 * time.Microsecond
-	}
-	return 50 * time.Microsecond
-}()
-
-// hostLinkSpin is how long the engine goroutine of a NIC that serves
-// programs polls its link before it parks. A spinning poller drives the
-// link itself (its CQ polls call Progress), so the engine's own spinning
-// only adds a spinning thread, which two cores cannot spare. On the
-// 2-core development VM, ib_write_lat -s 8 between two NICs of GOMAXPROCS
-// 1 (three runs each): 42-52 µs typical with no engine spinning, 51-71
-// µs with 5 µs of it; ib_write_bw -s 65536 286-510 MB/s against 274-437.
-var hostLinkSpin = func() time.Duration {
-	if runtime.NumCPU() <= 2 {
-		return 0
 	}
 	return nic.DefaultLinkSpin
 }()
@@ -139,7 +129,7 @@ type hostRecvRing struct {
 	slot   int
 	piWord int    // the program's producer index, in the doorbell page
 	ciWord int    // the engine's consumer index, published for the program (SRQ; -1: not published)
-	seen   uint32 // the producer index when the poller last looked
+	seen   uint32 // the producer index at the last scan
 }
 
 func newHostRecvRing(name string, depth uint32, maxSGE uint32) (*hostRecvRing, error) {
@@ -181,7 +171,7 @@ type hostQP struct {
 	rq         *hostRecvRing // unused (one slot) on an SRQ
 	sqDepth    uint32
 	sqSlot     int
-	sqSeen     uint32 // the program's producer index when the poller last rang the engine's doorbell
+	sqSeen     uint32 // the program's producer index when the scan last rang the engine's doorbell
 	sqWord     int    // the program's producer index, in the doorbell page
 	sqCIWord   int    // the engine's SQ consumer index, published: the slots the program may reuse
 	rqDoneWord int    // the engine's count of receive WQEs retired (their CQEs written), published: the program's RQ holds at most max_recv_wr not retired
@@ -198,10 +188,10 @@ type hostSRQ struct {
 	maxSGE uint32
 }
 
-// queues is what the poller serves; the control path replaces it (copy
-// on write) holding hostClient.stepMu, which the poller holds for each
-// round: a ring is unmapped only between rounds, after the queues that
-// name it are replaced.
+// queues is what the scan looks at; the control path replaces it (copy
+// on write) holding hostClient.stepMu, which the scan holds: a queue is
+// destroyed only between scans, after the queues that name it are
+// replaced.
 type queues struct {
 	qps  []*hostQP
 	srqs []*hostSRQ
@@ -212,10 +202,9 @@ type hostData struct {
 	db       *shm
 	wakeFD   int // the program writes it when it finds the NIC asleep
 	wake     chan struct{}
-	cur      *queues // read by the poller
+	cur      *queues // read by the scan
 	nextWord int
-	stop     chan struct{}
-	done     chan struct{}
+	stopped  bool // under hostClient.stepMu: the program is gone, its page is not scanned
 }
 
 func (hc *hostClient) startData() error {
@@ -228,29 +217,29 @@ func (hc *hostClient) startData() error {
 		db.close()
 		return err
 	}
-	hc.data = &hostData{db: db, wakeFD: efd, wake: make(chan struct{}, 1), cur: &queues{}, nextWord: 1,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	hc.data = &hostData{db: db, wakeFD: efd, cur: &queues{}, nextWord: 1}
 	f := os.NewFile(uintptr(efd), "rnic-wake")
 	go func() {
-		// The eventfd's reader: each write by the program wakes the
-		// poller. It ends when teardown closes the file.
+		// The eventfd's reader: each write by the program (it found
+		// the NIC asleep) wakes the engine goroutine. It ends when
+		// teardown closes the file.
 		var b [8]byte
 		for {
 			if _, err := f.Read(b[:]); err != nil {
 				return
 			}
-			hc.data.poke()
+			hc.d.kickNIC()
 		}
 	}()
 	hc.wakeFile = f
-	go hc.poll()
+	hc.d.hostDB.add(hc)
 	return nil
 }
 
-func (d *hostData) poke() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
+// kickNIC wakes the engine goroutine of a wall-clock NIC if it sleeps.
+func (d *Device) kickNIC() {
+	if n, ok := d.d.(*nic.Device); ok {
+		n.Kick()
 	}
 }
 
@@ -264,63 +253,25 @@ func (d *hostData) word() (int, error) {
 	return w, nil
 }
 
-// poll is the program's poller: it moves WQEs from the rings to the
-// QPs and completions from the CQs to the rings until the program goes.
-func (hc *hostClient) poll() {
-	d := hc.data
-	defer close(d.done)
-	state := queue.Word(d.db.mem, dbStateWord)
-	idleSince := time.Now()
-	nap := time.NewTimer(time.Second) // reused: a sleep allocates nothing
-	nap.Stop()
-	defer nap.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		default:
-		}
-		hc.stepMu.Lock()
-		q := d.cur
-		busy := hc.step(q)
-		hc.stepMu.Unlock()
-		// A turn for the NIC's other goroutines (other programs'
-		// pollers, the engine, the link) on the same processor: a
-		// poller that never yields would hold it until Go preempts it.
-		runtime.Gosched()
-		if busy {
-			idleSince = time.Now()
-			continue
-		}
-		if time.Since(idleSince) < spinFor {
-			continue
-		}
-		// Asleep: say so, look once more (a doorbell written before the
-		// program saw the state), then wait.
-		state.Store(queue.NICAsleep)
-		hc.stepMu.Lock()
-		busy = hc.step(q)
-		hc.stepMu.Unlock()
-		if busy {
-			state.Store(queue.NICRunning)
-			idleSince = time.Now()
-			continue
-		}
-		// A second at most: a look now and then is cheap, and bounds
-		// what a lost wake-up could cost.
-		nap.Reset(time.Second)
-		select {
-		case <-d.wake:
-		case <-d.stop:
-			state.Store(queue.NICRunning)
-			return
-		case <-nap.C:
-		}
-		nap.Stop()
-		state.Store(queue.NICRunning)
-		idleSince = time.Now()
+// scan is the NIC's look at the program's doorbell page (hostDoorbells):
+// it rings the engine's doorbell of each of its queues whose producer
+// index moved, and reports whether any did. While the control path
+// changes the program's queues (it holds stepMu), the page is looked at
+// next time: it reports true, so that the NIC does not park meanwhile.
+func (hc *hostClient) scan() bool {
+	if !hc.stepMu.TryLock() {
+		return true
 	}
+	defer hc.stepMu.Unlock()
+	if hc.data.stopped {
+		return false
+	}
+	return hc.step(hc.data.cur)
 }
+
+// setState stores the NIC's state (queue.NICRunning, NICAsleep) in the
+// program's doorbell page.
+func (hc *hostClient) setState(s uint32) { queue.Word(hc.data.db.mem, dbStateWord).Store(s) }
 
 // step does one round of work and reports whether there was any.
 func (hc *hostClient) step(q *queues) bool {
@@ -362,15 +313,17 @@ func (h *hostQP) ringRecvs(db []byte) bool {
 	return true
 }
 
-// stopPoller ends the poller.
+// stopPoller takes the program's doorbell page out of the NIC's scan;
+// when it returns, no scan looks at it any more.
 func (hc *hostClient) stopPoller() {
 	d := hc.data
 	if d == nil {
 		return
 	}
-	close(d.stop)
-	d.poke()
-	<-d.done
+	hc.stepMu.Lock()
+	d.stopped = true
+	hc.stepMu.Unlock()
+	hc.d.hostDB.remove(hc)
 	hc.wakeFile.Close()
 }
 
@@ -395,7 +348,7 @@ func (hc *hostClient) unmapData() {
 	hc.evMu.Unlock()
 }
 
-// publish makes the poller serve the client's current queues from its
+// publish makes the scan look at the client's current queues from its
 // next round (called with hc.mu and hc.stepMu held).
 func (hc *hostClient) publish() {
 	q := &queues{}
@@ -406,7 +359,7 @@ func (hc *hostClient) publish() {
 		q.srqs = append(q.srqs, s)
 	}
 	hc.data.cur = q
-	hc.data.poke()
+	hc.d.kickNIC()
 }
 
 // queueOp runs a CQ or QP operation of the host interface; it returns an
@@ -624,7 +577,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			h.sqSeen = queue.Word(db, h.sqWord).Load()
 			h.rq.seen = queue.Word(db, h.rq.piWord).Load()
 		}
-		hc.data.poke() // a QP now in RTS may have work waiting in its ring
+		hc.d.kickNIC() // a QP now in RTS may have work waiting in its ring
 		return 0, nil
 	case hostif.OpDestroyQP:
 		handle := r.U32()

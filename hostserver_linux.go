@@ -35,7 +35,8 @@ func (d *Device) ServeHost(ln net.Listener) error {
 		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
 	}
 	if n, ok := d.d.(*nic.Device); ok {
-		n.SetLinkSpin(hostLinkSpin)
+		n.SetLinkSpin(spinFor)
+		n.SetDoorbellRecords(&d.hostDB)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -142,14 +143,13 @@ type hostClient struct {
 	channels map[uint32]*hostChannel
 	srqs     map[uint32]*hostSRQ
 	mws      map[uint32]*MW
-	ahs      map[uint32]*AH // under ahMu: the poller reads it during a round
-	ahMu     sync.Mutex
+	ahs      map[uint32]*AH // by number in the NIC's AH table
 	next     uint32 // the next handle of an MR, CQ, QP, channel or AH
 
 	closeAfterReply []int // descriptors the reply sends that the NIC does not keep
 
 	mu       sync.Mutex // the data path's queues (hostqueue_linux.go)
-	stepMu   sync.Mutex // held by the poller for a round: a queue is destroyed between rounds
+	stepMu   sync.Mutex // held by the NIC's scan of the doorbell page: a queue is destroyed between scans
 	data     *hostData
 	wakeFile *os.File
 
@@ -209,7 +209,7 @@ func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
 }
 
 // teardown releases everything the program held, as the kernel does
-// when a uverbs file closes: its poller, its QPs (flushed: their peers
+// when a uverbs file closes: its doorbell page's scan, its QPs (flushed: their peers
 // see them gone), CQs, regions (their bus mappings of its memory with
 // them), PDs, then its process handle.
 func (hc *hostClient) teardown() {
@@ -452,20 +452,15 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		// it is in the QP's protection domain: another program's AHs are
 		// in PDs of its own).
 		n := ah.ah.Num
-		hc.ahMu.Lock()
 		hc.ahs[n] = ah
-		hc.ahMu.Unlock()
 		rep.U32(n)
 	case hostif.OpDestroyAH:
 		h := r.U32()
-		hc.ahMu.Lock()
 		ah := hc.ahs[h]
 		if r.End() != nil || ah == nil {
-			hc.ahMu.Unlock()
 			return fail(unix.EINVAL)
 		}
 		delete(hc.ahs, h)
-		hc.ahMu.Unlock()
 		ah.Destroy()
 	case hostif.OpCreateCQ, hostif.OpDestroyCQ, hostif.OpCreateQP, hostif.OpModifyQP, hostif.OpDestroyQP,
 		hostif.OpCreateCompChannel, hostif.OpDestroyCompChannel, hostif.OpCreateSRQ, hostif.OpDestroySRQ, hostif.OpArmSRQ,

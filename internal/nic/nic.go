@@ -107,6 +107,7 @@ type Device struct {
 		drops uint64
 	}
 	kick     chan struct{}
+	records  atomic.Pointer[recordsBox] // doorbell records the engine goroutine scans (nil: none)
 	done     chan struct{}
 	start    time.Time
 	closed   atomic.Bool
@@ -448,6 +449,8 @@ func (d *Device) routineEngine() {
 	defer close(d.done)
 	defer d.timer.Stop()
 	for !d.stopping.Load() {
+		r := d.doorbellRecords()
+		rung := r != nil && r.Scan()
 		d.mu.Lock()
 		busy, moved := d.stepLocked()
 		d.mu.Unlock()
@@ -464,15 +467,69 @@ func (d *Device) routineEngine() {
 		if busy || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
 			continue
 		}
-		if moved && (d.poller != nil || d.inline) && d.spin() {
+		if (moved || rung) && (d.poller != nil || d.inline || r != nil) && d.spin(r) {
 			continue
 		}
-		// Sleep until a doorbell, a frame or the next deadline.
+		// Sleep until a doorbell, a frame or the next deadline. The
+		// programs' doorbell pages say so first, and are scanned once
+		// more: a program that stored its producer index before it saw
+		// the NIC asleep is found here, one after wakes the NIC.
+		if r != nil {
+			r.Sleep()
+			if r.Scan() || d.eng.PendingDoorbells() || d.rxPending.Load() > 0 {
+				r.Wake()
+				continue
+			}
+		}
 		d.parked.Store(true)
 		<-d.kick
 		d.parked.Store(false)
+		if r != nil {
+			r.Wake()
+		}
 	}
 }
+
+// DoorbellRecords are doorbell records in memory that programs share
+// with the NIC (the host interface's doorbell pages: a producer index per
+// queue, and a word saying whether the NIC runs), which the engine
+// goroutine scans as a hardware NIC's doorbell unit takes in doorbell
+// writes: on every turn and while it spins. Before it parks it tells
+// the programs (Sleep) and scans once more; a program that finds it
+// asleep wakes it (Kick).
+type DoorbellRecords interface {
+	// Scan rings the engine's doorbell of each queue whose producer
+	// index moved since the last scan and reports whether any did. It
+	// is called without the engine lock.
+	Scan() bool
+	// Sleep marks the NIC asleep in the programs' pages; Wake marks it
+	// running.
+	Sleep()
+	Wake()
+}
+
+type recordsBox struct{ r DoorbellRecords }
+
+// SetDoorbellRecords makes the engine goroutine scan r (nil: none).
+func (d *Device) SetDoorbellRecords(r DoorbellRecords) {
+	if r == nil {
+		d.records.Store(nil)
+	} else {
+		d.records.Store(&recordsBox{r})
+	}
+	d.wake()
+}
+
+func (d *Device) doorbellRecords() DoorbellRecords {
+	if b := d.records.Load(); b != nil {
+		return b.r
+	}
+	return nil
+}
+
+// Kick wakes the engine goroutine if it sleeps: a program rang a
+// doorbell (DoorbellRecords) while it slept.
+func (d *Device) Kick() { d.wake() }
 
 // DefaultLinkSpin is how long the engine goroutine polls its link after a
 // turn that moved frames, before it parks, unless SetLinkSpin says
@@ -493,16 +550,18 @@ func (d *Device) SetLinkSpin(t time.Duration) { d.linkSpin.Store(int64(max(t, 0)
 // On an in-process link the next burst of a stream comes sooner: an
 // engine that stays awake takes it on its own core, where a parked one
 // costs a futex wake-up per burst (see maxInlineBytes for what the two
-// together gained). It reports whether there is work (a frame, a
-// doorbell).
-func (d *Device) spin() bool {
+// together gained). With doorbell records (r) it scans them too: a
+// program's next post is found without a wake-up. It reports whether
+// there is work (a frame, a doorbell).
+func (d *Device) spin(r DoorbellRecords) bool {
 	spin := time.Duration(d.linkSpin.Load())
 	if spin == 0 || d.now()-d.lastPoll.Load() < int64(spin) {
 		return false // a program is polling (its Progress drives the link), or no spinning
 	}
 	until := time.Now().Add(spin)
 	for range maxSpinLooks {
-		if (d.poller != nil && d.poller.Poll() > 0) || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() {
+		if (d.poller != nil && d.poller.Poll() > 0) || d.rxPending.Load() > 0 || d.eng.PendingDoorbells() ||
+			r != nil && r.Scan() {
 			return true
 		}
 		if !time.Now().Before(until) {

@@ -1,0 +1,73 @@
+package rnic
+
+import (
+	"sync"
+
+	"github.com/rnic/rnic/internal/queue"
+)
+
+// doorbellPage is one program's doorbell page as the NIC's doorbell
+// unit looks at it (hostClient, hostqueue_linux.go).
+type doorbellPage interface {
+	// scan rings the engine's doorbell of each of the page's queues
+	// whose producer index moved, and reports whether any did.
+	scan() bool
+	// setState stores the NIC's state in the page.
+	setState(s uint32)
+}
+
+// hostDoorbells are the doorbell pages of the programs a device serves
+// (ServeHost): the nic.DoorbellRecords its engine goroutine scans, on
+// each turn and while it spins, and marks asleep before it parks. One
+// goroutine does it for every program, as one doorbell unit takes in a
+// hardware NIC's doorbells.
+type hostDoorbells struct {
+	// mu is held by the scan, by Sleep and Wake, and by add and
+	// remove: once remove returns, nothing looks at the page (it may be
+	// unmapped).
+	mu    sync.Mutex
+	pages []doorbellPage
+}
+
+func (b *hostDoorbells) add(p doorbellPage) {
+	b.mu.Lock()
+	b.pages = append(b.pages, p)
+	b.mu.Unlock()
+}
+
+func (b *hostDoorbells) remove(p doorbellPage) {
+	b.mu.Lock()
+	for i, q := range b.pages {
+		if q == p {
+			b.pages = append(b.pages[:i], b.pages[i+1:]...)
+			break
+		}
+	}
+	b.mu.Unlock()
+}
+
+// Scan looks at every program's page.
+func (b *hostDoorbells) Scan() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rung := false
+	for _, p := range b.pages {
+		rung = p.scan() || rung
+	}
+	return rung
+}
+
+// Sleep tells every program the NIC is about to park: a program that
+// rings a doorbell now writes its wake-up eventfd.
+func (b *hostDoorbells) Sleep() { b.setState(queue.NICAsleep) }
+
+// Wake tells every program the NIC runs: doorbells need no wake-up.
+func (b *hostDoorbells) Wake() { b.setState(queue.NICRunning) }
+
+func (b *hostDoorbells) setState(s uint32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pages {
+		p.setState(s)
+	}
+}
