@@ -144,7 +144,7 @@ type hostClient struct {
 	srqs     map[uint32]*hostSRQ
 	mws      map[uint32]*MW
 	ahs      map[uint32]*AH // by number in the NIC's AH table
-	next     uint32 // the next handle of an MR, CQ, QP, channel or AH
+	next     uint32         // the next handle of an MR, CQ, QP, channel or AH
 
 	closeAfterReply []int // descriptors the reply sends that the NIC does not keep
 
