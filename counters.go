@@ -1,6 +1,9 @@
 package rnic
 
-import "github.com/rnic/rnic/internal/transport"
+import (
+	"github.com/rnic/rnic/internal/transport"
+	"github.com/rnic/rnic/link"
+)
 
 // Counter is one named counter value. Names follow Linux `rdma statistic`
 // (mlx5's hardware counters, the IB port counters) where one exists.
@@ -10,7 +13,8 @@ type Counter struct {
 }
 
 // Counters returns the device's counters: the protocol engine's, then the
-// hardware pipeline's (caches, DMA, arbiter, ATU).
+// hardware pipeline's (caches, DMA, arbiter, ATU), then its link's if
+// the link counts (link/udp's, named link_*).
 func (d *Device) Counters() []Counter {
 	c, p := d.d.Counters()
 	out := make([]Counter, 0, len(c)+32)
@@ -37,6 +41,9 @@ func (d *Device) Counters() []Counter {
 	add("dma_atomics", p.DMA.Atomics)
 	add("arbiter_grants", p.Arbiter.Grants)
 	add("async_event_drops", p.EventDrops)
+	if l, ok := link.Find[link.Counted](d.link); ok {
+		l.Counters(add) // the link's own (link/udp: system calls, siblings)
+	}
 	return out
 }
 

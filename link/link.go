@@ -180,6 +180,13 @@ type Addresser interface {
 	Addr() netip.Addr
 }
 
+// Counted is implemented by links that count their work: Counters calls
+// f with each counter's name (prefixed link_) and value, which the NIC's
+// statistics include (rnic stat).
+type Counted interface {
+	Counters(f func(name string, value uint64))
+}
+
 // Wrapper is implemented by links that wrap another (link/sniff): Unwrap
 // returns the wrapped link.
 type Wrapper interface {

@@ -306,7 +306,10 @@ type servedNIC struct {
 // openNIC starts the NIC named name on address a, listening on its
 // socket and described in dir.
 func openNIC(errw io.Writer, dir string, a netip.Addr, name string) (*servedNIC, error) {
-	l, err := udp.Open(udp.Options{Addr: a})
+	// Siblings: the NICs of this process hand each other frames in
+	// memory, no system call; every other peer is reached through the
+	// socket.
+	l, err := udp.Open(udp.Options{Addr: a, Siblings: true})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("UDP port 4791 of %s is taken (by the kernel's rdma_rxe, or another rnic): %w", a, err)

@@ -445,3 +445,51 @@ func TestProvider(t *testing.T) {
 			"GID[  0]:\t\tfe80::7fff:fe00:1f, RoCE v2", "GID[  1]:\t\t::ffff:127.0.0.31, RoCE v2")
 	})
 }
+
+// TestSiblingNICsNoSyscalls: two NICs of one "rnic nic up" process hand
+// each other their frames in memory: ib_write_bw and ibv_rc_pingpong
+// between programs on them run with no send or receive system call on
+// either NIC's link (rnic stat: link_send_syscalls, link_recv_syscalls),
+// every frame handed over (link_sibling_tx_frames).
+func TestSiblingNICsNoSyscalls(t *testing.T) {
+	lib := buildProvider(t)
+	bin, err := exec.LookPath("ibv_rc_pingpong")
+	if err != nil {
+		t.Skip("skipped: no ibv_rc_pingpong; Debian: apt-get install ibverbs-utils")
+	}
+	t.Setenv("RNIC_RUN_DIR", t.TempDir())
+	t.Setenv("RNIC_TEST_MAIN", "1")
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Cleanup(func() { nicCmd(t, "down", "--all") })
+	if out, err := nicCmd(t, "up", "--addr", "127.0.0.25", "--addr", "127.0.0.26"); err != nil {
+		t.Fatalf("nic up: %v\n%s", err, out)
+	}
+	cli, _ := runPair(t, bin, lib, []string{"-g", "1", "-n", "2000", "-s", "4096", "-c"})
+	if !strings.Contains(cli, "iters in") {
+		t.Fatalf("ibv_rc_pingpong:\n%s", cli)
+	}
+	if bw, err := exec.LookPath("ib_write_bw"); err == nil {
+		runPair(t, bw, lib, []string{"-x", "1", "-s", "65536", "-n", "2000", "-p", "18997"})
+	} else {
+		t.Log("ib_write_bw skipped: not installed (Debian: apt-get install perftest)")
+	}
+	for _, name := range []string{"rnic0", "rnic1"} {
+		var out, errOut strings.Builder
+		if err := runStat(&out, &errOut, name); err != nil {
+			t.Fatalf("rnic stat %s: %v\n%s", name, err, errOut.String())
+		}
+		c := map[string]string{}
+		f := strings.Fields(out.String())
+		for i := 2; i+1 < len(f); i += 2 {
+			c[f[i]] = f[i+1]
+		}
+		if c["link_send_syscalls"] != "0" || c["link_recv_syscalls"] != "0" {
+			t.Errorf("%s: %s send and %s receive system calls, want 0 and 0:\n%s", name, c["link_send_syscalls"], c["link_recv_syscalls"], out.String())
+		}
+		if c["link_sibling_tx_frames"] == "0" || c["link_sibling_tx_frames"] == "" {
+			t.Errorf("%s handed its sibling no frames:\n%s", name, out.String())
+		}
+		t.Logf("%s: link_sibling_tx_frames %s, link_sibling_rx_frames %s, link_sibling_drops %s", name,
+			c["link_sibling_tx_frames"], c["link_sibling_rx_frames"], c["link_sibling_drops"])
+	}
+}

@@ -34,7 +34,8 @@ type Link struct {
 
 	tx sync.Pool // *txScratch, so that concurrent Sends do not share state
 
-	sys sys // the platform's sockets (sock_linux.go, sock_default.go)
+	sys sys   // the platform's sockets (sock_linux.go, sock_default.go)
+	sib inbox // frames from siblings a full receiver did not take (sibling.go)
 	c   counters
 }
 
@@ -47,6 +48,7 @@ var (
 	_ link.Addresser    = (*Link)(nil)
 	_ link.Poller       = (*Link)(nil)
 	_ link.Netdever     = (*Link)(nil)
+	_ link.Counted      = (*Link)(nil)
 )
 
 // Features reports which kernel features a link uses and, for those it
@@ -98,6 +100,7 @@ func Open(o Options) (*Link, error) {
 		return nil, err
 	}
 	go l.routineReceive()
+	l.joinSiblings()
 	return l, nil
 }
 
@@ -170,6 +173,7 @@ func (l *Link) Close() error {
 	l.closeOnce.Do(func() {
 		err = nil
 		l.closed.Store(true)
+		l.leaveSiblings()
 		err = l.sys.close()
 		<-l.done
 	})

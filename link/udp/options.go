@@ -86,6 +86,12 @@ type Options struct {
 
 	// Faults injects seeded, deterministic loss.
 	Faults Faults
+
+	// Siblings makes the link reach the other links of this process
+	// that set it too, in memory: frames to their address and port are
+	// handed to them with no system call (sibling.go); frames to every
+	// other destination go through the socket.
+	Siblings bool
 }
 
 // DefaultBatch is the default number of datagrams per sendmmsg/recvmmsg

@@ -200,6 +200,7 @@ func (l *Link) routineReceive() {
 // (link.Drainer): if frames are pending, the receive goroutine offers them
 // again and reads on.
 func (l *Link) Drained() {
+	l.drainInbox()
 	if l.sys.pending.Load() == 0 {
 		return
 	}

@@ -9,9 +9,10 @@ import (
 // run concurrently, so each takes one from the link's pool; in steady state
 // they are reused and Send allocates nothing.
 type txScratch struct {
-	frames []txFrame
-	keep   []bool
-	sys    sysTx
+	frames  []txFrame
+	keep    []bool
+	sibling []*link.Buf // a batch for a sibling (toSiblings)
+	sys     sysTx
 }
 
 func (l *Link) newTxScratch() *txScratch {
@@ -32,7 +33,9 @@ func (l *Link) newTxScratch() *txScratch {
 //     lengths (Malformed), header fields the kernel would write otherwise
 //     (Mismatch). These frames draw no fault decision.
 //  3. Loss (Faults.Loss), one draw per remaining frame (Dropped).
-//  4. The platform writes the UDP payloads, batched (sendmmsg, and GSO for
+//  4. Frames to a sibling (a link of this process) are handed to it in
+//     memory (toSiblings, sibling.go).
+//  5. The platform writes the UDP payloads, batched (sendmmsg, and GSO for
 //     runs of equal-size IPv6 frames to one destination); frames the kernel
 //     refuses are SendErrors, frames cut off by Close are ClosedDrops.
 func (l *Link) Send(bufs []*link.Buf) {
@@ -74,6 +77,9 @@ func (l *Link) Send(bufs []*link.Buf) {
 	}
 	if l.txLoss.on.Load() && len(frames) > 0 {
 		frames = l.loseTx(s, frames, &t)
+	}
+	if m := siblings.m.Load(); l.o.Siblings && m != nil && len(*m) > 0 && len(frames) > 0 {
+		frames = l.toSiblings(s, *m, frames, &t)
 	}
 	if len(frames) > 0 {
 		l.sys.send(l, &s.sys, frames, &t)

@@ -27,7 +27,7 @@ func (l *Link) Poll() int { return 0 }
 
 // Drained does nothing: the fallback hands every frame over with Deliver,
 // which drops what the NIC has no room for (link.Drainer).
-func (l *Link) Drained() {}
+func (l *Link) Drained() { l.drainInbox() }
 
 // rawReceive reports false: the fallback has no raw socket.
 func (s *sys) rawReceive() bool { return false }

@@ -2,16 +2,37 @@ package udp
 
 import "sync/atomic"
 
+// Counters reports the link's work for the NIC's statistics
+// (link.Counted): the frames it sent through the kernel and the system
+// calls that took, the frames it handed to siblings and took from them,
+// the frames it received and dropped.
+func (l *Link) Counters(f func(name string, value uint64)) {
+	s := l.Stats()
+	f("link_tx_frames", s.TxFrames)
+	f("link_sent_frames", s.SentFrames)
+	f("link_send_syscalls", s.TxBatches)
+	f("link_rx_frames", s.RxFrames)
+	f("link_recv_syscalls", s.RxBatches)
+	f("link_sibling_tx_frames", s.SiblingFrames)
+	f("link_sibling_rx_frames", s.SiblingRx)
+	f("link_sibling_drops", s.SiblingDrops)
+	f("link_kernel_drops", s.KernelDrops)
+	f("link_tx_drops", s.Dropped+s.Oversize+s.Mismatch+s.Malformed+s.SendErrors+s.ClosedDrops)
+	f("link_rx_drops", s.RxDropped+s.RxOversize+s.RxMalformed+s.Unattached)
+}
+
 // Stats counts what a link did with frames. Every frame is counted once on
 // each side it passes, so for a link at rest
 //
-//	TxFrames = SentFrames + Dropped + Oversize + Mismatch + Malformed +
-//	           SendErrors + ClosedDrops
-//	RawRx + SocketRx = RxFrames + RxDropped + RxOversize + RxMalformed +
-//	                   Unattached
+//	TxFrames = SentFrames + SiblingFrames + Dropped + Oversize + Mismatch +
+//	           Malformed + SendErrors + ClosedDrops
+//	RawRx + SocketRx + (frames siblings sent, less the receiver's
+//	SiblingDrops and what its inbox holds) = RxFrames + RxDropped +
+//	RxOversize + RxMalformed + Unattached
 //
-// and, between two links on one host with no KernelDrops, the frames one
-// sends to the other (SentFrames) are the other's RawRx + SocketRx.
+// and, between two links on one host (in two processes) with no
+// KernelDrops, the frames one sends to the other (SentFrames) are the
+// other's RawRx + SocketRx.
 type Stats struct {
 	TxFrames, TxBytes     uint64 // frames (and bytes, IP header through ICRC) handed to Send
 	SentFrames, SentBytes uint64 // frames the kernel accepted
@@ -41,6 +62,11 @@ type Stats struct {
 	RxErrors    uint64 // receive system calls that failed (other than "try again")
 
 	GSOFallbacks uint64 // times GSO was switched off after the kernel refused a GSO send
+
+	// Siblings (links of this process, reached in memory: sibling.go).
+	SiblingFrames, SiblingBytes uint64 // frames (and bytes) handed to a sibling, no system call
+	SiblingRx                   uint64 // frames from siblings delivered to the dispatcher (in RxFrames)
+	SiblingDrops                uint64 // frames from siblings dropped: the inbox was full
 }
 
 // counters are the live Stats, updated atomically once per batch.
@@ -54,6 +80,8 @@ type counters struct {
 	rxDropped, rxOversize, rxMalformed, unattached, kernelDrops, rxErrors atomic.Uint64
 
 	gsoFallbacks atomic.Uint64
+
+	siblingTx, siblingTxBytes, siblingRx, siblingDrops atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -68,7 +96,9 @@ func (c *counters) snapshot() Stats {
 		Malformed: c.malformed.Load(), SendErrors: c.sendErrors.Load(), ClosedDrops: c.closedDrops.Load(),
 		RxDropped: c.rxDropped.Load(), RxOversize: c.rxOversize.Load(), RxMalformed: c.rxMalformed.Load(),
 		Unattached: c.unattached.Load(), KernelDrops: c.kernelDrops.Load(), RxErrors: c.rxErrors.Load(),
-		GSOFallbacks: c.gsoFallbacks.Load(),
+		GSOFallbacks:  c.gsoFallbacks.Load(),
+		SiblingFrames: c.siblingTx.Load(), SiblingBytes: c.siblingTxBytes.Load(),
+		SiblingRx: c.siblingRx.Load(), SiblingDrops: c.siblingDrops.Load(),
 	}
 }
 
@@ -84,6 +114,7 @@ func add(a *atomic.Uint64, n uint64) {
 type txTally struct {
 	sent, sentBytes, batches, gso                     uint64
 	dropped, oversize, mismatch, malformed, errs, cls uint64
+	sibling, siblingBytes                             uint64
 }
 
 func (t *txTally) addTo(c *counters) {
@@ -97,6 +128,8 @@ func (t *txTally) addTo(c *counters) {
 	add(&c.malformed, t.malformed)
 	add(&c.sendErrors, t.errs)
 	add(&c.closedDrops, t.cls)
+	add(&c.siblingTx, t.sibling)
+	add(&c.siblingTxBytes, t.siblingBytes)
 }
 
 // rxTally accumulates one receive batch's counts.

@@ -1,0 +1,158 @@
+package udp_test
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/rnic/rnic/link"
+	"github.com/rnic/rnic/link/udp"
+	"github.com/rnic/rnic/wire"
+)
+
+// TestSiblingsInMemory: two links of one process with Siblings set hand
+// each other their frames in memory: every frame arrives, whole (its
+// ICRC verifies, its IPv4 header is the sender's, not rebuilt), in order,
+// and neither link makes a send or receive system call for them.
+func TestSiblingsInMemory(t *testing.T) {
+	for _, v6pair := range []bool{false, true} {
+		name := "IPv4"
+		if v6pair {
+			name = "IPv6"
+		}
+		t.Run(name, func(t *testing.T) {
+			ra, rb := &recorder{keep: true}, &recorder{keep: true}
+			a, b := pair(t, v6pair, udp.Options{Siblings: true}, udp.Options{Siblings: true}, ra, rb)
+			const n = 200
+			for i := range n / 10 {
+				bufs := make([]*link.Buf, 10)
+				for j := range bufs {
+					bufs[j] = frame(a, b, uint32(i*10+j), 100+j*300)
+				}
+				a.Send(bufs)
+			}
+			b.Send([]*link.Buf{frame(b, a, 7, 64)})
+			waitFor(t, "the frames", func() bool { return rb.count() == n && ra.count() == 1 })
+			for i, idx := range rb.indices() {
+				if idx != uint32(i) {
+					t.Fatalf("frame %d arrived as %d: out of order", i, idx)
+				}
+			}
+			rb.mu.Lock()
+			for i, f := range rb.frames {
+				if err := wire.CheckICRC(f); err != nil {
+					t.Errorf("frame %d: %v", i, err)
+				}
+				if rb.flags[i]&link.FlagIPRebuilt != 0 {
+					t.Errorf("frame %d marked IP-rebuilt: a sibling's frame is the sender's own", i)
+				}
+			}
+			rb.mu.Unlock()
+			sa, sb := a.Stats(), b.Stats()
+			if sa.TxBatches != 0 || sa.SentFrames != 0 || sb.RxBatches != 0 {
+				t.Errorf("system calls: A's sendmmsg %d (%d frames), B's recvmmsg %d: want none", sa.TxBatches, sa.SentFrames, sb.RxBatches)
+			}
+			if sa.SiblingFrames != n || sb.SiblingRx != n || sb.RxFrames != n || sb.SiblingFrames != 1 {
+				t.Errorf("A handed %d frames to siblings, B took %d (RxFrames %d), B handed %d: want %d, %d, %d, 1",
+					sa.SiblingFrames, sb.SiblingRx, sb.RxFrames, sb.SiblingFrames, n, n, n)
+			}
+		})
+	}
+}
+
+// TestSiblingsOutside: a link with Siblings set still reaches the peers
+// outside its siblings through its socket (here a plain UDP socket, and
+// a link that did not set Siblings, as another process's would be).
+func TestSiblingsOutside(t *testing.T) {
+	rb := &recorder{}
+	a, b := pair(t, false, udp.Options{Siblings: true}, udp.Options{}, nil, rb)
+	a.Send([]*link.Buf{frame(a, b, 1, 100), frame(a, b, 2, 100)})
+	waitFor(t, "the frames through the kernel", func() bool { return rb.count() == 2 })
+	if s := a.Stats(); s.SentFrames != 2 || s.SiblingFrames != 0 || s.TxBatches == 0 {
+		t.Errorf("A: %d sent by the kernel, %d to siblings, %d sendmmsg: want 2, 0, some", s.SentFrames, s.SiblingFrames, s.TxBatches)
+	}
+
+	// A frame to an address no link of this process has.
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.3"), 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := wire.Route{Src: wire.GIDFromAddr(a.Addr()), Dst: wire.GIDFromAddr(netip.MustParseAddr("127.0.0.3")), SrcPort: a.SourcePort()}
+	f := link.Get(wire.FrameLen(&r, wire.OpRCWriteMiddle, 64))
+	fillFrame(f.Bytes(), &r, uint16(c.LocalAddr().(*net.UDPAddr).Port), 9)
+	a.Send([]*link.Buf{f})
+	buf := make([]byte, 2048)
+	if k, err := c.Read(buf); err != nil || k != f.Len()-28 {
+		t.Fatalf("the UDP socket read %d bytes (%v), want the frame's payload", k, err)
+	}
+}
+
+// bounded is a dispatcher with a queue of room frames (link.Receiver):
+// it takes what fits and keeps indices; take empties it.
+type bounded struct {
+	mu   sync.Mutex
+	room int
+	q    []uint32
+	all  []uint32
+}
+
+func (d *bounded) TryDeliver(bufs []*link.Buf) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := min(len(bufs), d.room-len(d.q))
+	for _, b := range bufs[:k] {
+		d.q = append(d.q, frameIndex(b.Bytes()))
+		b.Release()
+	}
+	return k
+}
+
+func (d *bounded) Deliver(bufs []*link.Buf) {
+	if k := d.TryDeliver(bufs); k < len(bufs) {
+		for _, b := range bufs[k:] {
+			b.Release()
+		}
+	}
+}
+
+func (d *bounded) take() {
+	d.mu.Lock()
+	d.all = append(d.all, d.q...)
+	d.q = d.q[:0]
+	d.mu.Unlock()
+}
+
+// TestSiblingInbox: a sibling whose receiver is full keeps the frames in
+// its inbox, in order, and hands them over as the receiver drains; what
+// does not fit the inbox is dropped and counted, as a full socket buffer
+// drops.
+func TestSiblingInbox(t *testing.T) {
+	d := &bounded{room: 100}
+	a, b := pair(t, false, udp.Options{Siblings: true}, udp.Options{Siblings: true}, nil, d)
+	const sent, over = 2200, 2200 - 100 - 2048 // beyond the receiver's room and the inbox
+	for i := 0; i < sent; i += 50 {
+		bufs := make([]*link.Buf, 50)
+		for j := range bufs {
+			bufs[j] = frame(a, b, uint32(i+j), 64)
+		}
+		a.Send(bufs)
+	}
+	if s := b.Stats(); s.SiblingDrops != over || s.SiblingRx != 100 {
+		t.Fatalf("B took %d from siblings and dropped %d, want 100 and %d", s.SiblingRx, s.SiblingDrops, over)
+	}
+	for range 30 {
+		d.take()
+		b.Drained()
+	}
+	d.take()
+	if len(d.all) != sent-over {
+		t.Fatalf("the receiver got %d frames, want %d", len(d.all), sent-over)
+	}
+	for i, idx := range d.all {
+		if idx != uint32(i) {
+			t.Fatalf("frame %d arrived as %d: out of order", i, idx)
+		}
+	}
+}
