@@ -235,6 +235,7 @@ func TestProgramGarbageIndices(t *testing.T) {
 		{"send queue behind", true, ^uint32(0)},
 		{"receive queue far ahead", false, 1 << 31},
 		{"receive queue behind", false, ^uint32(0)},
+		{"send queue one past its depth", true, 1 + 8 + 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProgramPair(t, nodeConfig{memSize: 1 << 16, sqDepth: 8, retryCnt: 1}, nodeConfig{memSize: 1 << 16, rqDepth: 8})
@@ -285,6 +286,67 @@ func TestProgramGarbageIndices(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProgramRewriteAfterFetch: a program that rewrites a WQE after the
+// engine fetched it changes nothing: the engine works from its own copy
+// (here a retransmission after a lost packet, with the slot garbage by
+// then), and the WRITE lands as posted.
+func TestProgramRewriteAfterFetch(t *testing.T) {
+	p := newProgramPair(t, nodeConfig{memSize: 1 << 16}, nodeConfig{memSize: 1 << 16})
+	A, B := p.A, p.B
+	fill(A.mem[:8192], 5)
+	p.ab.set(drop, 1) // the WRITE's second packet: the requester sends again
+	slot := A.prog.sendSlot()
+	A.progSend(queue.SendWQE{WRID: 1, Opcode: uint8(WRRDMAWrite), Flags: uint8(SendSignaled), NumSGE: 1,
+		RemoteAddr: B.addr(0), RKey: B.key, SGL: [queue.MaxSGE]queue.SGE{A.qsge(0, 8192)}}, nil)
+	p.pump() // fetched and sent, one packet lost
+	for i := range slot {
+		slot[i] = 0xA5
+	}
+	p.settle(50)
+	expectWCs(t, A.sendWCs(), WC{WRID: 1, Status: WCSuccess, Opcode: WCRDMAWrite, QPNum: A.qp.QPN})
+	if !bytes.Equal(B.mem[:8192], A.mem[:8192]) {
+		t.Error("the WRITE did not land as posted")
+	}
+	if p.ab.n < 9 {
+		t.Errorf("%d frames: the lost packet was not sent again", p.ab.n)
+	}
+}
+
+// TestProgramForeignKeys: a WQE that names keys the program does not own
+// (a region in another protection domain, as another program's are) is
+// refused by the translation unit: a local key fails with a local
+// protection error, a remote one with a remote access error; neither
+// reads or writes the other region.
+func TestProgramForeignKeys(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
+		p := newProgramPair(t, nodeConfig{memSize: 1 << 16}, nodeConfig{memSize: 1 << 16})
+		A, B := p.A, p.B
+		other := pattern(4096, 9)
+		key := A.regMR(otherPD, other, 0x7e0000000000, 0x7)
+		A.progSend(queue.SendWQE{WRID: 1, Opcode: uint8(WRRDMAWrite), Flags: uint8(SendSignaled), NumSGE: 1,
+			RemoteAddr: B.addr(0), RKey: B.key, SGL: [queue.MaxSGE]queue.SGE{{Addr: 0x7e0000000000, Length: 4096, LKey: key}}}, nil)
+		p.settle(50)
+		expectWCs(t, A.sendWCs(), WC{WRID: 1, Status: WCLocProtErr, Opcode: WCRDMAWrite, QPNum: A.qp.QPN})
+		if bytes.Contains(B.mem, other[:64]) {
+			t.Error("the other domain's bytes reached the peer")
+		}
+	})
+	t.Run("remote", func(t *testing.T) {
+		p := newProgramPair(t, nodeConfig{memSize: 1 << 16, retryCnt: 1}, nodeConfig{memSize: 1 << 16})
+		A, B := p.A, p.B
+		other := make([]byte, 4096)
+		key := B.regMR(otherPD, other, 0x7e0000000000, 0x7)
+		fill(A.mem[:4096], 3)
+		A.progSend(queue.SendWQE{WRID: 1, Opcode: uint8(WRRDMAWrite), Flags: uint8(SendSignaled), NumSGE: 1,
+			RemoteAddr: 0x7e0000000000, RKey: key, SGL: [queue.MaxSGE]queue.SGE{A.qsge(0, 4096)}}, nil)
+		p.settle(50)
+		expectWCs(t, A.sendWCs(), WC{WRID: 1, Status: WCRemAccessErr, Opcode: WCRDMAWrite, QPNum: A.qp.QPN})
+		if !bytes.Equal(other, make([]byte, 4096)) {
+			t.Error("the WRITE reached the other domain's region")
+		}
+	})
 }
 
 // TestProgramResetRetires: RESET empties a program's queues; their
