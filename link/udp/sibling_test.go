@@ -23,7 +23,10 @@ func TestSiblingsInMemory(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ra, rb := &recorder{keep: true}, &recorder{keep: true}
-			a, b := pair(t, v6pair, udp.Options{Siblings: true}, udp.Options{Siblings: true}, ra, rb)
+			// Addresses of this test alone: it counts every datagram.
+			oa := udp.Options{Siblings: true, Addr: netip.MustParseAddr("127.0.0.37")}
+			ob := udp.Options{Siblings: true, Addr: netip.MustParseAddr("127.0.0.38")}
+			a, b := pair(t, v6pair, oa, ob, ra, rb)
 			const n = 200
 			for i := range n / 10 {
 				bufs := make([]*link.Buf, 10)
