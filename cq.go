@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/device"
 	"sync"
 	"sync/atomic"
 
@@ -57,11 +58,7 @@ func (d *Device) createCQ(cqe int, m *transport.CQMem) (*CQ, error) {
 	} else {
 		c = transport.NewCQ(cqn, cqe)
 	}
-	if d.vc != nil {
-		c.Hold() // entries show when the model's CQE write reaches the host
-	} else {
-		c.Progress = d.d.Progress
-	}
+	d.d.SetupCQ(c) // the clock's way with CQs
 	cq := &CQ{dev: d, c: c, index: index}
 	c.Opaque = cq
 	// Registered under the device's lock, which Close takes to collect
@@ -111,14 +108,20 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if err := cq.usable(); err != nil {
 		return 0, err
 	}
-	var n int
-	if v := cq.dev.vc; v != nil {
-		var err error
-		if n, err = v.poll(cq, wc); err != nil {
-			return 0, err
-		}
-	} else {
-		n = cq.c.Poll(wcs(wc)) // the engine writes into wc (convert.go)
+	drv := cq.dev.d
+	// The poll's host time passes first (a virtual clock's: the clock
+	// goes on meanwhile, and the CQ may be destroyed).
+	if err := drv.HostTime(device.PollCQ, 1); err != nil {
+		return 0, err
+	}
+	if err := cq.usable(); err != nil {
+		return 0, err
+	}
+	n := drv.Take(cq.c, wcs(wc)) // decoded into wc (convert.go)
+	if n > 1 {
+		// The completions are the caller's now; a run that ends
+		// meanwhile is the next call's error.
+		_ = drv.HostTime(device.PollCQ, n-1)
 	}
 	if n == 0 && cq.c.Overrun() {
 		return 0, ErrCQOverrun
@@ -137,13 +140,7 @@ func (cq *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	if len(wc) == 0 {
 		return 0, errors.New("rnic: Wait with an empty slice")
 	}
-	var n int
-	var err error
-	if v := cq.dev.vc; v != nil {
-		n, err = v.waitCQ(ctx, cq, wc)
-	} else {
-		n, err = cq.c.Wait(ctx, wcs(wc))
-	}
+	n, err := cq.dev.d.WaitCQ(ctx, cq.c, wcs(wc))
 	if errors.Is(err, transport.ErrCQOverrun) {
 		return 0, ErrCQOverrun
 	}

@@ -39,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/device"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"net/netip"
 	"reflect"
@@ -297,15 +298,15 @@ func (h Hardware) config(c *nic.Config) error {
 // Accessors of fixed properties (Name, Attr, GID, QPN, LKey, Handle, …)
 // keep answering, and Counters keeps returning the final counts.
 type Device struct {
-	d    driver
-	atu  *atu.ATU
-	qpt  *transport.Table[transport.QP]
-	cqt  *transport.Table[transport.CQ]
-	aht  *transport.AHTable
-	vc   *VirtualClock // nil: the wall clock
-	name string
-	attr DeviceAttr
-	link link.Link
+	d     device.Driver
+	atu   *atu.ATU
+	qpt   *transport.Table[transport.QP]
+	cqt   *transport.Table[transport.CQ]
+	aht   *transport.AHTable
+	clock *VirtualClock // nil: the wall clock
+	name  string
+	attr  DeviceAttr
+	link  link.Link
 
 	mu     sync.Mutex
 	pds    map[*PD]struct{}
@@ -412,23 +413,12 @@ var ErrClosed = errors.New("rnic: closed")
 // ErrBusy is wrapped when an object cannot be destroyed while others use it.
 var ErrBusy = errors.New("rnic: resource busy")
 
-// driver is what a Device runs on: the NIC's core (transport.NewCore)
-// driven by a clock. internal/nic drives it in real time; a VirtualClock
-// drives it as sim/nicmodel's timing model (virtual.go).
-type driver interface {
-	Engine(f func(e *transport.Engine)) // the control path's way in
-	Sync(f func())                      // host access to registered memory
-	Progress() bool                     // a poll that found its CQ empty drives the NIC
-	Events() <-chan transport.Event
-	Counters() (transport.Counters, nic.Pipeline)
-	Close() error
-}
-
 // Open starts a device on a link, or, with Options.Clock, on a virtual
-// clock's fabric.
+// clock's fabric. The device runs on a driver of the device layer
+// (internal/device): the wall clock's, or the virtual clock's.
 func Open(o Options) (*Device, error) {
 	if o.Clock != nil {
-		return o.Clock.open(o)
+		return o.openVirtual()
 	}
 	if o.Link == nil {
 		return nil, errors.New("rnic: Options.Link is required")
@@ -478,7 +468,7 @@ func Open(o Options) (*Device, error) {
 		releaseLink(o.Link, dev)
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
-	dev.d, dev.atu, dev.qpt, dev.cqt, dev.aht = d, d.ATU, d.QPs, d.CQs, d.AHs
+	dev.d, dev.atu, dev.qpt, dev.cqt, dev.aht = device.Wall{Device: d}, d.ATU, d.QPs, d.CQs, d.AHs
 	if n, ok := link.Find[link.Netdever](o.Link); ok {
 		dev.netdev = n.Netdev()
 	}
@@ -638,18 +628,12 @@ func (d *Device) Close() error {
 	err := d.d.Close() // the engine has stopped when it returns
 	releaseLink(d.link, d)
 	close(d.done)
-	for _, cq := range cqs {
+	tcqs := make([]*transport.CQ, len(cqs))
+	for i, cq := range cqs {
 		cq.c.Shutdown(d.errClosed())
+		tcqs[i] = cq.c
 	}
-	if v := d.vc; v != nil {
-		// Threads waiting on the device wake (in CQ order, for a
-		// reproducible run) and find it closed.
-		slices.SortFunc(cqs, func(a, b *CQ) int { return int(a.c.CQN) - int(b.c.CQN) })
-		for _, cq := range cqs {
-			v.wakeFor(cq.c)
-		}
-		v.wakeFor(d.d)
-	}
+	d.d.Closed(tcqs) // what waits on them wakes and finds them closed
 	return err
 }
 
@@ -703,21 +687,45 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	if err := d.usable(); err != nil {
 		return AsyncEvent{}, err
 	}
-	if d.vc != nil {
-		ev, err := d.vc.waitEvent(ctx, d)
-		if err != nil {
-			return AsyncEvent{}, err
-		}
-		return asyncEvent(ev), nil
-	}
-	select {
-	case ev := <-d.d.Events():
-		return asyncEvent(ev), nil
-	case <-ctx.Done():
-		return AsyncEvent{}, ctx.Err()
-	case <-d.done:
+	ev, err := d.d.WaitEvent(ctx, d.done)
+	switch {
+	case errors.Is(err, device.ErrClosed):
 		return AsyncEvent{}, d.errClosed()
+	case err != nil:
+		return AsyncEvent{}, err
 	}
+	return asyncEvent(ev), nil
+}
+
+// openVirtual starts a device on o.Clock's fabric: its NIC is the
+// clock's driver's.
+func (o Options) openVirtual() (*Device, error) {
+	switch {
+	case o.Link != nil:
+		return nil, errors.New("rnic: Open: Options.Link and Options.Clock exclude each other (a virtual-time device is on its clock's fabric)")
+	case o.Hardware != (Hardware{}):
+		return nil, errors.New("rnic: Open: with Options.Clock the hardware is the clock's profile; leave Options.Hardware unset")
+	case o.Publish:
+		return nil, errors.New("rnic: Open: a virtual-time device cannot be published (rnic stat reads real-time devices)")
+	case o.DCQCN != nil:
+		return nil, errors.New("rnic: Open: with Options.Clock congestion control is the clock's profile's (dcqcn.enabled); leave Options.DCQCN unset")
+	}
+	shift, err := o.checkShape()
+	if err != nil {
+		return nil, err
+	}
+	drv, n, err := o.Clock.c.Open(device.OpenConfig{Name: o.Name, Addr: o.Addr,
+		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
+		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
+		PageShift: shift, MTU: wire.MTU(o.MTU), Trace: o.Trace})
+	if err != nil {
+		return nil, err
+	}
+	dev := &Device{d: drv, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, aht: n.AHs, clock: o.Clock, name: n.Name,
+		pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
+	dev.gids = gidTable(GID(n.GID), nil)
+	dev.setAttr(n.Core, n.MTU)
+	return dev, nil
 }
 
 // asyncEvent converts the engine's event into the API's.

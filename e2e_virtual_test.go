@@ -15,6 +15,7 @@ import (
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/link/mem"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 // The public API in virtual time: one program, written once against the
@@ -156,7 +157,7 @@ func TestVirtualClockSameProgram(t *testing.T) {
 
 	virtual := func(trace bool) (string, string, time.Duration) {
 		var tr strings.Builder
-		v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", Seed: 1, Trace: &tr})
+		v, err := vclock.New(vclock.Options{Profile: "cx6-200g", Seed: 1, Trace: &tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func vpair(t *testing.T, v *rnic.VirtualClock) (qpa, qpb *rnic.QP, cqa, cqb *rni
 }
 
 func newClock(t *testing.T) *rnic.VirtualClock {
-	v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", Seed: 1})
+	v, err := vclock.New(vclock.Options{Profile: "cx6-200g", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,8 +322,8 @@ func TestVirtualClockRules(t *testing.T) {
 				}
 			}
 		})
-		pollNs := time.Duration(v.Profile().Host.PollCQNs)
-		postNs := time.Duration(v.Profile().Host.PostSendNs)
+		pollNs := time.Duration(vclock.Profile(v).Host.PollCQNs)
+		postNs := time.Duration(vclock.Profile(v).Host.PostSendNs)
 		if err != nil || time.Duration(polls)*pollNs+postNs != v.Now() {
 			t.Fatalf("Run = %v; %d polls of %v after a post of %v, ending at %v", err, polls, pollNs, postNs, v.Now())
 		}
@@ -332,7 +333,7 @@ func TestVirtualClockRules(t *testing.T) {
 		// A metadata-mode clock moves lengths: a 1 GiB region costs no
 		// memory, WRITEs into it complete, and nothing pretends to have
 		// bytes (RegMR is refused, ReadAt fails).
-		v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", Metadata: true})
+		v, err := vclock.New(vclock.Options{Profile: "cx6-200g", Metadata: true})
 		must0(t, err)
 		qpa, _, cqa, _, pda, pdb := vpair(t, v)
 		if _, err := pda.RegMR(make([]byte, 64), 0); err == nil {
@@ -376,7 +377,7 @@ func TestVirtualClockRules(t *testing.T) {
 		// WaitWrite returns when the WRITE's data is visible on the
 		// target host, one poll after, and before the ACK brings the
 		// writer its completion.
-		v, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", WatchWrites: true})
+		v, err := vclock.New(vclock.Options{Profile: "cx6-200g", WatchWrites: true})
 		must0(t, err)
 		qpa, qpb, cqa, _, pda, pdb := vpair(t, v)
 		src := must(pda.RegMR(pattern(3, 8192), rnic.AccessLocalWrite))
@@ -436,7 +437,7 @@ func TestVirtualClockRules(t *testing.T) {
 		if g := must(d2.GID(1)); g != rnic.GIDFromAddr(netip.MustParseAddr("10.0.0.2")) {
 			t.Errorf("second device's GID %v, want 10.0.0.2's", g)
 		}
-		if _, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "no-such-nic"}); err == nil {
+		if _, err := vclock.New(vclock.Options{Profile: "no-such-nic"}); err == nil {
 			t.Error("an unknown profile was accepted")
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 // The same verbs code on the timing model of a ConnectX-6 (the cx6-200g
@@ -14,7 +15,7 @@ import (
 // time. A ping-pong of 64-byte SENDs reports the round trip the model
 // gives, the same on every run.
 func ExampleVirtualClock() {
-	clock, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: "cx6-200g", Seed: 1})
+	clock, err := vclock.New(vclock.Options{Profile: "cx6-200g", Seed: 1})
 	if err != nil {
 		log.Fatal(err)
 	}

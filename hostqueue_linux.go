@@ -3,6 +3,7 @@ package rnic
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/rnic/rnic/internal/device"
 	"os"
 	"runtime"
 	"time"
@@ -238,7 +239,8 @@ func (hc *hostClient) startData() error {
 
 // kickNIC wakes the engine goroutine of a wall-clock NIC if it sleeps.
 func (d *Device) kickNIC() {
-	if n, ok := d.d.(*nic.Device); ok {
+	if w, ok := d.d.(device.Wall); ok {
+		n := w.Device
 		n.Kick()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/device"
 	"net"
 	"os"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/bus"
-	"github.com/rnic/rnic/internal/nic"
 )
 
 // ServeHost serves other local processes' verbs on d (the host interface,
@@ -31,10 +31,11 @@ func (d *Device) ServeHost(ln net.Listener) error {
 	if err := d.usable(); err != nil {
 		return fmt.Errorf("rnic: ServeHost: %w", err)
 	}
-	if d.vc != nil {
+	if !d.d.Features().Processes {
 		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
 	}
-	if n, ok := d.d.(*nic.Device); ok {
+	if w, ok := d.d.(device.Wall); ok {
+		n := w.Device
 		n.SetLinkSpin(spinFor)
 		n.SetDoorbellRecords(&d.hostDB)
 	}

@@ -159,7 +159,7 @@ func (pd *PD) RegMRPageSize(buf []byte, iova uint64, access Access, pageSize int
 }
 
 func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, error) {
-	if v := pd.dev.vc; v != nil && v.meta {
+	if pd.dev.d.Features().Metadata {
 		return nil, errors.New("rnic: RegMR on a metadata-mode virtual clock, which moves no bytes: use RegMRMetadata")
 	}
 	return pd.register(atu.MRSpec{PD: pd.pdn, Buf: buf, IOVA: iova, Access: atuAccess(access), PageShift: shift}, buf, len(buf), access)
@@ -167,7 +167,7 @@ func (pd *PD) regMR(buf []byte, iova uint64, access Access, shift uint8) (*MR, e
 
 // RegMRMetadata registers length bytes at iova with no memory behind
 // them, on a device of a metadata-mode virtual clock
-// (VirtualOptions.Metadata), whose NICs move lengths and not bytes: a
+// (sim/vclock's Options.Metadata), whose NICs move lengths and not bytes: a
 // region as large as the hardware being sized needs (gigabytes per QP,
 // to study translation caches) costs no memory. pageSize is its MTT page
 // size (0: the device's). Its Bytes are nil; ReadAt and WriteAt fail.
@@ -175,8 +175,8 @@ func (pd *PD) RegMRMetadata(iova uint64, length int, access Access, pageSize int
 	if err := pd.usable(); err != nil {
 		return nil, err
 	}
-	if v := pd.dev.vc; v == nil || !v.meta {
-		return nil, errors.New("rnic: RegMRMetadata needs a device of a metadata-mode virtual clock (VirtualOptions.Metadata)")
+	if !pd.dev.d.Features().Metadata {
+		return nil, errors.New("rnic: RegMRMetadata needs a device of a metadata-mode virtual clock (sim/vclock's Options.Metadata)")
 	}
 	if length <= 0 {
 		return nil, fmt.Errorf("rnic: RegMRMetadata of %d bytes", length)
@@ -203,7 +203,7 @@ func (pd *PD) regProcess(proc *bus.Process, addr, length, iova uint64, access Ac
 		return nil, err
 	}
 	host, ok := pd.dev.atu.Host().(*bus.Local)
-	if !ok || pd.dev.vc != nil {
+	if !ok || !pd.dev.d.Features().Processes {
 		return nil, errors.New("rnic: this device cannot reach another process's memory")
 	}
 	size := int(min(length, math.MaxInt))

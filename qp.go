@@ -3,9 +3,9 @@ package rnic
 import (
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/device"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/wire"
@@ -101,7 +101,7 @@ func (pd *PD) createQP(a QPInitAttr, sendMem, recvMem *transport.RingMem) (*QP, 
 	switch {
 	case a.Type != RC && a.Type != UC && a.Type != UD && a.Type != GSI:
 		return nil, fmt.Errorf("rnic: CreateQP: QP type %v is not supported", a.Type)
-	case a.Type == GSI && d.vc != nil:
+	case a.Type == GSI && !d.d.Features().GSI:
 		return nil, errors.New("rnic: CreateQP: QP1 (GSI) is not modelled in virtual time")
 	case a.Type == GSI && a.SRQ != nil:
 		return nil, errors.New("rnic: CreateQP: QP1 (GSI) takes no SRQ")
@@ -276,15 +276,14 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	if err := qp.usable(); err != nil {
 		return &WRError{Index: 0, Err: err}
 	}
-	if v := qp.pd.dev.vc; v != nil {
-		// In virtual time the host builds the WQEs first: the profile's
-		// post time passes before the doorbell.
-		if err := v.spend(time.Duration(v.prof.Host.PostSendNs) * time.Duration(len(wrs))); err != nil {
-			return &WRError{Index: 0, Err: err}
-		}
-		if err := qp.usable(); err != nil {
-			return &WRError{Index: 0, Err: err}
-		}
+	// The host builds the WQEs first: their time passes before the
+	// doorbell (a virtual clock's: the clock goes on meanwhile, and the
+	// QP may be destroyed).
+	if err := qp.pd.dev.d.HostTime(device.PostSend, len(wrs)); err != nil {
+		return &WRError{Index: 0, Err: err}
+	}
+	if err := qp.usable(); err != nil {
+		return &WRError{Index: 0, Err: err}
 	}
 	if err := qp.q.BeginPostSend(); err != nil {
 		return &WRError{Index: 0, Err: err}

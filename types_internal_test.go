@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/internal/device"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/cache"
 	"github.com/rnic/rnic/internal/hw/sched"
@@ -262,7 +263,7 @@ func TestHardwareConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			c.check(t, d.d.(*nic.Device).Config())
+			c.check(t, d.d.(device.Wall).Config())
 		})
 	}
 	if h := DefaultHardware(); h.QPCCache.CapacityBytes != def.QPCCache.CapacityBytes || h.Arbiter.Levels != def.Arbiter.Levels ||

@@ -1,34 +1,25 @@
 package rnic
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
-	"iter"
 	"math/rand/v2"
 	"net"
-	"os"
 	"time"
 
-	"github.com/rnic/rnic/internal/nic"
-	"github.com/rnic/rnic/internal/transport"
-	"github.com/rnic/rnic/sim"
-	"github.com/rnic/rnic/sim/fabric"
-	"github.com/rnic/rnic/sim/nicmodel"
-	"github.com/rnic/rnic/sim/profile"
-	"github.com/rnic/rnic/wire"
+	"github.com/rnic/rnic/internal/device"
 )
 
-// VirtualClock runs devices in virtual time: each device opened with
-// Options.Clock is the same NIC core as in real time, driven as a timing
-// model of the clock's hardware profile (sim/nicmodel: SRAM cache misses,
-// WQE fetches and DMA crossing a PCIe model, processing units, the
-// profile's line rate), on a simulated fabric (sim/fabric) shared by the
-// clock's devices. The program's threads run one at a time under the
-// clock's scheduler, so a run is a function of the seed and the program:
-// the same program gives the same completions, at the same virtual
-// times, with the same trace, every time.
+// VirtualClock runs devices in virtual time. It is a handle: the clock is
+// the device layer's virtual-time driver, package sim/vclock, whose New
+// makes one (with a hardware profile, a seed, a trace). Each device opened
+// with Options.Clock is the same NIC core as in real time, driven as a
+// timing model of the clock's hardware profile (SRAM cache misses, WQE
+// fetches and DMA crossing a PCIe model, processing units, the profile's
+// line rate), on a simulated fabric shared by the clock's devices. The
+// program's threads run one at a time under the clock's scheduler, so a
+// run is a function of the seed and the program: the same program gives
+// the same completions, at the same virtual times, with the same trace,
+// every time.
 //
 // A program in virtual time:
 //
@@ -57,148 +48,53 @@ import (
 // completion taken. Completions become visible when the model says their
 // CQE write has reached host memory.
 type VirtualClock struct {
-	prof     *profile.HardwareProfile
-	s        *sim.Sim
-	fab      *fabric.Fabric
-	nextAddr int  // devices opened: the next default address
-	meta     bool // VirtualOptions.Metadata
-	watch    bool // VirtualOptions.WatchWrites
-
-	// The scheduler: at most one thread holds the clock (cur); the
-	// others are runnable (runq, in FIFO order) or blocked. Threads are
-	// coroutines (iter.Pull) that Run's goroutine resumes one at a time:
-	// a switch between threads is a direct coroutine switch, not a trip
-	// through Go's scheduler (which wakes idle Ps with futex calls). A
-	// thread that waits first runs the simulation itself until a thread
-	// can run, and yields only if that thread is another one (a lone
-	// thread that posts and waits never switches).
-	threads  int // live threads
-	runq     threadQueue
-	cur      *Thread
-	blocked  []*Thread // in the order they began to wait
-	inRun    bool
-	done     bool  // Run's function returned
-	stop     error // set when the run ends: blocked and later waits fail with it
-	deadlock error // why the run ended, if not because main returned
-	limit    sim.Time
+	c device.Clock
 }
 
-// VirtualOptions configure a VirtualClock.
-type VirtualOptions struct {
-	// Profile names a built-in hardware profile (`rnic sim --list-profiles`
-	// lists them: cx6, cx6-200g, hangu) or a TOML profile file; "" is
-	// cx6-200g. HardwareProfile, if set, is used instead.
-	Profile         string
-	HardwareProfile *profile.HardwareProfile
-	// Seed seeds the simulation's random choices (ECN marking, random
-	// workloads drawing from Rand).
-	Seed uint64
-	// Trace, if set, receives a line per event of the simulation (doorbells
-	// reaching a NIC, progress steps, frames arriving, completions becoming
-	// visible, threads waking), with its virtual time: two runs of one
-	// program with one seed write the same bytes.
-	Trace io.Writer
-	// Metadata runs the clock's NICs in metadata mode: DMA moves lengths,
-	// not bytes (no payload, no ICRC), so that runs with thousands of QPs
-	// and gigabytes of registered memory per host are fast and need no
-	// memory. Regions are registered with PD.RegMRMetadata; RegMR is
-	// refused, since nothing would reach its bytes.
-	Metadata bool
-	// WatchWrites makes the NICs tell the clock when RDMA WRITE data they
-	// placed becomes visible in host memory, for WaitWrite (a program
-	// that polls memory for a peer's WRITE, as perftest's write_lat).
-	// Off by default: it costs an event per WRITE received.
-	WatchWrites bool
+func init() {
+	device.WrapClock = func(c device.Clock) any { return &VirtualClock{c: c} }
+	device.ClockOf = func(vc any) device.Clock {
+		if v, ok := vc.(*VirtualClock); ok {
+			return v.c
+		}
+		return nil
+	}
+	device.DriverOf = func(dev any) device.Driver {
+		if d, ok := dev.(*Device); ok {
+			return d.d
+		}
+		return nil
+	}
 }
 
 // ErrDeadlock is wrapped by the error a blocked call returns when no
 // thread of a virtual-time program can run and the NICs have nothing
 // left to do: the waits can never end.
-var ErrDeadlock = errors.New("rnic: virtual time: every thread waits and nothing is in flight")
+var ErrDeadlock = device.ErrDeadlock
 
 // ErrRunOver is wrapped by the error blocked calls of other threads
 // return once Run's function has returned.
-var ErrRunOver = errors.New("rnic: virtual time: the run is over")
+var ErrRunOver = device.ErrRunOver
 
 // ErrTimeLimit is wrapped by the error the waits return once virtual time
 // reaches the clock's limit (SetLimit).
-var ErrTimeLimit = errors.New("rnic: virtual time: the time limit is reached")
-
-// NewVirtualClock returns a clock at virtual time zero.
-func NewVirtualClock(o VirtualOptions) (*VirtualClock, error) {
-	p := o.HardwareProfile
-	if p == nil {
-		name := o.Profile
-		if name == "" {
-			name = "cx6-200g"
-		}
-		var err error
-		if p, err = profile.Builtin(name); errors.Is(err, profile.ErrUnknown) {
-			if _, serr := os.Stat(name); serr == nil {
-				p, err = profile.LoadFile(name)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
-		}
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
-	}
-	s := sim.New(o.Seed)
-	if o.Trace != nil {
-		s.SetTrace(sim.WriterTrace(o.Trace))
-	}
-	fab, err := fabric.New(s, p.FabricConfig())
-	if err != nil {
-		return nil, fmt.Errorf("rnic: NewVirtualClock: %w", err)
-	}
-	return &VirtualClock{prof: p, s: s, fab: fab, limit: sim.Never, meta: o.Metadata, watch: o.WatchWrites}, nil
-}
-
-// Profile returns the clock's hardware profile.
-func (v *VirtualClock) Profile() *profile.HardwareProfile { return v.prof }
+var ErrTimeLimit = device.ErrTimeLimit
 
 // Now returns the virtual time since the clock was made.
-func (v *VirtualClock) Now() time.Duration { return time.Duration(v.s.Now()) }
+func (v *VirtualClock) Now() time.Duration { return v.c.Now() }
 
 // Thread is one thread of a virtual-time program (VirtualClock.Go).
-type Thread struct {
-	v      *VirtualClock
-	resume func() (struct{}, bool) // runs the thread until it waits or returns
-	yield  func(struct{}) bool     // gives the clock back to Run's goroutine
-	err    error                   // why its wait ends: nil, or v.stop
-	gen    uint64                  // counts its waits: a wake event of an earlier one is stale
-	wait   any                     // what it waits for: *transport.CQ, writeWait, *Thread, settleWait, or nil (a timer, or runnable)
-	timer  bool                    // sleeping until a wake event
-	exited bool
-}
+type Thread struct{ t device.Thread }
 
 // Go starts f as a thread of the program; it runs when the scheduler
 // gets to it (after the running thread waits). Call it before or inside
 // Run.
-func (v *VirtualClock) Go(f func()) *Thread {
-	t := &Thread{v: v}
-	t.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
-		t.yield = yield
-		f()
-	})
-	v.threads++
-	v.runq.push(t)
-	return t
-}
+func (v *VirtualClock) Go(f func()) *Thread { return &Thread{v.c.Go(f)} }
 
 // Wait waits until t's function has returned. It is a yield point: it
 // returns an error (wrapping ErrDeadlock, ErrRunOver or ErrTimeLimit) if
 // the run ends first.
-func (t *Thread) Wait() error {
-	for !t.exited {
-		if err := t.v.block(t, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (t *Thread) Wait() error { return t.t.Wait() }
 
 // Run runs main as a thread of the program, with the threads started by
 // Go, in virtual time, and returns when main returns: nil, or an error
@@ -207,433 +103,22 @@ func (t *Thread) Wait() error {
 // clock's limit (the blocked calls returned that error). Threads still
 // running then see their waits fail with ErrRunOver, one at a time, until
 // each returns. Run may be called again to go on.
-func (v *VirtualClock) Run(main func()) error {
-	if v.inRun {
-		return errors.New("rnic: VirtualClock.Run inside Run")
-	}
-	v.inRun, v.stop, v.done, v.deadlock = true, nil, false, nil
-	defer func() { v.inRun = false }()
-	v.Go(func() { main(); v.done = true })
-	for {
-		t := v.next()
-		if t == nil {
-			return v.deadlock
-		}
-		v.cur, t.err = t, v.stop
-		if _, alive := t.resume(); !alive {
-			v.cur = nil
-			t.exited = true
-			v.threads--
-			v.wakeFor(t)
-		}
-	}
-}
+func (v *VirtualClock) Run(main func()) error { return v.c.Run(main) }
 
 // SetLimit ends the run when virtual time would pass t: the program's
 // waits then return an error wrapping ErrTimeLimit (its threads should
 // return), and so does Run. It bounds programs that may never finish (a
 // peer that never answers, with rnr_retry 7, retries forever). Zero
 // removes the limit.
-func (v *VirtualClock) SetLimit(t time.Duration) {
-	v.limit = sim.Time(t)
-	if t <= 0 {
-		v.limit = sim.Never
-	}
-}
-
-// next runs the simulation on the calling goroutine, which holds the
-// clock, until a thread can run, and returns it; nil when no thread is
-// left that could (the program is over).
-func (v *VirtualClock) next() *Thread {
-	for {
-		if t := v.runq.pop(); t != nil {
-			return t
-		}
-		if v.done && v.stop == nil {
-			v.stop = ErrRunOver
-			v.wakeAll()
-			continue
-		}
-		if v.threads == 0 {
-			return nil
-		}
-		if v.stop == nil && v.s.StepUntil(v.limit) {
-			continue
-		}
-		if v.stop == nil && v.settled() {
-			continue
-		}
-		if v.stop == nil {
-			// Every thread waits and no event is due: a deadlock, unless
-			// what is due comes after the limit.
-			if v.s.Pending() > 0 {
-				v.deadlock = fmt.Errorf("%w (%v)", ErrTimeLimit, time.Duration(v.limit))
-			} else {
-				v.deadlock = fmt.Errorf("%w (at %v)", ErrDeadlock, v.Now())
-			}
-			v.stop = v.deadlock
-		}
-		v.wakeAll()
-		if v.runq.len() == 0 {
-			return nil // threads blocked outside the API: nothing to do
-		}
-	}
-}
-
-// settled makes the threads in Settle runnable, if any are: nothing else
-// can run and no event is due.
-func (v *VirtualClock) settled() bool {
-	n := v.runq.len()
-	v.wakeFor(settleWait{})
-	return v.runq.len() > n
-}
-
-// threadQueue is the runnable threads in FIFO order: a slice read from
-// head, reused once empty, so that the scheduler does not allocate.
-type threadQueue struct {
-	q    []*Thread
-	head int
-}
-
-func (r *threadQueue) len() int { return len(r.q) - r.head }
-
-func (r *threadQueue) push(t *Thread) { r.q = append(r.q, t) }
-
-// pushFront puts t before the others (the thread a waiting thread found
-// runnable goes first).
-func (r *threadQueue) pushFront(t *Thread) {
-	if r.head > 0 {
-		r.head--
-		r.q[r.head] = t
-		return
-	}
-	r.q = append(r.q, nil)
-	copy(r.q[1:], r.q)
-	r.q[0] = t
-}
-
-func (r *threadQueue) pop() *Thread {
-	if r.head == len(r.q) {
-		return nil
-	}
-	t := r.q[r.head]
-	r.q[r.head] = nil
-	r.head++
-	if r.head == len(r.q) {
-		r.q, r.head = r.q[:0], 0
-	}
-	return t
-}
-
-// wakeAll makes every blocked thread runnable (its wait returns v.stop).
-func (v *VirtualClock) wakeAll() {
-	for _, t := range v.blocked {
-		t.wait, t.timer = nil, false
-		v.runq.push(t)
-	}
-	clear(v.blocked)
-	v.blocked = v.blocked[:0]
-}
-
-// wakeFor makes the threads waiting for w runnable, in the order they
-// began to wait.
-func (v *VirtualClock) wakeFor(w any) {
-	kept := v.blocked[:0]
-	for _, t := range v.blocked {
-		if t.wait == w {
-			t.wait = nil
-			v.runq.push(t)
-			continue
-		}
-		kept = append(kept, t)
-	}
-	clear(v.blocked[len(kept):])
-	v.blocked = kept
-}
-
-// block gives the clock up until the thread is woken: by what it waits
-// for (w), or, with timer, by its wake event. It returns v.stop.
-func (v *VirtualClock) block(w any, timer bool) error {
-	t := v.cur
-	if t == nil {
-		return errors.New("rnic: a waiting call on a virtual-time device outside VirtualClock.Run (or from a goroutine the clock did not start)")
-	}
-	if v.stop != nil {
-		return v.stop
-	}
-	t.wait, t.timer = w, timer
-	t.gen++
-	v.blocked = append(v.blocked, t)
-	v.cur = nil
-	// Run the simulation here until a thread can run: if it is this one,
-	// go on without a switch; otherwise it goes first in the queue and
-	// Run's goroutine resumes it.
-	next := v.next()
-	if next == t {
-		v.cur = t
-		return v.stop
-	}
-	if next != nil {
-		v.runq.pushFront(next)
-	}
-	t.yield(struct{}{})
-	return t.err
-}
-
-// spend lets the running thread use d of virtual time (host CPU time):
-// the clock goes on meanwhile, other threads may run.
-func (v *VirtualClock) spend(d time.Duration) error {
-	if v.cur == nil {
-		return nil // set-up outside Run takes no time
-	}
-	if d <= 0 || v.stop != nil {
-		return v.stop
-	}
-	if v.runq.len() == 0 && v.s.Now()+sim.Time(d) <= v.limit && v.s.Advance(v.s.Now()+sim.Time(d)) {
-		return nil // nothing else happens meanwhile
-	}
-	v.s.Schedule(sim.Event{At: v.s.Now() + sim.Time(d), Kind: evWake, Arg: v.cur.gen + 1, Ptr: v.cur, H: waker{v}})
-	return v.block(nil, true)
-}
+func (v *VirtualClock) SetLimit(t time.Duration) { v.c.SetLimit(t) }
 
 // Sleep lets the calling thread wait d of virtual time.
-func (v *VirtualClock) Sleep(d time.Duration) error {
-	if v.cur == nil {
-		return errors.New("rnic: VirtualClock.Sleep outside Run")
-	}
-	return v.spend(max(d, 1))
-}
+func (v *VirtualClock) Sleep(d time.Duration) error { return v.c.Sleep(d) }
 
-// The clock's own events.
-const evWake int32 = 0 // a sleeping thread's time has come (Ptr: *Thread)
-
-// waker receives the clock's own events (a sim.Handler kept off the
-// clock's API).
-type waker struct{ v *VirtualClock }
-
-// Handle makes a thread whose time has come runnable.
-func (w waker) Handle(_ *sim.Sim, ev sim.Event) {
-	v := w.v
-	t := ev.Ptr.(*Thread)
-	if !t.timer || ev.Arg != t.gen {
-		return // woken otherwise (the run ended), or a wake of an earlier wait
-	}
-	for i, b := range v.blocked {
-		if b == t {
-			v.blocked = append(v.blocked[:i], v.blocked[i+1:]...)
-			break
-		}
-	}
-	t.timer = false
-	v.runq.push(t)
-}
-
-// KindName names the clock's events in traces.
-func (waker) KindName(int32) string { return "thread wakes" }
-
-// open starts a device on the clock (Open with Options.Clock).
-func (v *VirtualClock) open(o Options) (*Device, error) {
-	if o.Link != nil {
-		return nil, errors.New("rnic: Open: Options.Link and Options.Clock exclude each other (a virtual-time device is on its clock's fabric)")
-	}
-	if o.Hardware != (Hardware{}) {
-		return nil, errors.New("rnic: Open: with Options.Clock the hardware is the clock's profile; leave Options.Hardware unset")
-	}
-	if o.Publish {
-		return nil, errors.New("rnic: Open: a virtual-time device cannot be published (rnic stat reads real-time devices)")
-	}
-	if o.DCQCN != nil {
-		return nil, errors.New("rnic: Open: with Options.Clock congestion control is the clock's profile's (dcqcn.enabled); leave Options.DCQCN unset")
-	}
-	shift, err := o.checkShape()
-	if err != nil {
-		return nil, err
-	}
-	addr := o.Addr
-	for !addr.IsValid() {
-		// The next of the fabric's host addresses that no device has.
-		a := fabric.HostAddrs(v.nextAddr + 1)[v.nextAddr]
-		if _, used := v.fab.Lookup(a); !used {
-			addr = a
-			break
-		}
-		v.nextAddr++
-	}
-	if o.Name == "" {
-		o.Name = fmt.Sprintf("rnic%d", v.nextAddr)
-	}
-	port, err := v.fab.AddHost(addr.Unmap())
-	if err != nil {
-		return nil, fmt.Errorf("rnic: Open: %w", err)
-	}
-	vn := &vnic{v: v, events: make(chan transport.Event, 256)}
-	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port,
-		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
-		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		PageShift: shift, MTU: wire.MTU(o.MTU), Event: vn.event, Trace: o.Trace, Metadata: v.meta})
-	if err != nil {
-		port.Close()
-		return nil, fmt.Errorf("rnic: Open: %w", err)
-	}
-	v.nextAddr++
-	vn.n, vn.port = n, port
-	n.SetCQEHandler(vn)
-	if v.watch {
-		vn.written = make(map[uint32]int)
-		n.SetWriteHandler(vn)
-	}
-	dev := &Device{d: vn, atu: n.ATU, qpt: n.QPs, cqt: n.CQs, aht: n.AHs, vc: v, name: o.Name,
-		pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
-	dev.gids = gidTable(GID(n.GID()), nil)
-	core := n.Core()
-	dev.setAttr(core, core.Engine.LocalMTU)
-	return dev, nil
-}
-
-// vnic is a device's driver in virtual time: the timing model of the
-// clock's profile (sim/nicmodel) around the NIC core. Everything runs on
-// the thread that holds the clock, so there are no locks.
-type vnic struct {
-	v      *VirtualClock
-	n      *nicmodel.NIC
-	port   *fabric.Port
-	events chan transport.Event
-	drops  uint64
-	closed bool
-	// written counts, per QP number, the bytes of RDMA WRITE data placed
-	// and visible that WaitWrite has not consumed (WatchWrites).
-	written map[uint32]int
-}
-
-var _ driver = (*vnic)(nil)
-
-// Engine runs a control-path call, then lets the NIC look for the work it
-// may have made (a QP moved to RTS with sends queued, a flush).
-func (vn *vnic) Engine(f func(e *transport.Engine)) {
-	f(vn.n.Engine)
-	if !vn.closed {
-		vn.n.Kick()
-	}
-}
-
-func (vn *vnic) Sync(f func()) { f() }
-
-// Progress is never asked for: virtual-time CQs poll through the clock.
-func (vn *vnic) Progress() bool { return false }
-
-func (vn *vnic) Events() <-chan transport.Event { return vn.events }
-
-func (vn *vnic) event(ev transport.Event) {
-	select {
-	case vn.events <- ev:
-	default:
-		vn.drops++
-	}
-	vn.v.wakeFor(vn)
-}
-
-// CQEVisible is the model saying that n completions of cq have reached
-// host memory.
-func (vn *vnic) CQEVisible(cq *transport.CQ, n int) {
-	cq.Reveal(n)
-	vn.v.wakeFor(cq)
-}
-
-// WriteVisible is the model saying that bytes of WRITE data placed
-// through QP qpn have reached host memory.
-func (vn *vnic) WriteVisible(qpn uint32, bytes int) {
-	vn.written[qpn] += bytes
-	vn.v.wakeFor(writeWait{vn})
-}
-
-// writeWait is what a thread in WaitWrite on one of a device's QPs waits
-// for.
-type writeWait struct{ vn *vnic }
-
-func (vn *vnic) Counters() (transport.Counters, nic.Pipeline) {
-	e := vn.n.Engine
-	c := e.Counters()
-	qpc, cqc := e.CacheStats()
-	a := vn.n.ATU.Stats()
-	return c, nic.Pipeline{QPC: qpc, CQC: cqc, MPT: a.MPT, MTT: a.MTT, ATU: a, DMA: vn.n.DMA().Stats(),
-		Arbiter: e.ArbiterStats(), EventDrops: vn.drops}
-}
-
-// Close takes the NIC off the fabric: frames to it are dropped from now
-// on; the simulation keeps the rest of the clock's devices running.
-func (vn *vnic) Close() error {
-	if vn.closed {
-		return nil
-	}
-	vn.closed = true
-	return vn.port.Close()
-}
-
-// poll is CQ.Poll in virtual time: the call costs the profile's poll
-// time (and as much again per extra completion taken), during which the
-// clock goes on; it then takes what the model has made visible.
-func (v *VirtualClock) poll(cq *CQ, wc []WC) (int, error) {
-	cost := time.Duration(v.prof.Host.PollCQNs)
-	if err := v.spend(cost); err != nil {
-		return 0, err
-	}
-	if err := cq.usable(); err != nil {
-		return 0, err
-	}
-	n := cq.c.Take(wcs(wc))
-	if n > 1 {
-		// The completions are the caller's now; a run that ends meanwhile
-		// is the next call's error.
-		_ = v.spend(time.Duration(n-1) * cost)
-	}
-	return n, nil
-}
-
-// waitCQ is CQ.Wait in virtual time: it waits (giving the clock to the
-// other threads and to the NICs) until completions are visible.
-func (v *VirtualClock) waitCQ(ctx context.Context, cq *CQ, wc []WC) (int, error) {
-	for {
-		if n := cq.c.Take(wcs(wc)); n > 0 {
-			// The thread that wakes reads the CQEs: one poll's time each
-			// (a run that ends meanwhile is the next call's error).
-			_ = v.spend(time.Duration(n) * time.Duration(v.prof.Host.PollCQNs))
-			return n, nil
-		}
-		if cq.c.Overrun() {
-			return 0, transport.ErrCQOverrun
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if err := v.block(cq.c, false); err != nil {
-			return 0, err
-		}
-		if err := cq.usable(); err != nil {
-			return 0, err
-		}
-	}
-}
-
-// waitEvent is GetAsyncEvent in virtual time.
-func (v *VirtualClock) waitEvent(ctx context.Context, d *Device) (transport.Event, error) {
-	vn := d.d.(*vnic)
-	for {
-		select {
-		case ev := <-vn.events:
-			return ev, nil
-		default:
-		}
-		if err := ctx.Err(); err != nil {
-			return transport.Event{}, err
-		}
-		if err := v.block(vn, false); err != nil {
-			return transport.Event{}, err
-		}
-		if err := d.usable(); err != nil {
-			return transport.Event{}, err
-		}
-	}
-}
+// Settle waits until no other thread can run and the NICs have nothing
+// left to do (every frame delivered, every completion written): a
+// program's last step, after which the model's statistics are final.
+func (v *VirtualClock) Settle() error { return v.c.Settle() }
 
 // WaitWrite waits until n bytes of RDMA WRITE data that a peer wrote
 // through one of qps (its responder placed them) are visible in host
@@ -642,75 +127,41 @@ func (v *VirtualClock) waitEvent(ctx context.Context, d *Device) (transport.Even
 // that sees them. It is the virtual-time form of polling buffers for a
 // peer's WRITE (perftest's write_lat), which a thread may not spin on:
 // plain memory reads take no virtual time and are no yield point. The
-// QPs are of one device of the clock; needs VirtualOptions.WatchWrites.
+// QPs are of one device of the clock, which needs the clock's
+// WatchWrites option (sim/vclock).
 func (v *VirtualClock) WaitWrite(n int, qps ...*QP) (*QP, error) {
 	if len(qps) == 0 {
 		return nil, errors.New("rnic: WaitWrite of no QP")
 	}
-	vn, ok := qps[0].pd.dev.d.(*vnic)
-	switch {
-	case !ok || vn.v != v:
+	d := qps[0].pd.dev
+	if d.clock != v {
 		return nil, errors.New("rnic: WaitWrite: the QP's device is not on this clock")
-	case !v.watch:
-		return nil, errors.New("rnic: WaitWrite needs VirtualOptions.WatchWrites")
-	case n < 0:
-		return nil, fmt.Errorf("rnic: WaitWrite of %d bytes", n)
 	}
 	for _, qp := range qps[1:] {
-		if qp.pd.dev.d != qps[0].pd.dev.d {
+		if qp.pd.dev != d {
 			return nil, errors.New("rnic: WaitWrite: the QPs are on different devices")
 		}
 	}
-	for {
-		for _, qp := range qps {
-			if err := qp.usable(); err != nil {
-				return nil, err
-			}
-			if vn.written[qp.QPN()] >= n {
-				vn.written[qp.QPN()] -= n
-				// The bytes are the caller's; a run that ends meanwhile is
-				// the next call's error.
-				_ = v.spend(time.Duration(v.prof.Host.PollCQNs))
-				return qp, nil
-			}
+	i, err := v.c.WaitWrite(d.d, n, len(qps), func(i int) (uint32, error) {
+		if err := qps[i].usable(); err != nil {
+			return 0, err
 		}
-		if err := v.block(writeWait{vn}, false); err != nil {
-			return nil, err
-		}
+		return qps[i].QPN(), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return qps[i], nil
 }
-
-// Settle waits until no other thread can run and the NICs have nothing
-// left to do (every frame delivered, every completion written): a
-// program's last step, after which the model's statistics are final.
-func (v *VirtualClock) Settle() error {
-	return v.block(settleWait{}, false)
-}
-
-// settleWait is what a thread in Settle waits for.
-type settleWait struct{}
-
-// Model returns d's timing model (nil if d is not a device of this
-// clock): its caches, PCIe link, processing units and DMA engines, with
-// their statistics, for studies that look inside the NIC.
-func (v *VirtualClock) Model(d *Device) *nicmodel.NIC {
-	if vn, ok := d.d.(*vnic); ok && vn.v == v {
-		return vn.n
-	}
-	return nil
-}
-
-// Fabric returns the simulated fabric the clock's devices are on.
-func (v *VirtualClock) Fabric() *fabric.Fabric { return v.fab }
 
 // Rand returns the simulation's seeded generator, which the model's own
 // random choices share: a program that draws from it stays a function of
 // the seed.
-func (v *VirtualClock) Rand() *rand.Rand { return v.s.Rand() }
+func (v *VirtualClock) Rand() *rand.Rand { return v.c.Rand() }
 
 // Events returns how many events the simulation has delivered: the
 // simulator's unit of work.
-func (v *VirtualClock) Events() uint64 { return v.s.Events() }
+func (v *VirtualClock) Events() uint64 { return v.c.Events() }
 
 // Pipe returns the two ends of an in-memory, full-duplex connection
 // between threads of the clock, for programs that exchange endpoints
@@ -721,71 +172,4 @@ func (v *VirtualClock) Events() uint64 { return v.s.Events() }
 // the clock's rules (deadlock, the run's end, its limit), and a wall
 // clock's deadline would make the run depend on the machine. Reads and
 // Writes must come from the clock's threads.
-func (v *VirtualClock) Pipe() (net.Conn, net.Conn) {
-	a := &vpipe{v: v, name: "vpipe-a"}
-	b := &vpipe{v: v, name: "vpipe-b", peer: a}
-	a.peer = b
-	return a, b
-}
-
-// vpipe is one end of a Pipe.
-type vpipe struct {
-	v      *VirtualClock
-	name   string
-	peer   *vpipe
-	buf    []byte // written by the peer, not yet read
-	closed bool
-}
-
-func (p *vpipe) Read(b []byte) (int, error) {
-	for len(p.buf) == 0 {
-		switch {
-		case p.closed:
-			return 0, net.ErrClosed
-		case p.peer.closed:
-			return 0, io.EOF
-		case len(b) == 0:
-			return 0, nil
-		}
-		if err := p.v.block(p, false); err != nil {
-			return 0, err
-		}
-	}
-	n := copy(b, p.buf)
-	p.buf = p.buf[:copy(p.buf, p.buf[n:])]
-	return n, nil
-}
-
-func (p *vpipe) Write(b []byte) (int, error) {
-	switch {
-	case p.closed:
-		return 0, net.ErrClosed
-	case p.peer.closed:
-		return 0, io.ErrClosedPipe
-	}
-	p.peer.buf = append(p.peer.buf, b...)
-	p.v.wakeFor(p.peer)
-	return len(b), nil
-}
-
-func (p *vpipe) Close() error {
-	if p.closed {
-		return net.ErrClosed
-	}
-	p.closed = true
-	p.v.wakeFor(p)
-	p.v.wakeFor(p.peer)
-	return nil
-}
-
-func (p *vpipe) LocalAddr() net.Addr              { return pipeAddr(p.name) }
-func (p *vpipe) RemoteAddr() net.Addr             { return pipeAddr(p.peer.name) }
-func (p *vpipe) SetDeadline(time.Time) error      { return nil }
-func (p *vpipe) SetReadDeadline(time.Time) error  { return nil }
-func (p *vpipe) SetWriteDeadline(time.Time) error { return nil }
-
-// pipeAddr is a Pipe end's address.
-type pipeAddr string
-
-func (pipeAddr) Network() string  { return "vpipe" }
-func (a pipeAddr) String() string { return string(a) }
+func (v *VirtualClock) Pipe() (net.Conn, net.Conn) { return v.c.Pipe() }

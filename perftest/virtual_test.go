@@ -10,6 +10,7 @@ import (
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/sim/perf"
 	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 func mustProfile(t *testing.T, name string) *profile.HardwareProfile {
@@ -30,7 +31,7 @@ func mustProfile(t *testing.T, name string) *profile.HardwareProfile {
 // and returns both sides.
 func runVirtual(t *testing.T, prof string, cfg Config) (srv, cli *side, clk *rnic.VirtualClock) {
 	t.Helper()
-	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{Profile: prof, Seed: 1, WatchWrites: true})
+	vc, err := vclock.New(vclock.Options{Profile: prof, Seed: 1, WatchWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestVirtualTime(t *testing.T) {
 // TestVirtualTimeRefuses: what needs the wall clock is refused, with the
 // reason.
 func TestVirtualTimeRefuses(t *testing.T) {
-	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{})
+	vc, err := vclock.New(vclock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

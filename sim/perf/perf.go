@@ -14,7 +14,7 @@
 // peer's data with the clock's WaitWrite (perftest polls the buffer).
 // Operations are measured when the thread sees them, as perftest stamps
 // them after ibv_poll_cq. Metadata mode is the clock's
-// (VirtualOptions.Metadata); the model's statistics come from
+// (sim/vclock's Options.Metadata); the model's statistics come from
 // VirtualClock.Model.
 package perf
 

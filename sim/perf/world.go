@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic/sim/fabric"
 	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 // world is one simulation: a virtual clock of the hardware profile and
@@ -51,7 +52,7 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 	for _, r := range tenants {
 		watch = watch || r.spec.Test == WriteLat
 	}
-	vc, err := rnic.NewVirtualClock(rnic.VirtualOptions{HardwareProfile: p, Seed: seed, Metadata: metadata, WatchWrites: watch})
+	vc, err := vclock.New(vclock.Options{HardwareProfile: p, Seed: seed, Metadata: metadata, WatchWrites: watch})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 		if err != nil {
 			return nil, err
 		}
-		m := &machine{dev: dev, nic: vc.Model(dev), qps: map[uint32]*qpRun{}}
+		m := &machine{dev: dev, nic: vclock.Model(vc, dev), qps: map[uint32]*qpRun{}}
 		if w.attribute {
 			m.nic.SetStepObserver(m.observe)
 		}
@@ -117,12 +118,12 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 	}
 	w.queuePort = queuePort
 	if first := tenants[0]; queuePort == "" && len(first.servers) > 0 {
-		if id, ok := vc.Fabric().Lookup(first.servers[0].nic.Addr()); ok {
-			w.queuePort = vc.Fabric().Host(id).SwitchPortName()
+		if id, ok := vclock.Fabric(vc).Lookup(first.servers[0].nic.Addr()); ok {
+			w.queuePort = vclock.Fabric(vc).Host(id).SwitchPortName()
 		}
 	}
 	if w.queuePort != "" {
-		if err := vc.Fabric().WatchPort(w.queuePort, w.queue.add); err != nil {
+		if err := vclock.Fabric(vc).WatchPort(w.queuePort, w.queue.add); err != nil {
 			return nil, fmt.Errorf("perf: timeline_port: %w", err)
 		}
 	}
@@ -277,7 +278,7 @@ func (r *runner) result() (*Result, error) {
 		res.Retrans += c[transport.RetransPackets]
 		res.Timeouts += c[transport.LocalAckTimeoutErr]
 	}
-	fab := w.vc.Fabric()
+	fab := vclock.Fabric(w.vc)
 	if id, ok := fab.Lookup(r.servers[0].nic.Addr()); ok {
 		res.QueueMaxBytes = fab.Host(id).SwitchPortStats().MaxQueueBytes
 	}

@@ -1,0 +1,31 @@
+package rnic_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestVerbsOnlyDeps: the root package is the verbs API. Importing it
+// pulls in neither the simulator (sim/...: the virtual-time driver is
+// sim/vclock, which a program imports when it wants virtual time) nor a
+// TOML parser (hardware profiles are the simulator's).
+func TestVerbsOnlyDeps(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("skipped: no go command to list the dependencies")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/rnic/rnic").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed %d packages:\n%s", len(deps), out)
+	}
+	for _, p := range deps {
+		if strings.HasPrefix(p, "github.com/rnic/rnic/sim") || strings.Contains(strings.ToLower(p), "toml") {
+			t.Errorf("github.com/rnic/rnic imports %s", p)
+		}
+	}
+}
