@@ -50,7 +50,6 @@ import (
 
 	"github.com/rnic/rnic/internal/hw/cache"
 	"github.com/rnic/rnic/internal/hw/sched"
-	"github.com/rnic/rnic/internal/nic"
 	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
@@ -198,7 +197,7 @@ func (m ArbiterMode) String() string {
 
 // DefaultHardware returns the hardware a zero Hardware stands for.
 func DefaultHardware() Hardware {
-	var c nic.Config
+	var c transport.CoreConfig
 	c.Defaults()
 	geo := func(k cache.Config) Cache {
 		return Cache{CapacityBytes: k.CapacityBytes, EntryBytes: k.EntryBytes, Ways: k.Ways}
@@ -221,10 +220,10 @@ func arbiterMode(m sched.Mode) ArbiterMode {
 }
 
 // config fills h's zero fields from the defaults and converts it into
-// the NIC's own configuration.
-func (h Hardware) config(c *nic.Config) error {
+// the NIC's core configuration.
+func (h Hardware) config(c *transport.CoreConfig) error {
 	def := DefaultHardware()
-	var defs nic.Config
+	var defs transport.CoreConfig
 	defs.Defaults()
 	conv := func(name string, g, d Cache, named cache.Config) (cache.Config, error) {
 		out := cache.Config{Name: named.Name, CapacityBytes: d.CapacityBytes, EntryBytes: d.EntryBytes, Ways: d.Ways}
@@ -435,45 +434,37 @@ func Open(o Options) (*Device, error) {
 	if o.Name == "" {
 		o.Name = "rnic0"
 	}
-	cfg := nic.Config{
-		Name: o.Name, Link: o.Link, Addr: addr.Unmap(), MTU: wire.MTU(o.MTU),
-		CoreConfig: transport.CoreConfig{
-			MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
-			MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		},
-		Trace: o.Trace,
+	cfg, err := o.deviceConfig()
+	if err != nil {
+		return nil, err
 	}
+	cfg.Addr = addr.Unmap()
 	if o.DCQCN != nil {
 		cfg.DCQCN = o.DCQCN.engine()
 		if err := cfg.DCQCN.Validate(); err != nil {
 			return nil, fmt.Errorf("rnic: Options.%w", err)
 		}
 	}
-	if err := o.Hardware.config(&cfg); err != nil {
+	if err := o.Hardware.config(&cfg.Core); err != nil {
 		return nil, err
 	}
-	shift, err := o.checkShape()
-	if err != nil {
-		return nil, err
-	}
-	cfg.PageShift = shift
 	dev := &Device{name: o.Name, link: o.Link, pds: make(map[*PD]struct{}), pdns: make(map[uint32]bool), cqs: make(map[*CQ]struct{}), done: make(chan struct{})}
 	// Claim the link before the NIC attaches to it: attaching a second
 	// NIC would silently take the first one's frames.
 	if err := claimLink(o.Link, dev); err != nil {
 		return nil, err
 	}
-	d, err := nic.New(cfg)
+	d, n, err := device.OpenWall(cfg, o.Link)
 	if err != nil {
 		releaseLink(o.Link, dev)
 		return nil, fmt.Errorf("rnic: Open: %w", err)
 	}
-	dev.d, dev.atu, dev.qpt, dev.cqt, dev.aht = device.Wall{Device: d}, d.ATU, d.QPs, d.CQs, d.AHs
+	dev.d, dev.atu, dev.qpt, dev.cqt, dev.aht = d, n.ATU, n.QPs, n.CQs, n.AHs
 	if n, ok := link.Find[link.Netdever](o.Link); ok {
 		dev.netdev = n.Netdev()
 	}
-	dev.gids = gidTable(GID(d.GID()), dev.netdev.HardwareAddr)
-	dev.setAttr(d.Config().CoreConfig, d.Config().MTU)
+	dev.gids = gidTable(GID(n.GID), dev.netdev.HardwareAddr)
+	dev.setAttr(n.Core, n.MTU)
 	dev.attr.ActiveSpeed, dev.attr.ActiveWidth = portRate(dev.netdev.SpeedMbps)
 	if o.Publish {
 		if err := dev.Publish(); err != nil {
@@ -498,6 +489,21 @@ func (dev *Device) setAttr(c transport.CoreConfig, mtu wire.MTU) {
 		MaxInlineData: c.MaxInline, MaxMsgSize: transport.MaxMsgSize,
 		AtomicCap: AtomicHCA, ActiveMTU: MTU(mtu), GIDTableLen: gidTableSize,
 	}
+}
+
+// deviceConfig returns the description of the NIC both clocks take from
+// the options alike: its name, MTU, limits and page size.
+func (o *Options) deviceConfig() (device.Config, error) {
+	shift, err := o.checkShape()
+	if err != nil {
+		return device.Config{}, err
+	}
+	return device.Config{Name: o.Name, MTU: wire.MTU(o.MTU), Trace: o.Trace,
+		Core: transport.CoreConfig{
+			MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
+			MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
+			PageShift: shift,
+		}}, nil
 }
 
 // checkShape checks the options both clocks take alike (MTU, PageSize)
@@ -710,14 +716,12 @@ func (o Options) openVirtual() (*Device, error) {
 	case o.DCQCN != nil:
 		return nil, errors.New("rnic: Open: with Options.Clock congestion control is the clock's profile's (dcqcn.enabled); leave Options.DCQCN unset")
 	}
-	shift, err := o.checkShape()
+	cfg, err := o.deviceConfig()
 	if err != nil {
 		return nil, err
 	}
-	drv, n, err := o.Clock.c.Open(device.OpenConfig{Name: o.Name, Addr: o.Addr,
-		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
-		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		PageShift: shift, MTU: wire.MTU(o.MTU), Trace: o.Trace})
+	cfg.Addr = o.Addr
+	drv, n, err := o.Clock.c.Open(cfg)
 	if err != nil {
 		return nil, err
 	}

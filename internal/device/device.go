@@ -4,6 +4,12 @@
 // a poll, a wait for a completion or an event, and a post pass the
 // host's time. The verbs code asks its driver and has no clock branches.
 //
+// Config describes a NIC for either clock, and Config.Assemble makes the
+// NIC's core from it: every hardware choice (micro-TLB, MTT page choice,
+// READ budget, and the defaults of the caches, DMA engines and arbiter)
+// is made there once, the same on both clocks unless a virtual clock's
+// profile describes other hardware.
+//
 // Two drivers exist: Wall, the wall clock (internal/nic's NIC: its engine
 // goroutine, links with sockets, the host's own threads), and the
 // virtual-time driver of package sim/vclock (the timing model of a
@@ -16,7 +22,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"time"
 
 	"github.com/rnic/rnic/internal/hw/atu"
@@ -88,7 +93,7 @@ var ErrClosed = errors.New("device: closed")
 // VirtualClock handle passes its calls on.
 type Clock interface {
 	// Open starts a NIC on the clock.
-	Open(o OpenConfig) (Driver, NIC, error)
+	Open(c Config) (Driver, NIC, error)
 	Now() time.Duration
 	Go(f func()) Thread
 	Run(main func()) error
@@ -107,17 +112,6 @@ type Clock interface {
 // Thread is one thread of a virtual-time program.
 type Thread interface {
 	Wait() error
-}
-
-// OpenConfig is what the verbs layer asks of a clock's NIC.
-type OpenConfig struct {
-	Name                               string     // "": the clock names it
-	Addr                               netip.Addr // invalid: the clock assigns one
-	MaxQP, MaxCQ, MaxMR, MaxSRQ        int
-	MaxQPWR, MaxSGE, MaxInline, MaxCQE int
-	PageShift                          uint8
-	MTU                                wire.MTU
-	Trace                              func(string)
 }
 
 // NIC is what an opened NIC gives the verbs layer: its tables and its

@@ -72,7 +72,8 @@ type Config struct {
 	MTU wire.MTU // active MTU of the port
 
 	// The hardware, as both clocks describe it (sizes, caches, DMA
-	// engines, arbiter).
+	// engines, arbiter, micro-TLB, page choice, READ budget: see
+	// internal/device.Config.Core). Its Engine is this package's.
 	transport.CoreConfig
 
 	RxQueue int // frames the receive queue holds before dropping
@@ -210,12 +211,9 @@ func New(cfg Config) (*Device, error) {
 		start:  time.Now(),
 		events: make(chan transport.Event, 256),
 	}
+	// The hardware is the caller's (internal/device assembles it, the
+	// same for both clocks); this package adds what real time needs.
 	hw := cfg.CoreConfig
-	// The READ responses this NIC asks for at once: twice what its receive
-	// queue holds, plenty for any bandwidth-delay product (4 MiB in flight
-	// at MTU 4096).
-	hw.MaxReadPSNs = uint32(2 * cfg.RxQueue)
-	hw.UTLB, hw.BestPageSize = true, true
 	hw.Engine = transport.Config{
 		LocalMTU: cfg.MTU, GID: d.gid, SrcPort: srcPort,
 		Kick: d.wake, KickIdle: d.doorbell, Event: d.event, Trace: cfg.Trace, DCQCN: cfg.DCQCN,

@@ -53,14 +53,10 @@ type Config struct {
 	// Metadata moves lengths only (no payload bytes, no ICRC): fast, for
 	// thousands of QPs and tens of hosts. The default moves real bytes.
 	Metadata bool
-	MaxQP    int // default 16384
-	MaxCQ    int // default 16384
-	MaxMR    int // default 65536
-	// PageShift is the default MTT page size (12: 4 KiB).
-	PageShift uint8
-	// The rest of the device's limits (ibv_device_attr); zero fields take
-	// transport.CoreConfig's defaults.
-	MaxSRQ, MaxQPWR, MaxSGE, MaxInline, MaxCQE, MaxSRQWR int
+	// Core is the NIC's core as internal/device assembles it (limits,
+	// page size, the profile's caches, DMA engines and arbiter, the
+	// micro-TLB, page choice and READ budget); its Engine is the model's.
+	Core transport.CoreConfig
 	// MTU is the largest path MTU of the port; 0: the profile's link MTU.
 	MTU wire.MTU
 	// Event receives the engine's asynchronous events; Trace its protocol
@@ -239,38 +235,28 @@ func New(s *sim.Sim, cfg Config) (*NIC, error) {
 		}
 		mtu = cfg.MTU
 	}
-	// The same device as in real time (transport.NewCore), with the
-	// profile's caches and DMA engines.
-	hw := transport.CoreConfig{
-		MaxQP: cfg.MaxQP, MaxCQ: cfg.MaxCQ, MaxMR: cfg.MaxMR, PageShift: cfg.PageShift,
-		MaxSRQ: cfg.MaxSRQ, MaxQPWR: cfg.MaxQPWR, MaxSGE: cfg.MaxSGE, MaxInline: cfg.MaxInline,
-		MaxCQE: cfg.MaxCQE, MaxSRQWR: cfg.MaxSRQWR,
-		QPCCache: p.Caches.QPC.CacheConfig("qpc"), CQCCache: p.Caches.CQC.CacheConfig("cqc"),
-		MPTCache: p.Caches.MPT.CacheConfig("mpt"), MTTCache: p.Caches.MTT.CacheConfig("mtt"),
-		DMAEngines: max(p.DMA.Engines, 1),
-	}
-	if q := p.Engine.ArbiterQuantumBytes; q > 0 {
-		hw.Arbiter = sched.Config{Levels: 8, Mode: sched.DWRR, Quantum: q, BurstLimit: 16}
-	}
+	// The same device as in real time (transport.NewCore), assembled by
+	// the caller.
+	hw := cfg.Core
 	hw.Defaults()
-	cfg.MaxQP = hw.MaxQP
+	maxQP := hw.MaxQP
 	n := &NIC{
 		s: s, prof: p, port: cfg.Port, gid: wire.GIDFromAddr(cfg.Port.Addr()),
 		pcie:     pcie,
 		pcieBps:  p.PCIeBytesPerSec(),
 		units:    timing.NewPool(max(p.Engine.Units, 1)),
 		dmaq:     timing.NewPool(max(p.DMA.Engines, 1)),
-		wqeMM:    make([]int32, cfg.MaxQP),
-		wqePF:    make([]int32, cfg.MaxQP),
-		wqePFAt:  make([]sim.Time, cfg.MaxQP),
-		owner:    make([]*transport.QP, cfg.MaxQP),
-		qpAt:     [2][]sim.Time{make([]sim.Time, cfg.MaxQP), make([]sim.Time, cfg.MaxQP)},
-		isParked: make([]bool, cfg.MaxQP),
-		qpcFill:  make([]sim.Time, cfg.MaxQP),
+		wqeMM:    make([]int32, maxQP),
+		wqePF:    make([]int32, maxQP),
+		wqePFAt:  make([]sim.Time, maxQP),
+		owner:    make([]*transport.QP, maxQP),
+		qpAt:     [2][]sim.Time{make([]sim.Time, maxQP), make([]sim.Time, maxQP)},
+		isParked: make([]bool, maxQP),
+		qpcFill:  make([]sim.Time, maxQP),
 		mptFill:  map[uint32]sim.Time{},
 		mttFill:  map[uint32]sim.Time{},
-		respAt:   make([]sim.Time, cfg.MaxQP),
-		respPSN:  make([]wire.PSN, cfg.MaxQP),
+		respAt:   make([]sim.Time, maxQP),
+		respPSN:  make([]wire.PSN, maxQP),
 		rxMax:    p.Engine.RxBufferBytes,
 		txAhead:  sim.Time(math.Ceil(float64(p.Engine.TxBufferBytes) * 8 / p.Link.RateGbps)),
 		txBuf:    p.Engine.TxBufferBytes,

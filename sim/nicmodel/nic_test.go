@@ -40,7 +40,9 @@ func newTestHosts(t *testing.T) (*sim.Sim, *testHost, *testHost) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := New(s, Config{Profile: prof, Port: port, MaxQP: 64, MaxCQ: 64, MaxMR: 4})
+		core := transport.CoreConfig{MaxQP: 64, MaxCQ: 64, MaxMR: 4}
+		prof.Hardware(&core)
+		n, err := New(s, Config{Profile: prof, Port: port, Core: core})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,22 @@ func (p *HardwareProfile) TIMELYConfig() *transport.TIMELY {
 		Delta: t.DeltaMbps * 1e6, TLow: t.TLowNs, THigh: t.THighNs, MinRTT: t.MinRTTNs, HAIThreshold: t.HAIThreshold}
 }
 
+// Hardware sets what the profile describes of the NIC's core in c: its
+// caches, DMA engines and arbiter (the limits and the page size stay
+// the program's).
+func (p *HardwareProfile) Hardware(c *transport.CoreConfig) {
+	cs := &p.Caches
+	c.QPCCache, c.CQCCache = cs.QPC.CacheConfig("qpc"), cs.CQC.CacheConfig("cqc")
+	c.MPTCache, c.MTTCache = cs.MPT.CacheConfig("mpt"), cs.MTT.CacheConfig("mtt")
+	c.DMAEngines = max(p.DMA.Engines, 1)
+	if q := p.Engine.ArbiterQuantumBytes; q > 0 {
+		var def transport.CoreConfig
+		def.Defaults()
+		c.Arbiter = def.Arbiter // the engine's arbiter, with the profile's quantum
+		c.Arbiter.Quantum = q
+	}
+}
+
 // PCIeBytesPerSec returns the PCIe bandwidth per direction: the explicit
 // bandwidth_gbytes_per_s, or the one derived from gen and lanes.
 func (p *HardwareProfile) PCIeBytesPerSec() int64 {

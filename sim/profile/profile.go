@@ -99,6 +99,17 @@ func (c Cache) Capacity() int {
 
 // Caches are the NIC's context caches.
 type Caches struct {
+	// UTLB is the micro-TLB in front of the MPT and MTT caches (16 MPT
+	// and 64 MTT entries, direct mapped; its hits never reach the caches):
+	// "on" (the default, as rnic's wall-clock NIC) or "off".
+	UTLB string `toml:"utlb"`
+	// MTTPages is how a region registered without a page size is cut into
+	// MTT pages: "best" (the default, as rnic's wall-clock NIC and mlx5:
+	// the largest page its length calls for, so a region takes one or two
+	// MTT entries) or "fixed" (the device's page size, 4 KiB unless the
+	// program asks otherwise: one MTT entry per 4 KiB).
+	MTTPages string `toml:"mtt_pages"`
+
 	QPC Cache `toml:"qpc"` // queue pair contexts
 	MPT Cache `toml:"mpt"` // memory protection table (MR/MW keys)
 	MTT Cache `toml:"mtt"` // memory translation table (page addresses)
@@ -170,6 +181,11 @@ type Engine struct {
 	// default (64 KiB), under which a QP of small messages can wait
 	// hundreds of microseconds behind 31 busy ones.
 	ArbiterQuantumBytes int `toml:"arbiter_quantum_bytes"`
+	// ReadBudgetPSNs bounds the READ response packets the NIC has asked
+	// for and not yet received, over all its QPs: a READ that would pass
+	// it waits (counter read_budget_waits). 0: rnic's default (1024, as
+	// the wall-clock NIC); -1: no bound.
+	ReadBudgetPSNs int `toml:"read_budget_psns"`
 }
 
 // Atomic is the responder's atomic execution: compare-and-swap,

@@ -110,6 +110,13 @@ func (p *HardwareProfile) Validate() error {
 		}
 	}
 
+	if u := p.Caches.UTLB; u != "" && u != "on" && u != "off" {
+		v.fail("caches.utlb", "%q is neither \"on\" nor \"off\"", u)
+	}
+	if m := p.Caches.MTTPages; m != "" && m != "best" && m != "fixed" {
+		v.fail("caches.mtt_pages", "%q is neither \"best\" nor \"fixed\"", m)
+	}
+
 	v.atLeast("dma.engines", int64(p.DMA.Engines), 1)
 	v.atLeast("dma.descriptor_overhead_ns", p.DMA.DescriptorOverheadNs, 0)
 
@@ -117,6 +124,9 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.units", int64(e.Units), 1)
 	v.atLeast("engine.misses_in_flight", int64(e.MissesInFlight), 0)
 	v.atLeast("engine.wqe_prefetch", int64(e.WQEPrefetch), 0)
+	if b := e.ReadBudgetPSNs; b < -1 || b > 1<<23 {
+		v.fail("engine.read_budget_psns", "%d is not 0 (rnic's default), -1 (no bound) or a budget of 1 to %d packets", b, 1<<23)
+	}
 	if q := e.ArbiterQuantumBytes; q < 0 || q > sched.MaxQuantum {
 		v.fail("engine.arbiter_quantum_bytes", "%d is not 0 (the engine's default) or a quantum of 1 to %d bytes", q, sched.MaxQuantum)
 	}

@@ -464,7 +464,7 @@ func (w waker) Handle(_ *sim.Sim, ev sim.Event) {
 func (waker) KindName(int32) string { return "thread wakes" }
 
 // Open starts a NIC on the clock (rnic.Open with Options.Clock).
-func (v *Clock) Open(o device.OpenConfig) (device.Driver, device.NIC, error) {
+func (v *Clock) Open(o device.Config) (device.Driver, device.NIC, error) {
 	addr := o.Addr
 	for !addr.IsValid() {
 		// The next of the fabric's host addresses that no device has.
@@ -483,10 +483,19 @@ func (v *Clock) Open(o device.OpenConfig) (device.Driver, device.NIC, error) {
 		return nil, device.NIC{}, fmt.Errorf("rnic: Open: %w", err)
 	}
 	vn := &vnic{v: v, events: make(chan transport.Event, 256)}
-	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port,
-		MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxSRQ: o.MaxSRQ,
-		MaxQPWR: o.MaxQPWR, MaxSGE: o.MaxSGE, MaxInline: o.MaxInline, MaxCQE: o.MaxCQE,
-		PageShift: o.PageShift, MTU: o.MTU, Event: vn.event, Trace: o.Trace, Metadata: v.meta})
+	// The profile describes the hardware: it replaces the device's caches,
+	// DMA engines and arbiter, and makes its own choices where it says
+	// so; device.Config.Assemble does the rest, as in real time.
+	v.prof.Hardware(&o.Core)
+	o.Choices = device.Choices{NoUTLB: v.prof.Caches.UTLB == "off", FixedPages: v.prof.Caches.MTTPages == "fixed",
+		ReadBudgetPSNs: v.prof.Engine.ReadBudgetPSNs}
+	core, err := o.Assemble()
+	if err != nil {
+		port.Close()
+		return nil, device.NIC{}, fmt.Errorf("rnic: Open: %w", err)
+	}
+	n, err := nicmodel.New(v.s, nicmodel.Config{Profile: v.prof, Port: port, Core: core,
+		MTU: o.MTU, Event: vn.event, Trace: o.Trace, Metadata: v.meta})
 	if err != nil {
 		port.Close()
 		return nil, device.NIC{}, fmt.Errorf("rnic: Open: %w", err)
@@ -498,7 +507,7 @@ func (v *Clock) Open(o device.OpenConfig) (device.Driver, device.NIC, error) {
 		vn.written = make(map[uint32]int)
 		n.SetWriteHandler(vn)
 	}
-	core := n.Core()
+	core = n.Core()
 	return vn, device.NIC{Name: o.Name, ATU: n.ATU, QPs: n.QPs, CQs: n.CQs, AHs: n.AHs, GID: n.GID(),
 		Core: core, MTU: core.Engine.LocalMTU}, nil
 }
