@@ -14,6 +14,9 @@ type doorbellPage interface {
 	scan() bool
 	// setState stores the NIC's state in the page.
 	setState(s uint32)
+	// sleep stores the state of a NIC about to park: NICAsleepSends, or
+	// NICAsleep where a receive doorbell must wake it too.
+	sleep()
 }
 
 // hostDoorbells are the doorbell pages of the programs a device serves
@@ -58,8 +61,15 @@ func (b *hostDoorbells) Scan() bool {
 }
 
 // Sleep tells every program the NIC is about to park: a program that
-// rings a doorbell now writes its wake-up eventfd.
-func (b *hostDoorbells) Sleep() { b.setState(queue.NICAsleep) }
+// rings a send doorbell now writes its wake-up eventfd, and one that
+// rings a receive doorbell too if it has a QP in error (doorbellPage.sleep).
+func (b *hostDoorbells) Sleep() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pages {
+		p.sleep()
+	}
+}
 
 // Wake tells every program the NIC runs: doorbells need no wake-up.
 func (b *hostDoorbells) Wake() { b.setState(queue.NICRunning) }

@@ -275,6 +275,34 @@ func (hc *hostClient) scan() bool {
 // program's doorbell page.
 func (hc *hostClient) setState(s uint32) { queue.Word(hc.data.db.mem, dbStateWord).Store(s) }
 
+// sleep stores the state of a NIC about to park in the program's page:
+// NICAsleepSends, in which the program's receive doorbells wake nobody
+// (the engine takes a receive WQE from the ring when a message needs
+// one: perftest's send_lat posts one per message, and each would wake
+// the NIC for nothing), or NICAsleep, in which they do, while one of its
+// QPs is in error: a receive posted to it must be flushed at once (a
+// drain posts one and waits for its completion). A QP can enter the
+// error state while the NIC sleeps only by a control-path call, which
+// wakes the NIC (nic.Device.Engine): its next sleep stores NICAsleep.
+// While the control path changes the program's queues, NICAsleep.
+func (hc *hostClient) sleep() {
+	s := uint32(queue.NICAsleepSends)
+	if hc.stepMu.TryLock() {
+		if !hc.data.stopped {
+			for _, h := range hc.data.cur.qps {
+				if h.qp.q.State() == transport.QPSErr {
+					s = queue.NICAsleep
+					break
+				}
+			}
+		}
+		hc.stepMu.Unlock()
+	} else {
+		s = queue.NICAsleep
+	}
+	hc.setState(s)
+}
+
 // step does one round of work and reports whether there was any.
 func (hc *hostClient) step(q *queues) bool {
 	busy := false

@@ -163,3 +163,92 @@ func TestHostQueues(t *testing.T) {
 		t.Fatal("the WRITE into the program's region differs")
 	}
 }
+
+// TestRecvDoorbellLazy: a sleeping NIC is not woken by a program's
+// receive doorbell (queue.NICAsleepSends: it takes receive WQEs from the
+// ring when messages need them), unless one of the program's QPs is in
+// the error state (queue.NICAsleep): a receive posted there is flushed at
+// once, as a drain relies on.
+func TestRecvDoorbellLazy(t *testing.T) {
+	sw := mem.NewSwitch()
+	a := must(rnic.Open(rnic.Options{Link: must(sw.Port(netip.MustParseAddr("10.9.2.1"), mem.Faults{}))}))
+	defer a.Close()
+	sock := filepath.Join(t.TempDir(), "rnic0.sock")
+	ln := must(net.Listen("unixpacket", sock))
+	served := make(chan error, 1)
+	go func() { served <- a.ServeHost(ln) }()
+	defer func() { ln.Close(); <-served }()
+
+	x := must(hostif.Open(sock))
+	defer x.Close()
+	r := must(x.Call(hostif.OpAllocPD, nil))
+	pd := r.U32()
+	buf := make([]byte, 4096)
+	addr := testpeer.Address(buf)
+	r = must(x.Call(hostif.OpRegMR, func(m *hostif.Msg) {
+		m.U32(pd).U64(addr).U64(uint64(len(buf))).U64(addr).U32(uint32(rnic.AccessLocalWrite))
+	}))
+	_, lkey, _ := r.U32(), r.U32(), r.U32()
+	cq := must(x.CreateCQ(16))
+	qp := must(x.CreateQP(hostif.QPInit{PD: pd, SendCQ: cq.Handle, RecvCQ: cq.Handle, Type: uint8(rnic.RC),
+		MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}))
+	init := hostif.ModifyQP{State: uint8(rnic.QPSInit), Port: 1, Access: uint32(rnic.AccessLocalWrite)}
+	must0(t, qp.Modify(uint32(rnic.QPAttrState|rnic.QPAttrPKeyIndex|rnic.QPAttrPort|rnic.QPAttrAccessFlags), &init))
+
+	waitState := func(want uint32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); x.NICState() != want; time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the NIC's state is %d, want %d", x.NICState(), want)
+			}
+		}
+	}
+	recv := func(wrid uint64) {
+		t.Helper()
+		w := queue.RecvWQE{WRID: wrid, NumSGE: 1}
+		w.SGL[0] = queue.SGE{Addr: addr, Length: 64, LKey: lkey}
+		must0(t, qp.PostRecv(&w))
+	}
+	var wc [4]queue.CQE
+	flushed := func(wrid uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+			if cq.Poll(wc[:1]) == 1 {
+				if wc[0].WRID != wrid || wc[0].Status != uint32(rnic.WCWRFlushErr) {
+					t.Fatalf("completion wrid %d status %d, want %d flushed", wc[0].WRID, wc[0].Status, wrid)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("receive %d was not flushed", wrid)
+			}
+		}
+	}
+
+	// Idle, no QP in error: the NIC parks in NICAsleepSends, and a
+	// receive doorbell leaves it asleep.
+	waitState(queue.NICAsleepSends)
+	recv(1)
+	time.Sleep(20 * time.Millisecond)
+	if s := x.NICState(); s != queue.NICAsleepSends {
+		t.Fatalf("after a receive doorbell the NIC's state is %d, want %d (asleep)", s, queue.NICAsleepSends)
+	}
+	if cq.Poll(wc[:1]) != 0 {
+		t.Fatalf("a completion for a receive on a QP in INIT: %+v", wc[0])
+	}
+
+	// The QP to ERR: the control path wakes the NIC, which flushes the
+	// receive and parks in NICAsleep, where the next receive doorbell
+	// wakes it and is flushed.
+	errAttr := hostif.ModifyQP{State: uint8(rnic.QPSErr)}
+	must0(t, qp.Modify(uint32(rnic.QPAttrState), &errAttr))
+	flushed(1)
+	waitState(queue.NICAsleep)
+	recv(2)
+	flushed(2)
+
+	// Back through RESET: NICAsleepSends again.
+	reset := hostif.ModifyQP{State: uint8(rnic.QPSReset)}
+	must0(t, qp.Modify(uint32(rnic.QPAttrState), &reset))
+	waitState(queue.NICAsleepSends)
+}

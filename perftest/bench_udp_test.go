@@ -23,13 +23,34 @@ import (
 // BenchmarkLoopbackWriteBW is write_bw with 64 KiB messages, path MTU 4096:
 // each message is 16 datagrams of a 4 KiB payload. The reference streams
 // as many datagrams of the size of an RC WRITE MIDDLE (BTH + 4096 + ICRC).
-func BenchmarkLoopbackWriteBW(b *testing.B) {
+func BenchmarkLoopbackWriteBW(b *testing.B) { loopbackBW(b, WriteBW) }
+
+// BenchmarkLoopbackReadBW is read_bw the same way: the responses are the
+// 4 KiB datagrams, against the same reference.
+func BenchmarkLoopbackReadBW(b *testing.B) { loopbackBW(b, ReadBW) }
+
+// BenchmarkLoopbackWriteLat is write_lat with 8 B messages (inline) against
+// a UDP ping-pong of datagrams of the size of an RC WRITE ONLY of 8 B
+// (BTH + RETH + 8 + ICRC). perftest's write_lat reports the one-way time,
+// half a round trip; so does raw_usec.
+func BenchmarkLoopbackWriteLat(b *testing.B) { loopbackLat(b, WriteLat) }
+
+// BenchmarkLoopbackReadLat is read_lat with 8 B messages (a round trip per
+// READ; perftest reports it whole) against the same ping-pong, whose
+// raw_usec is then the whole round trip too.
+func BenchmarkLoopbackReadLat(b *testing.B) { loopbackLat(b, ReadLat) }
+
+// BenchmarkLoopbackSendLat is send_lat with 8 B messages, half a round
+// trip as write_lat.
+func BenchmarkLoopbackSendLat(b *testing.B) { loopbackLat(b, SendLat) }
+
+func loopbackBW(b *testing.B, test Test) {
 	if !udpPortFree(udpSrv) || !udpPortFree(udpCli) {
 		b.Skipf("UDP port %d is taken on %v or %v", wire.UDPPort, udpSrv, udpCli)
 	}
 	const size, iters, mtu = 65536, 20000, 4096
 	for range b.N {
-		cfg := NewConfig(WriteBW)
+		cfg := NewConfig(test)
 		cfg.Size, cfg.Iters, cfg.MTU = size, iters, mtu
 		cfg.Timeout = 30 * time.Second
 		srv, cli := startPair(b, cfg, udpOpener, udpSrv, udpCli)
@@ -56,17 +77,13 @@ func BenchmarkLoopbackWriteBW(b *testing.B) {
 	}
 }
 
-// BenchmarkLoopbackWriteLat is write_lat with 8 B messages (inline) against
-// a UDP ping-pong of datagrams of the size of an RC WRITE ONLY of 8 B
-// (BTH + RETH + 8 + ICRC). perftest's write_lat reports the one-way time,
-// half a round trip; so does raw_usec.
-func BenchmarkLoopbackWriteLat(b *testing.B) {
+func loopbackLat(b *testing.B, test Test) {
 	if !udpPortFree(udpSrv) || !udpPortFree(udpCli) {
 		b.Skipf("UDP port %d is taken on %v or %v", wire.UDPPort, udpSrv, udpCli)
 	}
 	const size, iters = 8, 20000
 	for range b.N {
-		cfg := NewConfig(WriteLat)
+		cfg := NewConfig(test)
 		cfg.Size, cfg.Iters = size, iters
 		cfg.Timeout = 30 * time.Second
 		srv, cli := startPair(b, cfg, udpOpener, udpSrv, udpCli)
@@ -83,7 +100,10 @@ func BenchmarkLoopbackWriteLat(b *testing.B) {
 		}
 		rtts := slices.Clone(ref.RTTs)
 		slices.Sort(rtts)
-		raw := float64(rtts[len(rtts)/2]) / 1e3 / 2
+		raw := float64(rtts[len(rtts)/2]) / 1e3
+		if test != ReadLat {
+			raw /= 2 // perftest's one-way time
+		}
 		b.ReportMetric(rdma, "t_typical_usec")
 		b.ReportMetric(raw, "raw_usec")
 		b.ReportMetric(rdma/raw, "ratio")

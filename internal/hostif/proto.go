@@ -21,7 +21,7 @@ import (
 )
 
 // Version is the protocol version a Hello carries; a NIC refuses others.
-const Version = 4
+const Version = 5 // 5: the doorbell page's state NICAsleepSends
 
 // ProbeWord is what the 8 bytes at a Hello's probe address hold
 // ("rnic-ok" in little-endian bytes): reading them, the NIC checks that

@@ -59,17 +59,24 @@ func Open(path string) (*Context, error) {
 // ring tells the NIC a producer index changed: it stores idx at the
 // doorbell word, then, if the NIC sleeps, wakes it — once: the swap to
 // NICWaking spares the doorbells rung before the NIC runs again a system
-// call each. (The index's store and the state's load are sequentially
-// consistent, as the NIC's store of NICAsleep and its last look at the
+// call each. A receive doorbell (recv) wakes it only from NICAsleep:
+// in NICAsleepSends the NIC takes receive WQEs when messages need them.
+// (The index's store and the state's load are sequentially consistent,
+// as the NIC's store of its sleeping state and its last look at the
 // indices are: one of the two sees the other.)
-func (x *Context) ring(word int, idx uint32) {
+func (x *Context) ring(word int, idx uint32, recv bool) {
 	queue.Word(x.db, word).Store(idx)
 	state := queue.Word(x.db, 0)
-	if state.Load() == queue.NICAsleep && state.CompareAndSwap(queue.NICAsleep, queue.NICWaking) {
+	s := state.Load()
+	if (s == queue.NICAsleep || s == queue.NICAsleepSends && !recv) && state.CompareAndSwap(s, queue.NICWaking) {
 		var one = [8]byte{1}
 		unix.Write(x.wakeFD, one[:])
 	}
 }
+
+// NICState returns the NIC's state word of the doorbell page
+// (queue.NICRunning, NICAsleep, NICWaking, NICAsleepSends).
+func (x *Context) NICState() uint32 { return queue.Word(x.db, queue.DoorbellState).Load() }
 
 // ClientCQ is a CQ's ring, mapped.
 type ClientCQ struct {
@@ -187,7 +194,7 @@ func (q *ClientQP) PostSend(w *queue.SendWQE) error {
 		return err
 	}
 	q.sqPI++
-	q.x.ring(q.sqWord, q.sqPI)
+	q.x.ring(q.sqWord, q.sqPI, false)
 	return nil
 }
 
@@ -198,6 +205,6 @@ func (q *ClientQP) PostRecv(w *queue.RecvWQE) error {
 		return err
 	}
 	q.rqPI++
-	q.x.ring(q.rqWord, q.rqPI)
+	q.x.ring(q.rqWord, q.rqPI, true)
 	return nil
 }

@@ -32,16 +32,23 @@ func TestRingWakesOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		state uint32
+		recv  bool // receive doorbells
 		wakes uint64
 		after uint32
 	}{
-		{"running", queue.NICRunning, 0, queue.NICRunning},
-		{"asleep", queue.NICAsleep, 1, queue.NICWaking},
-		{"waking", queue.NICWaking, 0, queue.NICWaking},
+		{"running", queue.NICRunning, false, 0, queue.NICRunning},
+		{"asleep", queue.NICAsleep, false, 1, queue.NICWaking},
+		{"waking", queue.NICWaking, false, 0, queue.NICWaking},
+		{"asleep, sends wake", queue.NICAsleepSends, false, 1, queue.NICWaking},
+		// A receive doorbell wakes a NIC with a QP in error (NICAsleep:
+		// its receives are flushed at once), and no other.
+		{"asleep, receives", queue.NICAsleep, true, 1, queue.NICWaking},
+		{"asleep for sends, receives", queue.NICAsleepSends, true, 0, queue.NICAsleepSends},
+		{"running, receives", queue.NICRunning, true, 0, queue.NICRunning},
 	} {
 		state.Store(tc.state)
 		for i := range uint32(100) {
-			x.ring(4, i)
+			x.ring(4, i, tc.recv)
 		}
 		if got := wakes(); got != tc.wakes || state.Load() != tc.after {
 			t.Errorf("%s: 100 doorbells wrote the eventfd %d times, state %d; want %d, %d", tc.name, got, state.Load(), tc.wakes, tc.after)

@@ -212,6 +212,13 @@ const (
 	NICRunning = 0 // the NIC polls: a doorbell needs nothing more
 	NICAsleep  = 1 // it sleeps: the program that swaps in NICWaking writes the wake-up eventfd
 	NICWaking  = 2 // a wake-up is on its way: the programs' other doorbells need none
+	// NICAsleepSends: it sleeps, and none of the program's QPs is in the
+	// error state, so a receive doorbell needs nothing more (the NIC
+	// takes a receive WQE from the ring when a message needs one); a send
+	// doorbell wakes it as in NICAsleep. A program of a NIC that sleeps
+	// with a QP in error sees NICAsleep: a receive posted there must be
+	// flushed.
+	NICAsleepSends = 3
 )
 
 // DoorbellFields lists the doorbell page's constants, for the C header.
@@ -221,6 +228,7 @@ var DoorbellFields = []Field{
 	{"NIC_RUNNING", 0, NICRunning, "state: the NIC polls"},
 	{"NIC_ASLEEP", 0, NICAsleep, "state: the NIC sleeps; swap in NIC_WAKING and write the eventfd"},
 	{"NIC_WAKING", 0, NICWaking, "state: a wake-up is on its way"},
+	{"NIC_ASLEEP_SENDS", 0, NICAsleepSends, "state: the NIC sleeps; a send doorbell wakes it as in NIC_ASLEEP, a receive doorbell needs nothing more"},
 }
 
 // ErrMalformed is wrapped by the errors of a slot that does not hold a

@@ -129,8 +129,9 @@ int rnic_call(struct ibv_context *c, struct hostif_msg *m, uint16_t op, int *fds
  * memory (Yama, not dumpable, another uid). */
 void rnic_no_access(struct ibv_context *c);
 
-/* rnic_ring stores a producer index and wakes a sleeping NIC. */
-void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx);
+/* rnic_ring stores a producer index and wakes a sleeping NIC; a receive
+ * doorbell (recv) only one that asked for it (RNIC_DB_NIC_ASLEEP). */
+void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx, int recv);
 
 /* rnic_ev_add puts an object on the context's list of event objects. */
 void rnic_ev_add(struct ibv_context *c, struct rnic_evobj *e, uint32_t handle, void *obj);

@@ -74,12 +74,13 @@
 #define RNIC_DB_NIC_RUNNING                  0 /* state: the NIC polls */
 #define RNIC_DB_NIC_ASLEEP                   1 /* state: the NIC sleeps; swap in NIC_WAKING and write the eventfd */
 #define RNIC_DB_NIC_WAKING                   2 /* state: a wake-up is on its way */
+#define RNIC_DB_NIC_ASLEEP_SENDS             3 /* state: the NIC sleeps; a send doorbell wakes it as in NIC_ASLEEP, a receive doorbell needs nothing more */
 
 /* The NIC's limits the library answers for (internal/transport). */
 #define RNIC_MAX_AH                      65535 /* max_ah: the NIC's address handle table */
 
 /* The host interface's messages (internal/hostif). */
-#define HOSTIF_VERSION                       4 /* the protocol version a HELLO carries */
+#define HOSTIF_VERSION                       5 /* the protocol version a HELLO carries */
 #define HOSTIF_MAGIC                     0x4e52 /* "RN": every message begins with it */
 #define HOSTIF_HEADER                       16 /* a message's header */
 #define HOSTIF_MAX_MSG                    4096 /* the largest message */

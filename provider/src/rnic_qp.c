@@ -19,17 +19,21 @@
 #include "hostif.h"
 #include "rnic.h"
 
-void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx)
+void rnic_ring(struct ibv_context *c, uint32_t off, uint32_t idx, int recv)
 {
 	atomic_store(word(c, off), idx);
 	/* Asleep: wake it, once. The swap to RNIC_DB_NIC_WAKING spares the doorbells
 	 * rung before the NIC runs again (a burst of posts, other threads) a
-	 * system call each. The index's store and the state's load are
-	 * sequentially consistent, as the NIC's store of "asleep" and its
-	 * last look at the indices are: one of the two sees the other. */
-	uint32_t asleep = RNIC_DB_NIC_ASLEEP;
-	if (atomic_load(word(c, RNIC_DB_STATE)) == RNIC_DB_NIC_ASLEEP &&
-	    atomic_compare_exchange_strong(word(c, RNIC_DB_STATE), &asleep, RNIC_DB_NIC_WAKING)) {
+	 * system call each. A receive doorbell wakes it only from
+	 * RNIC_DB_NIC_ASLEEP (a QP of ours is in error: its receives are
+	 * flushed at once); in RNIC_DB_NIC_ASLEEP_SENDS the NIC takes receive
+	 * WQEs from the ring when messages need them. The index's store and
+	 * the state's load are sequentially consistent, as the NIC's store of
+	 * its sleeping state and its last look at the indices are: one of the
+	 * two sees the other. */
+	uint32_t s = atomic_load(word(c, RNIC_DB_STATE));
+	if ((s == RNIC_DB_NIC_ASLEEP || (s == RNIC_DB_NIC_ASLEEP_SENDS && !recv)) &&
+	    atomic_compare_exchange_strong(word(c, RNIC_DB_STATE), &s, RNIC_DB_NIC_WAKING)) {
 		uint64_t one = 1;
 		ssize_t r = write(to_ctx(c)->wake_fd, &one, sizeof one);
 		(void)r;
@@ -125,7 +129,7 @@ static int post_recvs(struct ibv_context *c, struct recv_ring *q, struct ibv_rec
 	}
 	if (pi != q->pi) {
 		q->pi = pi;
-		rnic_ring(c, q->word, pi);
+		rnic_ring(c, q->word, pi, 1);
 	}
 	pthread_spin_unlock(&q->lock);
 	if (r && bad)
@@ -569,7 +573,7 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	}
 	if (pi != qp->sq_pi) {
 		qp->sq_pi = pi;
-		rnic_ring(ibqp->context, qp->sq_word, pi);
+		rnic_ring(ibqp->context, qp->sq_word, pi, 0);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
 	if (r && bad)
@@ -983,7 +987,7 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	int err = qp->wr_err;
 	if (!err && qp->wr_pi != qp->sq_pi) {
 		qp->sq_pi = qp->wr_pi;
-		rnic_ring(ex->qp_base.context, qp->sq_word, qp->sq_pi);
+		rnic_ring(ex->qp_base.context, qp->sq_word, qp->sq_pi, 0);
 	}
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq_lock);
