@@ -133,7 +133,8 @@ func (r *ring) recvmmsg(fd uintptr) bool {
 		h.Flags = 0
 	}
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd,
+		// Raw, as sendmmsg (send_linux.go): MSG_DONTWAIT never waits.
+		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd,
 			uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case unix.EAGAIN:

@@ -188,11 +188,7 @@ func vm(p *Process, write bool, buf []byte, r []unix.RemoteIovec) (int, error) {
 		var got int
 		var err error
 		for {
-			if write {
-				got, err = unix.ProcessVMWritev(p.pid, lv[:], r[:k], 0)
-			} else {
-				got, err = unix.ProcessVMReadv(p.pid, lv[:], r[:k], 0)
-			}
+			got, err = processVM(write, p.pid, lv[:], r[:k])
 			if err != unix.EINTR {
 				break
 			}
@@ -214,4 +210,22 @@ func vm(p *Process, write bool, buf []byte, r []unix.RemoteIovec) (int, error) {
 		r = r[k:]
 	}
 	return done, nil
+}
+
+// processVM is process_vm_writev or process_vm_readv as a raw system
+// call: it copies memory and never waits for an event, so the Go
+// scheduler is not told (a Syscall would let sysmon hand the NIC's
+// processor to another thread when the copy takes more than 20 µs, and
+// take it back after: futex wake-ups on every packet of a busy NIC).
+func processVM(write bool, pid int, local []unix.Iovec, remote []unix.RemoteIovec) (int, error) {
+	trap := uintptr(unix.SYS_PROCESS_VM_READV)
+	if write {
+		trap = unix.SYS_PROCESS_VM_WRITEV
+	}
+	n, _, e := unix.RawSyscall6(trap, uintptr(pid), uintptr(unsafe.Pointer(&local[0])), uintptr(len(local)),
+		uintptr(unsafe.Pointer(&remote[0])), uintptr(len(remote)), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
