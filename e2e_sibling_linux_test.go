@@ -98,6 +98,13 @@ func TestSiblingNICs(t *testing.T) {
 		if s, rx, sib := c("link_send_syscalls"), c("link_rx_frames"), c("link_sibling_rx_frames"); s != 0 || rx != sib {
 			t.Errorf("%s: %d send system calls, %d frames received of which %d from the sibling: want no send and every frame from the sibling", d.Name(), s, rx, sib)
 		}
+		// Frames between siblings cross no wire: the NIC leaves their
+		// ICRC out and takes them unchecked (link/udp is Intact with
+		// Siblings), every one of them.
+		if tx, rx := c("tx_icrc_offloaded"), c("rx_icrc_offloaded"); tx != c("link_sibling_tx_frames") || rx != c("link_sibling_rx_frames") {
+			t.Errorf("%s: %d frames sent and %d received without an ICRC, want the %d and %d of the sibling", d.Name(), tx, rx,
+				c("link_sibling_tx_frames"), c("link_sibling_rx_frames"))
+		}
 		if c("link_sibling_tx_frames") == 0 || c("link_sibling_rx_frames") == 0 {
 			t.Errorf("%s: %d frames to siblings, %d from them", d.Name(), c("link_sibling_tx_frames"), c("link_sibling_rx_frames"))
 		}

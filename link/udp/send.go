@@ -78,8 +78,15 @@ func (l *Link) Send(bufs []*link.Buf) {
 	if l.txLoss.on.Load() && len(frames) > 0 {
 		frames = l.loseTx(s, frames, &t)
 	}
-	if m := siblings.m.Load(); l.o.Siblings && m != nil && len(*m) > 0 && len(frames) > 0 {
-		frames = l.toSiblings(s, *m, frames, &t)
+	if l.o.Siblings {
+		if m := siblings.m.Load(); m != nil && len(*m) > 0 && len(frames) > 0 {
+			frames = l.toSiblings(s, *m, frames, &t)
+		}
+		// What leaves through the socket carries its ICRC: the NIC may
+		// have left it out (Intact), for a sibling.
+		for _, f := range frames {
+			link.FixICRC(f.b)
+		}
 	}
 	if len(frames) > 0 {
 		l.sys.send(l, &s.sys, frames, &t)

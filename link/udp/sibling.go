@@ -27,6 +27,14 @@ import (
 // had no room for; a full inbox drops the rest (Stats.SiblingDrops), as
 // a full socket buffer does.
 
+// Intact reports whether the NIC may leave the ICRC out of the frames it
+// sends (link.Intact): on a link with Siblings, yes — a frame handed to
+// a sibling arrives as it was built, in memory, and the sibling's NIC
+// takes it unchecked, as checksum offload on a loopback device does;
+// a frame that leaves through the socket gets its ICRC first (Send).
+// Without Siblings every frame crosses the kernel: no.
+func (l *Link) Intact() bool { return l.o.Siblings }
+
 // siblingInbox is how many frames a link holds for a full receiver:
 // about what the socket's buffer (sockBuf, 8 MiB) holds of MTU 4096
 // frames.

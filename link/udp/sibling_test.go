@@ -159,3 +159,46 @@ func TestSiblingInbox(t *testing.T) {
 		}
 	}
 }
+
+// TestSiblingsICRCOffload: a link with Siblings is Intact (link.Intact):
+// a frame the NIC built without its ICRC (link.FlagNoICRC) reaches a
+// sibling as built, flag and all, for the sibling's NIC to take
+// unchecked, and reaches a peer outside the process through the socket
+// with its ICRC computed. A link without Siblings is not Intact.
+func TestSiblingsICRCOffload(t *testing.T) {
+	noICRC := func(from, to *udp.Link, idx uint32) *link.Buf {
+		b := frame(from, to, idx, 200)
+		f := b.Bytes()
+		clear(f[len(f)-wire.ICRCSize:])
+		b.Flags |= link.FlagNoICRC
+		return b
+	}
+	rb, rc := &recorder{keep: true}, &recorder{keep: true}
+	oa := udp.Options{Siblings: true, Addr: netip.MustParseAddr("127.0.0.37")}
+	ob := udp.Options{Siblings: true, Addr: netip.MustParseAddr("127.0.0.38")}
+	a, b := pair(t, false, oa, ob, nil, rb)
+	if !a.Intact() || !b.Intact() {
+		t.Fatal("links with Siblings are not Intact")
+	}
+	a.Send([]*link.Buf{noICRC(a, b, 1)})
+	waitFor(t, "the sibling's frame", func() bool { return rb.count() == 1 })
+	rb.mu.Lock()
+	if rb.flags[0]&link.FlagNoICRC == 0 {
+		t.Error("the frame reached the sibling without FlagNoICRC: its NIC would check an ICRC that is not there")
+	}
+	rb.mu.Unlock()
+
+	// A peer outside: a link of this process without Siblings, as
+	// another process's would be.
+	_, c := pair(t, false, udp.Options{Addr: netip.MustParseAddr("127.0.0.40")}, udp.Options{Addr: netip.MustParseAddr("127.0.0.39")}, nil, rc)
+	if c.Intact() {
+		t.Error("a link without Siblings is Intact")
+	}
+	a.Send([]*link.Buf{noICRC(a, c, 2)})
+	waitFor(t, "the frame through the socket", func() bool { return rc.count() == 1 })
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if err := wire.CheckICRC(rc.frames[0]); err != nil || rc.flags[0]&link.FlagNoICRC != 0 {
+		t.Errorf("the frame through the socket: ICRC %v, flags %v: want its ICRC computed", err, rc.flags[0])
+	}
+}
