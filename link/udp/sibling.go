@@ -17,8 +17,8 @@ import (
 //
 // The frame arrives as it was sent. Through the kernel, an IPv4 frame's
 // ID and flags are not reported and the link rebuilds them
-// (link.FlagIPRebuilt); here nothing is rebuilt, and the receiver checks
-// the whole ICRC. The sender's Faults.Loss and the receiver's
+// (link.FlagIPRebuilt); here nothing is rebuilt, and a frame the NIC
+// built without its ICRC (Intact) is taken without one. The sender's Faults.Loss and the receiver's
 // Faults.RxLoss apply as on the socket path.
 //
 // A receiver whose queue is full (link.Receiver) keeps what it could not
