@@ -319,9 +319,6 @@ type Device struct {
 
 	gids   [gidTableLen]GIDEntry // the port's GID table (gid.go)
 	netdev link.Netdev           // the interface the link is bound to (empty: none, link/mem)
-
-	hostObjs sync.Map      // ServeHost: *QP, *CQ, *SRQ → *hostObj, whose program its async events go to
-	hostDB   hostDoorbells // ServeHost: the programs' doorbell pages, which the NIC scans
 }
 
 func (d *Device) nextSRQ() uint32 { return d.srqSeq.Add(1) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/cm"
+	"github.com/rnic/rnic/internal/device/host"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/sysfs"
 	"github.com/rnic/rnic/link/udp"
@@ -250,9 +251,9 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 	var (
 		nics   []*servedNIC
 		served = make(chan error, 2*len(addrs))
-		ended  = 0 // ServeHost calls (verbs and CM) that returned
+		ended  = 0 // Serve calls (verbs: host.Serve, CM: cm.ServeHost) that returned
 	)
-	// Stopping, in order: no more programs (ServeHost returns after
+	// Stopping, in order: no more programs (each Serve returns after
 	// tearing down each program's objects), then the descriptions, then
 	// the NICs.
 	defer func() {
@@ -275,7 +276,7 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 			return err
 		}
 		nics = append(nics, n)
-		go func() { served <- n.dev.ServeHost(n) }()
+		go func() { served <- host.Serve(n.dev, n) }()
 		go func() { served <- cm.ServeHost(n.dev, n.cmln) }()
 		fmt.Fprintf(errw, "%s serving %s on %s\n", names[i], a, n.Addr())
 	}

@@ -1,12 +1,14 @@
-package rnic
+package host
 
 import (
+	"github.com/rnic/rnic"
 	"net/netip"
 	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rnic/rnic/internal/device"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/link/mem"
@@ -36,17 +38,20 @@ func FuzzHostRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	dev, err := Open(Options{Link: port})
+	dev, err := rnic.Open(rnic.Options{Link: port})
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer dev.Close()
+	w := device.DriverOf(dev).(device.Wall)
+	s := &server{dev: dev, nic: w.Device, attr: dev.Attr()}
+	w.SetDoorbellRecords(&s.db)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		proc, err := bus.OpenProcess(os.Getpid())
 		if err != nil {
 			t.Skip(err)
 		}
-		hc := newHostClient(dev, os.Getpid(), proc)
+		hc := newHostClient(s, os.Getpid(), proc)
 		defer hc.teardown()
 		out := make([]byte, 0, hostif.MaxMsg)
 		for _, m := range [][]byte{a, b, a} {

@@ -1,10 +1,11 @@
-package rnic
+package host
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/device"
 	"net"
 	"os"
@@ -15,43 +16,89 @@ import (
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/bus"
+	"github.com/rnic/rnic/internal/nic"
 )
 
-// ServeHost serves other local processes' verbs on d (the host interface,
-// internal/hostif): each connection on ln, a "unixpacket" listener, is a
+// verbs are package rnic's calls beyond its public API (device.Host).
+var verbs = device.Host.(*device.HostVerbs[*rnic.Device, *rnic.PD, *rnic.MR, *rnic.CQ, *rnic.QP, *rnic.SRQ, *rnic.AH,
+	rnic.QPInitAttr, rnic.SRQInitAttr, rnic.Access])
+
+// server is what the host server keeps of one device it serves, for
+// every program and every Serve call on it: the programs' doorbell pages,
+// which the NIC's engine goroutine scans, and the objects whose async
+// events go to a program.
+type server struct {
+	dev  *rnic.Device
+	nic  *nic.Device
+	attr rnic.DeviceAttr
+	db   doorbells
+	objs sync.Map // *rnic.QP, *rnic.CQ, *rnic.SRQ → *hostObj
+	refs int      // Serve calls running (under servers.mu)
+}
+
+// servers are the devices being served.
+var servers struct {
+	sync.Mutex
+	m map[*rnic.Device]*server
+}
+
+// Serve serves other local processes' verbs on dev (the host interface,
+// internal/hostif), as the kernel's uverbs serves a device's verbs to
+// user space: each connection on ln, a "unixpacket" listener, is a
 // program's verbs library. The peer's credentials name the program; only
 // processes of this process's user are served. A program's PDs and MRs
 // are its own (handles other programs cannot name, PD numbers the NIC's
 // protection checks compare), and when its connection closes — it
 // exited or crashed — they are torn down as the kernel tears down a
-// closed uverbs file. ServeHost returns when ln fails or is closed,
-// after closing every program's connection (and tearing down what each
-// held).
-func (d *Device) ServeHost(ln net.Listener) error {
-	if err := d.usable(); err != nil {
-		return fmt.Errorf("rnic: ServeHost: %w", err)
+// closed uverbs file. Serve returns when ln fails or is closed, after
+// closing every program's connection (and tearing down what each held).
+// Serve takes the device's async events (rnic.Device.GetAsyncEvent), to
+// route them to the programs; it may run more than once on one device.
+func Serve(dev *rnic.Device, ln net.Listener) error {
+	if err := verbs.Usable(dev); err != nil {
+		return fmt.Errorf("rnic: serving the host: %w", err)
 	}
-	if !d.d.Features().Processes {
-		return errors.New("rnic: ServeHost: a virtual-time device serves no other processes")
+	w, ok := device.DriverOf(dev).(device.Wall)
+	if !ok || !w.Features().Processes {
+		return errors.New("rnic: serving the host: a virtual-time device serves no other processes")
 	}
-	if w, ok := d.d.(device.Wall); ok {
-		n := w.Device
-		n.SetLinkSpin(spinFor)
-		n.SetDoorbellRecords(&d.hostDB)
+	servers.Lock()
+	s := servers.m[dev]
+	if s == nil {
+		s = &server{dev: dev, nic: w.Device, attr: dev.Attr()}
+		if servers.m == nil {
+			servers.m = map[*rnic.Device]*server{}
+		}
+		servers.m[dev] = s
+		s.nic.SetLinkSpin(spinFor)
+		s.nic.SetDoorbellRecords(&s.db)
 	}
+	s.refs++
+	servers.Unlock()
+	defer func() {
+		servers.Lock()
+		if s.refs--; s.refs == 0 {
+			delete(servers.m, dev)
+			s.nic.SetDoorbellRecords(nil)
+		}
+		servers.Unlock()
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go d.routeHostEvents(ctx)
-	return hostif.Serve(ln, d.serveHostConn)
+	go s.routeEvents(ctx)
+	return hostif.Serve(ln, s.serveConn)
 }
 
-// routeHostEvents sends each of the device's async events to the program
+// kick wakes the NIC's engine goroutine if it sleeps.
+func (s *server) kick() { s.nic.Kick() }
+
+// routeEvents sends each of the device's async events to the program
 // that owns the QP, CQ or SRQ it concerns, until ctx ends or the device
-// closes. (ServeHost takes the device's events: GetAsyncEvent callers of
-// the serving process compete with it.)
-func (d *Device) routeHostEvents(ctx context.Context) {
+// closes. (Serve takes the device's events: GetAsyncEvent callers of the
+// serving process compete with it.)
+func (s *server) routeEvents(ctx context.Context) {
 	for {
-		ev, err := d.GetAsyncEvent(ctx)
+		ev, err := s.dev.GetAsyncEvent(ctx)
 		if err != nil {
 			return
 		}
@@ -66,7 +113,7 @@ func (d *Device) routeHostEvents(ctx context.Context) {
 		default:
 			continue // port events: rnic's one port never changes
 		}
-		if v, ok := d.hostObjs.Load(key); ok {
+		if v, ok := s.objs.Load(key); ok {
 			o := v.(*hostObj)
 			o.hc.sendEvent(o, ev.Type)
 		}
@@ -86,7 +133,7 @@ type hostObj struct {
 // cookie.
 func (hc *hostClient) watch(key any, handle uint32, cookie uint64) *hostObj {
 	o := &hostObj{hc: hc, key: key, handle: handle, cookie: cookie}
-	hc.d.hostObjs.Store(key, o)
+	hc.s.objs.Store(key, o)
 	return o
 }
 
@@ -97,7 +144,7 @@ func (hc *hostClient) unwatch(o *hostObj) {
 	if o == nil {
 		return
 	}
-	hc.d.hostObjs.CompareAndDelete(o.key, o)
+	hc.s.objs.CompareAndDelete(o.key, o)
 	hc.evMu.Lock()
 	o.gone = true
 	hc.evMu.Unlock()
@@ -105,7 +152,7 @@ func (hc *hostClient) unwatch(o *hostObj) {
 
 // sendEvent sends an async event to the program. A program that does not
 // read its events loses the ones its socket has no room for.
-func (hc *hostClient) sendEvent(o *hostObj, t EventType) {
+func (hc *hostClient) sendEvent(o *hostObj, t rnic.EventType) {
 	hc.evMu.Lock()
 	defer hc.evMu.Unlock()
 	if o.gone || hc.asyncFD < 0 {
@@ -125,7 +172,7 @@ const accessOnDemand = 1 << 6
 // hostMR is a program's region and what it was registered with (REREG_MR
 // changes some of it).
 type hostMR struct {
-	mr                 *MR
+	mr                 *rnic.MR
 	pd                 uint32
 	addr, length, iova uint64
 	access             uint32
@@ -133,23 +180,23 @@ type hostMR struct {
 
 // hostClient is one connected program.
 type hostClient struct {
-	d        *Device
+	s        *server
 	c        *net.UnixConn
 	pid      int
 	proc     *bus.Process
-	pds      map[uint32]*PD
+	pds      map[uint32]*rnic.PD
 	mrs      map[uint32]*hostMR
 	cqs      map[uint32]*hostCQ
 	qps      map[uint32]*hostQP
 	channels map[uint32]*hostChannel
 	srqs     map[uint32]*hostSRQ
-	mws      map[uint32]*MW
-	ahs      map[uint32]*AH // by number in the NIC's AH table
-	next     uint32         // the next handle of an MR, CQ, QP, channel or AH
+	mws      map[uint32]*rnic.MW
+	ahs      map[uint32]*rnic.AH // by number in the NIC's AH table
+	next     uint32              // the next handle of an MR, CQ, QP, channel or AH
 
 	closeAfterReply []int // descriptors the reply sends that the NIC does not keep
 
-	mu       sync.Mutex // the data path's queues (hostqueue_linux.go)
+	mu       sync.Mutex // the data path's queues (queues_linux.go)
 	stepMu   sync.Mutex // held by the NIC's scan of the doorbell page: a queue is destroyed between scans
 	data     *hostData
 	wakeFile *os.File
@@ -160,7 +207,7 @@ type hostClient struct {
 	asyncFD int        // the NIC's end of the async event socket (-1: none)
 }
 
-func (d *Device) serveHostConn(c *net.UnixConn) {
+func (s *server) serveConn(c *net.UnixConn) {
 	defer c.Close()
 	cred, err := hostif.PeerCred(c)
 	if err != nil || int(cred.Uid) != os.Getuid() {
@@ -170,7 +217,7 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	hc := newHostClient(d, int(cred.Pid), proc)
+	hc := newHostClient(s, int(cred.Pid), proc)
 	hc.c = c
 	defer hc.teardown()
 	buf := make([]byte, hostif.MaxMsg+1)
@@ -203,10 +250,10 @@ func (d *Device) serveHostConn(c *net.UnixConn) {
 	}
 }
 
-func newHostClient(d *Device, pid int, proc *bus.Process) *hostClient {
-	return &hostClient{d: d, pid: pid, proc: proc, pds: map[uint32]*PD{}, mrs: map[uint32]*hostMR{},
+func newHostClient(s *server, pid int, proc *bus.Process) *hostClient {
+	return &hostClient{s: s, pid: pid, proc: proc, pds: map[uint32]*rnic.PD{}, mrs: map[uint32]*hostMR{},
 		cqs: map[uint32]*hostCQ{}, qps: map[uint32]*hostQP{}, channels: map[uint32]*hostChannel{}, srqs: map[uint32]*hostSRQ{},
-		mws: map[uint32]*MW{}, ahs: map[uint32]*AH{}, asyncFD: -1}
+		mws: map[uint32]*rnic.MW{}, ahs: map[uint32]*rnic.AH{}, asyncFD: -1}
 }
 
 // teardown releases everything the program held, as the kernel does
@@ -264,7 +311,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		return b, nil, err
 	}
 	var fds []int
-	d := hc.d
+	d := hc.s.dev
 	switch h.Op {
 	case hostif.OpHello:
 		if r.U32() != hostif.Version {
@@ -326,7 +373,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		rep.U8(uint8(a.ActiveMTU)).U64(a.MaxMsgSize).U32(uint32(a.GIDTableLen)).U8(uint8(a.ActiveSpeed)).U8(uint8(a.ActiveWidth))
 	case hostif.OpQueryGID:
 		port, idx := r.U8(), r.U32()
-		if r.End() != nil || port != 1 || idx >= uint32(d.attr.GIDTableLen) {
+		if r.End() != nil || port != 1 || idx >= uint32(hc.s.attr.GIDTableLen) {
 			return fail(unix.EINVAL)
 		}
 		g, _ := d.GID(int(idx))     // an empty entry: the zero GID, as the kernel's
@@ -365,7 +412,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		// on-demand paging, the program's whole address space.
 		implicit := addr == 0 && iova == 0 && length == atu.ImplicitLength && acc&accessOnDemand != 0
 		acc &^= accessOnDemand // every region of a program is on demand
-		mr, err := pd.regProcess(hc.proc, addr, length, iova, Access(acc), implicit)
+		mr, err := verbs.RegProcess(pd, hc.proc, addr, length, iova, rnic.Access(acc), implicit)
 		if err != nil {
 			return fail(errnoOf(err))
 		}
@@ -395,7 +442,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		if pd == nil {
 			return fail(unix.EINVAL)
 		}
-		if err := m.mr.reregProcess(pd, hc.proc, n.addr, n.length, n.iova, Access(n.access)); err != nil {
+		if err := verbs.ReregProcess(m.mr, pd, hc.proc, n.addr, n.length, n.iova, rnic.Access(n.access)); err != nil {
 			return fail(errnoOf(err)) // windows bound to it: EBUSY
 		}
 		*m = n
@@ -413,10 +460,10 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 	case hostif.OpAllocMW:
 		pdh, typ := r.U32(), r.U8()
 		pd := hc.pds[pdh]
-		if r.End() != nil || pd == nil || (typ != uint8(MWType1) && typ != uint8(MWType2)) {
+		if r.End() != nil || pd == nil || (typ != uint8(rnic.MWType1) && typ != uint8(rnic.MWType2)) {
 			return fail(unix.EINVAL)
 		}
-		mw, err := pd.AllocMW(MWType(typ))
+		mw, err := pd.AllocMW(rnic.MWType(typ))
 		if err != nil {
 			return fail(errnoOf(err))
 		}
@@ -435,7 +482,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		delete(hc.mws, h)
 	case hostif.OpCreateAH:
 		pdh := r.U32()
-		var a AHAttr
+		var a rnic.AHAttr
 		copy(a.DGID[:], r.Fixed(16))
 		a.SGIDIndex, a.FlowLabel, a.HopLimit, a.TrafficClass, a.SL, a.PortNum = r.U8(), r.U32(), r.U8(), r.U8(), r.U8(), 1
 		hc.mu.Lock()
@@ -452,7 +499,7 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 		// program's UD WQEs name and the engine looks up (checking that
 		// it is in the QP's protection domain: another program's AHs are
 		// in PDs of its own).
-		n := ah.ah.Num
+		n := verbs.AHNum(ah)
 		hc.ahs[n] = ah
 		rep.U32(n)
 	case hostif.OpDestroyAH:
@@ -484,9 +531,9 @@ func (hc *hostClient) handle(h hostif.Header, r *hostif.Reader, out []byte) ([]b
 // errnoOf maps a verb's error to the errno libibverbs returns for it.
 func errnoOf(err error) unix.Errno {
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, rnic.ErrBusy):
 		return unix.EBUSY
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, rnic.ErrClosed):
 		return unix.ENODEV
 	case errors.Is(err, bus.ErrNoAccess):
 		return unix.EACCES

@@ -1,4 +1,4 @@
-package rnic_test
+package host_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/device/host"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/testpeer"
 	"github.com/rnic/rnic/link/mem"
@@ -82,7 +83,7 @@ func TestServeHost(t *testing.T) {
 	ln, err := net.Listen("unixpacket", sock)
 	must0(t, err)
 	served := make(chan error, 1)
-	go func() { served <- dev.ServeHost(ln) }()
+	go func() { served <- host.Serve(dev, ln) }()
 	defer func() { ln.Close(); <-served }()
 
 	// This process as a client: hello, queries, and a PD of its own.
@@ -123,7 +124,7 @@ func TestServeHost(t *testing.T) {
 	if _, err := fmt.Sscanf(peer.Line, "addr %d pd %d lkey %d implicit %d", new(uint64), &pd, &lkey, &implicit); err != nil {
 		t.Fatalf("program said %q", peer.Line)
 	}
-	got, err := rnic.ReadThroughMR(dev, pd, lkey, peer.Addr+4096, 256)
+	got, err := readThroughMR(dev, pd, lkey, peer.Addr+4096, 256)
 	must0(t, err)
 	for i, b := range got {
 		if b != testpeer.Byte(4096+i) {
@@ -132,14 +133,14 @@ func TestServeHost(t *testing.T) {
 	}
 	// Through the implicit region, the same bytes at the same address:
 	// every address of the program is its own IOVA.
-	if got, err := rnic.ReadThroughMR(dev, pd, implicit, peer.Addr+4096, 256); err != nil || !slices.Equal(got, testpeer.Region()[4096:4096+256]) {
+	if got, err := readThroughMR(dev, pd, implicit, peer.Addr+4096, 256); err != nil || !slices.Equal(got, testpeer.Region()[4096:4096+256]) {
 		t.Errorf("256 bytes at %#x through the implicit region: %v, %x", peer.Addr+4096, err, got[:min(8, len(got))])
 	}
 	// This client cannot name the program's PD (handles are per program).
 	if _, err := c.Call(hostif.OpDeallocPD, func(m *hostif.Msg) { m.U32(pd) }); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("dealloc of another program's PD: %v, want EINVAL", err)
 	}
-	if _, err := rnic.ReadThroughMR(dev, pd+1000, lkey, peer.Addr, 8); err == nil {
+	if _, err := readThroughMR(dev, pd+1000, lkey, peer.Addr, 8); err == nil {
 		t.Error("the program's MR read under another PD")
 	}
 
@@ -160,7 +161,7 @@ func TestServeHost(t *testing.T) {
 	peer.Cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := rnic.ReadThroughMR(dev, pd, lkey, peer.Addr, 8); err != nil {
+		if _, err := readThroughMR(dev, pd, lkey, peer.Addr, 8); err != nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -206,7 +207,7 @@ func TestHostOtherUID(t *testing.T) {
 	must0(t, err)
 	must0(t, os.Chmod(sock, 0o777))
 	served := make(chan error, 1)
-	go func() { served <- dev.ServeHost(ln) }()
+	go func() { served <- host.Serve(dev, ln) }()
 	defer func() { ln.Close(); <-served }()
 
 	out, err := runAsNobody(dir, "TestHostOtherUIDPeer", "RNIC_OTHER_UID_SOCK="+sock)
@@ -229,7 +230,7 @@ func TestHostNoAccessPeer(t *testing.T) {
 		port := must(sw.Port(netip.MustParseAddr("10.9.0.1"), mem.Faults{}))
 		dev := must(rnic.Open(rnic.Options{Link: port}))
 		ln := must(net.Listen("unixpacket", sock))
-		go dev.ServeHost(ln)
+		go host.Serve(dev, ln)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHostNoAccessPeer$")
 		cmd.Env = append(os.Environ(), "RNIC_NOACCESS_NIC=", "RNIC_NOACCESS_SOCK="+sock)
 		out, err := cmd.CombinedOutput()

@@ -1,4 +1,4 @@
-package rnic_test
+package host_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/internal/device/host"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/queue"
 	"github.com/rnic/rnic/internal/testpeer"
@@ -116,7 +117,7 @@ func TestHostQueues(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "rnic0.sock")
 	ln := must(net.Listen("unixpacket", sock))
 	served := make(chan error, 1)
-	go func() { served <- a.ServeHost(ln) }()
+	go func() { served <- host.Serve(a, ln) }()
 	defer func() { ln.Close(); <-served }()
 
 	pdb := must(b.AllocPD())
@@ -176,7 +177,7 @@ func TestRecvDoorbellLazy(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "rnic0.sock")
 	ln := must(net.Listen("unixpacket", sock))
 	served := make(chan error, 1)
-	go func() { served <- a.ServeHost(ln) }()
+	go func() { served <- host.Serve(a, ln) }()
 	defer func() { ln.Close(); <-served }()
 
 	x := must(hostif.Open(sock))

@@ -1,4 +1,4 @@
-package rnic
+package host
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 )
 
 // doorbellPage is one program's doorbell page as the NIC's doorbell
-// unit looks at it (hostClient, hostqueue_linux.go).
+// unit looks at it (hostClient, queues_linux.go).
 type doorbellPage interface {
 	// scan rings the engine's doorbell of each of the page's queues
 	// whose producer index moved, and reports whether any did.
@@ -19,12 +19,12 @@ type doorbellPage interface {
 	sleep()
 }
 
-// hostDoorbells are the doorbell pages of the programs a device serves
-// (ServeHost): the nic.DoorbellRecords its engine goroutine scans, on
+// doorbells are the doorbell pages of the programs a device serves
+// (Serve): the nic.DoorbellRecords its engine goroutine scans, on
 // each turn and while it spins, and marks asleep before it parks. One
 // goroutine does it for every program, as one doorbell unit takes in a
 // hardware NIC's doorbells.
-type hostDoorbells struct {
+type doorbells struct {
 	// mu is held by the scan, by Sleep and Wake, and by add and
 	// remove: once remove returns, nothing looks at the page (it may be
 	// unmapped).
@@ -32,13 +32,13 @@ type hostDoorbells struct {
 	pages []doorbellPage
 }
 
-func (b *hostDoorbells) add(p doorbellPage) {
+func (b *doorbells) add(p doorbellPage) {
 	b.mu.Lock()
 	b.pages = append(b.pages, p)
 	b.mu.Unlock()
 }
 
-func (b *hostDoorbells) remove(p doorbellPage) {
+func (b *doorbells) remove(p doorbellPage) {
 	b.mu.Lock()
 	for i, q := range b.pages {
 		if q == p {
@@ -50,7 +50,7 @@ func (b *hostDoorbells) remove(p doorbellPage) {
 }
 
 // Scan looks at every program's page.
-func (b *hostDoorbells) Scan() bool {
+func (b *doorbells) Scan() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rung := false
@@ -63,7 +63,7 @@ func (b *hostDoorbells) Scan() bool {
 // Sleep tells every program the NIC is about to park: a program that
 // rings a send doorbell now writes its wake-up eventfd, and one that
 // rings a receive doorbell too if it has a QP in error (doorbellPage.sleep).
-func (b *hostDoorbells) Sleep() {
+func (b *doorbells) Sleep() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.pages {
@@ -72,9 +72,9 @@ func (b *hostDoorbells) Sleep() {
 }
 
 // Wake tells every program the NIC runs: doorbells need no wake-up.
-func (b *hostDoorbells) Wake() { b.setState(queue.NICRunning) }
+func (b *doorbells) Wake() { b.setState(queue.NICRunning) }
 
-func (b *hostDoorbells) setState(s uint32) {
+func (b *doorbells) setState(s uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.pages {

@@ -1,9 +1,9 @@
-package rnic
+package host
 
 import (
 	"encoding/binary"
 	"errors"
-	"github.com/rnic/rnic/internal/device"
+	"github.com/rnic/rnic"
 	"os"
 	"runtime"
 	"time"
@@ -86,7 +86,7 @@ func (s *shm) close() {
 // hostCQ is a program's CQ: its ring, which the engine writes CQEs into
 // (transport.CQMem).
 type hostCQ struct {
-	cq     *CQ
+	cq     *rnic.CQ
 	ring   *shm
 	depth  uint32
 	ciWord int // the program's consumer index, in the doorbell page
@@ -167,7 +167,8 @@ func (q *hostRecvRing) moved(db []byte) bool {
 type hostQP struct {
 	hc         *hostClient
 	srq        *hostSRQ // nil: its own receive ring
-	qp         *QP
+	sendCQ     *hostCQ  // where its send completions go (RESIZE_CQ counts them)
+	qp         *rnic.QP
 	sq         *shm
 	rq         *hostRecvRing // unused (one slot) on an SRQ
 	sqDepth    uint32
@@ -181,7 +182,7 @@ type hostQP struct {
 
 // hostSRQ is a program's SRQ and its ring.
 type hostSRQ struct {
-	srq    *SRQ
+	srq    *rnic.SRQ
 	ring   *hostRecvRing
 	qps    int // QPs on it
 	obj    *hostObj
@@ -229,20 +230,12 @@ func (hc *hostClient) startData() error {
 			if _, err := f.Read(b[:]); err != nil {
 				return
 			}
-			hc.d.kickNIC()
+			hc.s.kick()
 		}
 	}()
 	hc.wakeFile = f
-	hc.d.hostDB.add(hc)
+	hc.s.db.add(hc)
 	return nil
-}
-
-// kickNIC wakes the engine goroutine of a wall-clock NIC if it sleeps.
-func (d *Device) kickNIC() {
-	if w, ok := d.d.(device.Wall); ok {
-		n := w.Device
-		n.Kick()
-	}
 }
 
 // word allocates a doorbell word.
@@ -290,7 +283,7 @@ func (hc *hostClient) sleep() {
 	if hc.stepMu.TryLock() {
 		if !hc.data.stopped {
 			for _, h := range hc.data.cur.qps {
-				if h.qp.q.State() == transport.QPSErr {
+				if verbs.QPCore(h.qp).State() == transport.QPSErr {
 					s = queue.NICAsleep
 					break
 				}
@@ -328,7 +321,7 @@ func (h *hostQP) ringSends(db []byte) bool {
 	}
 	n := pi - h.sqSeen
 	h.sqSeen = pi
-	h.qp.q.Doorbell(int(min(n, h.sqDepth)))
+	verbs.QPCore(h.qp).Doorbell(int(min(n, h.sqDepth)))
 	return true
 }
 
@@ -339,7 +332,7 @@ func (h *hostQP) ringRecvs(db []byte) bool {
 	if h.srq != nil || !h.rq.moved(db) {
 		return false
 	}
-	h.qp.q.RecvDoorbell()
+	verbs.QPCore(h.qp).RecvDoorbell()
 	return true
 }
 
@@ -353,7 +346,7 @@ func (hc *hostClient) stopPoller() {
 	hc.stepMu.Lock()
 	d.stopped = true
 	hc.stepMu.Unlock()
-	hc.d.hostDB.remove(hc)
+	hc.s.db.remove(hc)
 	hc.wakeFile.Close()
 }
 
@@ -389,7 +382,7 @@ func (hc *hostClient) publish() {
 		q.srqs = append(q.srqs, s)
 	}
 	hc.data.cur = q
-	hc.d.kickNIC()
+	hc.s.kick()
 }
 
 // queueOp runs a CQ or QP operation of the host interface; it returns an
@@ -401,7 +394,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		ch := hc.channels[chh]
-		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) || chh != 0 && ch == nil {
+		if r.End() != nil || cqe == 0 || int64(cqe) > int64(hc.s.attr.MaxCQE) || chh != 0 && ch == nil {
 			return unix.EINVAL, nil
 		}
 		depth := pow2u(cqe)
@@ -420,7 +413,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		db := hc.data.db.mem
 		queue.Word(db, w).Store(0)
 		queue.Word(db, aw).Store(0)
-		cq, err := hc.d.createCQ(int(depth), c.cqMem(db, ring))
+		cq, err := verbs.CreateCQ(hc.s.dev, int(depth), c.cqMem(db, ring))
 		if err != nil {
 			ring.close()
 			return errnoOf(err), nil
@@ -484,23 +477,23 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		return 0, nil
 	case hostif.OpCreateQP:
 		pdh, typ, scq, rcq := r.U32(), r.U8(), r.U32(), r.U32()
-		cp := QPCap{MaxSendWR: r.U32(), MaxRecvWR: r.U32(), MaxSendSGE: r.U32(), MaxRecvSGE: r.U32(), MaxInlineData: r.U32()}
+		cp := rnic.QPCap{MaxSendWR: r.U32(), MaxRecvWR: r.U32(), MaxSendSGE: r.U32(), MaxRecvSGE: r.U32(), MaxInlineData: r.U32()}
 		sigAll := r.U8() != 0
 		srqh, cookie := r.U32(), r.U64()
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		pd, sc, rc, srq := hc.pds[pdh], hc.cqs[scq], hc.cqs[rcq], hc.srqs[srqh]
 		if r.End() != nil || pd == nil || sc == nil || rc == nil || cp.MaxSendSGE > queue.MaxSGE || cp.MaxRecvSGE > queue.MaxSGE ||
-			srqh != 0 && srq == nil || QPType(typ) == GSI { // QP1 is the NIC's own, as the kernel's
+			srqh != 0 && srq == nil || rnic.QPType(typ) == rnic.GSI { // QP1 is the NIC's own, as the kernel's
 			return unix.EINVAL, nil
 		}
 		// The rings are allocated before the QP (the engine's queues are
 		// in them): sizes no QP may have are refused first.
-		if at := hc.d.attr; int(cp.MaxSendWR) > at.MaxQPWR || int(cp.MaxRecvWR) > at.MaxQPWR ||
+		if at := hc.s.attr; int(cp.MaxSendWR) > at.MaxQPWR || int(cp.MaxRecvWR) > at.MaxQPWR ||
 			int(cp.MaxInlineData) > at.MaxInlineData {
 			return unix.EINVAL, nil
 		}
-		init := QPInitAttr{Type: QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll}
+		init := rnic.QPInitAttr{Type: rnic.QPType(typ), SendCQ: sc.cq, RecvCQ: rc.cq, Cap: cp, SigAll: sigAll}
 		if srq != nil {
 			init.SRQ = srq.srq
 			cp.MaxRecvWR, cp.MaxRecvSGE = 1, 1 // the QP's own receive ring goes unused
@@ -509,7 +502,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		// there and the producer index from the program's doorbell word,
 		// and publishes its consumer index (the slots the program may
 		// write again) to sqCIWord.
-		h := &hostQP{hc: hc, srq: srq, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
+		h := &hostQP{hc: hc, srq: srq, sendCQ: sc, sqDepth: pow2u(max(cp.MaxSendWR, 1)),
 			sqSlot: queue.WQESize(int(cp.MaxSendSGE), int(cp.MaxInlineData))}
 		fail := func(e unix.Errno) (unix.Errno, []int) {
 			if h.sq != nil {
@@ -553,7 +546,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			recvMem = h.rq.ringMem(db)
 			recvMem.Done = queue.Word(db, h.rqDoneWord)
 		}
-		qp, err := pd.createQP(init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
+		qp, err := verbs.CreateQP(pd, init, &transport.RingMem{Mem: h.sq.mem, SlotLen: uint32(h.sqSlot),
 			PI: queue.Word(db, h.sqWord), CI: queue.Word(db, h.sqCIWord)}, recvMem)
 		if err != nil {
 			return fail(errnoOf(err))
@@ -574,7 +567,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			U32(h.rq.depth).U32(uint32(h.rq.slot)).U32(uint32(h.rq.piWord)).U32(uint32(h.sqCIWord)).U32(uint32(h.rqDoneWord))
 		return 0, []int{h.sq.fd, h.rq.mem.fd}
 	case hostif.OpModifyQP:
-		handle, mask := r.U32(), QPAttrMask(r.U32())
+		handle, mask := r.U32(), rnic.QPAttrMask(r.U32())
 		var a hostif.ModifyQP
 		a.Get(r)
 		hc.mu.Lock()
@@ -583,13 +576,13 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || h == nil {
 			return unix.EINVAL, nil
 		}
-		attr := QPAttr{State: QPState(a.State), CurState: QPState(a.CurState), PathMTU: MTU(a.PathMTU), QKey: a.QKey,
-			RQPSN: PSN(a.RQPSN), SQPSN: PSN(a.SQPSN), DestQPN: a.DestQPN, AccessFlags: Access(a.Access) & qpAccessFlags, PKeyIndex: a.PKeyIndex,
+		attr := rnic.QPAttr{State: rnic.QPState(a.State), CurState: rnic.QPState(a.CurState), PathMTU: rnic.MTU(a.PathMTU), QKey: a.QKey,
+			RQPSN: rnic.PSN(a.RQPSN), SQPSN: rnic.PSN(a.SQPSN), DestQPN: a.DestQPN, AccessFlags: rnic.Access(a.Access) & qpAccessFlags, PKeyIndex: a.PKeyIndex,
 			EnSQDAsyncNotify: a.EnSQDAsyncNotify != 0, MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic,
 			MinRNRTimer: a.MinRNRTimer, Port: a.Port, Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RNRRetry,
-			AH: AHAttr{DGID: GID(a.DGID), SGIDIndex: a.SGIDIndex, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit,
+			AH: rnic.AHAttr{DGID: rnic.GID(a.DGID), SGIDIndex: a.SGIDIndex, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit,
 				TrafficClass: a.TrafficClass, SL: a.SL, PortNum: a.Port}}
-		if mask&QPAttrState != 0 && attr.State == QPSReset {
+		if mask&rnic.QPAttrState != 0 && attr.State == rnic.QPSReset {
 			// RESET empties the queues without completions (IBTA
 			// 10.3.1): the rings too, between rounds.
 			hc.stepMu.Lock()
@@ -598,7 +591,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if err := h.qp.Modify(&attr, mask); err != nil {
 			return unix.EINVAL, nil
 		}
-		if mask&QPAttrState != 0 && attr.State == QPSReset {
+		if mask&rnic.QPAttrState != 0 && attr.State == rnic.QPSReset {
 			// The engine emptied the queues (their consumer indices are
 			// the program's producer indices, published; what was on
 			// the receive queue counts as retired). The program's
@@ -607,7 +600,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 			h.sqSeen = queue.Word(db, h.sqWord).Load()
 			h.rq.seen = queue.Word(db, h.rq.piWord).Load()
 		}
-		hc.d.kickNIC() // a QP now in RTS may have work waiting in its ring
+		hc.s.kick() // a QP now in RTS may have work waiting in its ring
 		return 0, nil
 	case hostif.OpDestroyQP:
 		handle := r.U32()
@@ -639,7 +632,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		if r.End() != nil || pd == nil || maxSGE > queue.MaxSGE {
 			return unix.EINVAL, nil
 		}
-		if maxWR == 0 || int(maxWR) > hc.d.attr.MaxSRQWR {
+		if maxWR == 0 || int(maxWR) > hc.s.attr.MaxSRQWR {
 			return unix.EINVAL, nil
 		}
 		ring, err := newHostRecvRing("rnic-srq", pow2u(maxWR), max(maxSGE, 1))
@@ -657,7 +650,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		// it and publishes its consumer index (the slots the program may
 		// write again).
 		db := hc.data.db.mem
-		srq, err := pd.createSRQ(SRQInitAttr{MaxWR: ring.depth, MaxSGE: max(maxSGE, 1), Limit: limit}, ring.ringMem(db))
+		srq, err := verbs.CreateSRQ(pd, rnic.SRQInitAttr{MaxWR: ring.depth, MaxSGE: max(maxSGE, 1), Limit: limit}, ring.ringMem(db))
 		if err != nil {
 			ring.mem.close()
 			return errnoOf(err), nil
@@ -748,7 +741,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		hc.mu.Lock()
 		defer hc.mu.Unlock()
 		c := hc.cqs[handle]
-		if r.End() != nil || c == nil || cqe == 0 || int64(cqe) > int64(hc.d.attr.MaxCQE) {
+		if r.End() != nil || c == nil || cqe == 0 || int64(cqe) > int64(hc.s.attr.MaxCQE) {
 			return unix.EINVAL, nil
 		}
 		// The program's consumer index as it says (its library holds
@@ -759,10 +752,10 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		// the send queues completing to it (posted, not retired, in the
 		// NIC or still in the rings): a CQ too small for them would
 		// overrun.
-		held := uint64(c.cq.c.Unpolled())
+		held := uint64(verbs.CQCore(c.cq).Unpolled())
 		for _, h := range hc.qps {
-			if h.qp.init.SendCQ == c.cq {
-				held += uint64(min(uint32(h.qp.q.SendOutstanding()), h.sqDepth)) // posted in the ring, not retired
+			if h.sendCQ == c {
+				held += uint64(min(uint32(verbs.QPCore(h.qp).SendOutstanding()), h.sqDepth)) // posted in the ring, not retired
 			}
 		}
 		depth := pow2u(cqe)
@@ -775,7 +768,7 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 		}
 		// The engine moves the CQEs not polled to the new ring, from
 		// index 0, and writes there from now on.
-		if err := c.cq.c.ResizeInMem(c.cqMem(db, ring)); err != nil {
+		if err := verbs.CQCore(c.cq).ResizeInMem(c.cqMem(db, ring)); err != nil {
 			ring.close()
 			return unix.EINVAL, nil
 		}
@@ -790,8 +783,8 @@ func (hc *hostClient) queueOp(op hostif.Op, r *hostif.Reader, rep *hostif.Msg) (
 // qpAccessFlags are the qp_access_flags a QP takes; Linux's drivers
 // ignore the other IBV_ACCESS_* bits there (programs pass a region's
 // flags, IBV_ACCESS_ON_DEMAND among them), and so does the host interface.
-const qpAccessFlags = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind |
-	AccessFlushGlobal | AccessFlushPersistent
+const qpAccessFlags = rnic.AccessLocalWrite | rnic.AccessRemoteWrite | rnic.AccessRemoteRead | rnic.AccessRemoteAtomic | rnic.AccessMWBind |
+	rnic.AccessFlushGlobal | rnic.AccessFlushPersistent
 
 // pow2u is the smallest power of two at least n (0 for n above 2^31: no
 // ring is that deep, and the caller refuses it).
