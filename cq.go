@@ -104,6 +104,15 @@ func (cq *CQ) errDestroyed() error {
 // It never blocks and does not allocate. Once the CQ is empty after an
 // overrun it returns ErrCQOverrun; on a destroyed CQ or a closed device,
 // an error wrapping ErrClosed.
+//
+// On the wall clock, a poll that finds no completion for wc runs the
+// NIC's pending work on the calling goroutine (the frames its link
+// received, due timers, the QPs ready to send), as the thread that waits
+// is the NIC's best chance to run; Poll(nil) does only that. A program
+// that polls memory for a peer's RDMA WRITE (perftest's write_lat) calls
+// it while it spins, so that the WRITE is taken in by the waiting thread
+// rather than by a NIC goroutine that must be woken. (A virtual clock's
+// NIC runs in the clock's time: there a poll only passes the host's.)
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	if err := cq.usable(); err != nil {
 		return 0, err
