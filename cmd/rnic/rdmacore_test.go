@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -160,6 +161,14 @@ func runRdmaCoreTest(ctx context.Context, dir, lib, dev, name string, timeout ti
 	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "tests/run_tests.py", "--dev", dev, "--gid", "1", "-v", name)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	// A test in its own process group, killed whole at the timeout: a
+	// test's own child processes (its passive side, a forked one) would
+	// otherwise live on, holding the output pipe, and CombinedOutput
+	// would wait for them forever (a full run once hung here for minutes
+	// past the timeout). WaitDelay bounds the wait for the pipe anyway.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	out, _ := cmd.CombinedOutput()
 	res := rdmaCoreResult{Name: strings.TrimPrefix(name, "tests.")}
 	m := unittestResult.FindSubmatch(out)

@@ -359,6 +359,7 @@ func (e *Engine) reset(qp *QP) {
 	}
 	qp.sq.setCI(p)
 	qp.sq.fetched = p
+	sqStart := p // where the requester and the completer start again
 	qp.sq.bad = false
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
@@ -377,7 +378,7 @@ func (e *Engine) reset(qp *QP) {
 	res := qp.resp.res
 	clear(res)
 	e.req.releaseReads(qp)
-	qp.req = reqState{}
+	qp.req = reqState{next: sqStart, compIdx: sqStart}
 	qp.resp = respState{res: res, resCap: qp.resp.resCap, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
 	qp.cc = nil // a QP connected again starts at the line rate

@@ -387,6 +387,11 @@ func TestProgramCQOverrun(t *testing.T) {
 	if wcs := A.sendWCs(); len(wcs) != 4 {
 		t.Errorf("%d CQEs in a ring of 4 the program never polled, want 4", len(wcs))
 	}
+	// Every WQE is retired (the last ones flushed), none twice: the
+	// published consumer index is the producer's.
+	if ci := A.prog.sqCI.Load(); ci != 6 {
+		t.Errorf("A's published SQ consumer index %d, want 6", ci)
+	}
 }
 
 func containsEvent(evs []EventType, e EventType) bool {
@@ -478,4 +483,61 @@ func FuzzProgramRings(f *testing.F) {
 			t.Errorf("%d receive completions from 8 slots", k)
 		}
 	})
+}
+
+// TestProgramResetReuse: a program's QP that sent, was moved to RESET and
+// connected again sends from where its ring is: the engine's requester
+// starts at the ring's indices (the program's producer index, which RESET
+// leaves where it is), not at 0. (It started at 0 while the consumer
+// index was the program's: the completer then walked from there to 0
+// around the whole 32-bit index space, completing stale slots, with the
+// engine lock held for minutes: an rdma-core test that reset and reused a
+// QP hung its NIC; where the indices were small, the WQEs posted before
+// RESET were sent again.)
+func TestProgramResetReuse(t *testing.T) {
+	p := newProgramPair(t, nodeConfig{memSize: 1 << 16}, nodeConfig{memSize: 1 << 16})
+	A, B := p.A, p.B
+	fill(A.mem[:4096], 3)
+	write := func(wrid uint64, off int) queue.SendWQE {
+		return queue.SendWQE{WRID: wrid, Opcode: uint8(WRRDMAWrite), Flags: uint8(SendSignaled), NumSGE: 1,
+			RemoteAddr: B.addr(off), RKey: B.key, SGL: [queue.MaxSGE]queue.SGE{A.qsge(0, 64)}}
+	}
+	for i := range 3 {
+		A.progSend(write(uint64(i), i*64), nil)
+	}
+	p.pump()
+	if wcs := A.sendWCs(); len(wcs) != 3 {
+		t.Fatalf("before RESET: %d completions, want 3", len(wcs))
+	}
+	// Two more the QP never sends: RESET comes first.
+	A.progSend(write(3, 192), nil)
+	A.progSend(write(4, 256), nil)
+	if err := A.e.Modify(A.qp, &QPAttr{State: QPSReset}, AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if err := B.e.Modify(B.qp, &QPAttr{State: QPSReset}, AttrState); err != nil {
+		t.Fatal(err)
+	}
+	clear(B.mem[:5*64]) // where the WRITEs before RESET went, or would have: none is sent again
+	A.cfg.sqPSN, B.cfg.rqPSN = 1000, 1000
+	A.connect(gidB, B.qp.QPN)
+	B.connect(gidA, A.qp.QPN)
+	A.progSend(write(7, 4096), nil)
+	done := make(chan struct{})
+	go func() { p.pump(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine did not settle after the QP was reused: its completer runs away")
+	}
+	expectWCs(t, A.sendWCs(), WC{WRID: 7, Status: WCSuccess, Opcode: WCRDMAWrite, QPNum: A.qp.QPN})
+	if !bytes.Equal(B.mem[4096:4096+64], A.mem[:64]) {
+		t.Error("the WRITE after RESET did not land")
+	}
+	if !bytes.Equal(B.mem[:5*64], make([]byte, 5*64)) {
+		t.Error("WQEs posted before RESET were sent again after it")
+	}
+	if ci := A.prog.sqCI.Load(); ci != 6 {
+		t.Errorf("A's published SQ consumer index %d, want 6", ci)
+	}
 }

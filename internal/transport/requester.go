@@ -702,7 +702,11 @@ func (e *Engine) retire(qp *QP) {
 		ci++
 		sq.setCI(ci)
 		if signal {
+			wasErr := qp.attr.State == QPSErr
 			e.cqe(qp, qp.sendCQN(), &wc, false)
+			if !wasErr && qp.attr.State == QPSErr {
+				return // the CQ was full: the QP is in error now, and its flush retired the rest
+			}
 		}
 		if status != WCSuccess {
 			if qp.Type == RC {
