@@ -254,8 +254,9 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 		ended  = 0 // Serve calls (verbs: host.Serve, CM: cm.ServeHost) that returned
 	)
 	// Stopping, in order: no more programs (each Serve returns after
-	// tearing down each program's objects), then the descriptions, then
-	// the NICs.
+	// tearing down each program's objects), then the view's entries, then
+	// the descriptions (nic down waits for them to go: the view must be
+	// gone by then), then the NICs.
 	defer func() {
 		for _, n := range nics {
 			n.Close()
@@ -265,8 +266,10 @@ func serveNICs(errw io.Writer, dir string, addrs []netip.Addr, names []string) e
 			<-served
 		}
 		for _, n := range nics {
-			os.Remove(n.desc)
 			sysfs.Remove(n.view, n.dev.Name())
+		}
+		for _, n := range nics {
+			os.Remove(n.desc)
 			n.dev.Close()
 		}
 	}()
