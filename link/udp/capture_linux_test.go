@@ -70,8 +70,12 @@ func TestCaptureIsWireIPv4(t *testing.T) {
 			}
 			sa.Send(bufs)
 			waitFor(t, "the frames", func() bool { return rec.count() == n })
+			// This pair's datagrams only: other tests' NICs send from
+			// port 4791 too, on other addresses.
+			src, dst := a.Addr().As4(), b.Addr().As4()
 			onWire := capture(t, fd, n, func(p []byte) bool {
-				return len(p) >= 28 && p[0] == 0x45 && binary.BigEndian.Uint16(p[20:]) == a.SourcePort()
+				return len(p) >= 28 && p[0] == 0x45 && binary.BigEndian.Uint16(p[20:]) == a.SourcePort() &&
+					bytes.Equal(p[12:16], src[:]) && bytes.Equal(p[16:20], dst[:])
 			})
 			tx, rx := captureOf(t, txFile.Bytes()), captureOf(t, rxFile.Bytes())
 			if len(onWire) != n || len(tx) != n || len(rx) != n {
