@@ -2,10 +2,13 @@ package host_test
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
 	"testing"
 
 	"github.com/rnic/rnic"
 	"github.com/rnic/rnic/internal/device"
+	"github.com/rnic/rnic/internal/device/host"
 	"github.com/rnic/rnic/internal/hw/atu"
 )
 
@@ -44,4 +47,16 @@ func readThroughMR(d *rnic.Device, pd, key uint32, iova uint64, n int) ([]byte, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// serve serves dev's host interface on a socket in a directory of the
+// test's and returns the socket's path, and stop, which closes the
+// socket and waits for Serve to return (before the device closes).
+func serve(t *testing.T, dev *rnic.Device) (sock string, stop func()) {
+	t.Helper()
+	sock = filepath.Join(t.TempDir(), "rnic0.sock")
+	ln := must(net.Listen("unixpacket", sock))
+	served := make(chan error, 1)
+	go func() { served <- host.Serve(dev, ln) }()
+	return sock, func() { ln.Close(); <-served }
 }

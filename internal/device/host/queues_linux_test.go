@@ -6,15 +6,12 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rnic/rnic"
-	"github.com/rnic/rnic/internal/device/host"
 	"github.com/rnic/rnic/internal/hostif"
 	"github.com/rnic/rnic/internal/queue"
 	"github.com/rnic/rnic/internal/testpeer"
@@ -114,11 +111,8 @@ func TestHostQueues(t *testing.T) {
 	defer a.Close()
 	b := must(rnic.Open(rnic.Options{Link: pb}))
 	defer b.Close()
-	sock := filepath.Join(t.TempDir(), "rnic0.sock")
-	ln := must(net.Listen("unixpacket", sock))
-	served := make(chan error, 1)
-	go func() { served <- host.Serve(a, ln) }()
-	defer func() { ln.Close(); <-served }()
+	sock, stop := serve(t, a)
+	defer stop()
 
 	pdb := must(b.AllocPD())
 	dst := make([]byte, 64<<10)
@@ -174,11 +168,8 @@ func TestRecvDoorbellLazy(t *testing.T) {
 	sw := mem.NewSwitch()
 	a := must(rnic.Open(rnic.Options{Link: must(sw.Port(netip.MustParseAddr("10.9.2.1"), mem.Faults{}))}))
 	defer a.Close()
-	sock := filepath.Join(t.TempDir(), "rnic0.sock")
-	ln := must(net.Listen("unixpacket", sock))
-	served := make(chan error, 1)
-	go func() { served <- host.Serve(a, ln) }()
-	defer func() { ln.Close(); <-served }()
+	sock, stop := serve(t, a)
+	defer stop()
 
 	x := must(hostif.Open(sock))
 	defer x.Close()

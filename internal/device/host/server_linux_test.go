@@ -79,12 +79,8 @@ func TestServeHost(t *testing.T) {
 	must0(t, err)
 	dev := must(rnic.Open(rnic.Options{Link: port}))
 	defer dev.Close()
-	sock := filepath.Join(t.TempDir(), "rnic0.sock")
-	ln, err := net.Listen("unixpacket", sock)
-	must0(t, err)
-	served := make(chan error, 1)
-	go func() { served <- host.Serve(dev, ln) }()
-	defer func() { ln.Close(); <-served }()
+	sock, stop := serve(t, dev)
+	defer stop()
 
 	// This process as a client: hello, queries, and a PD of its own.
 	c := must(hostif.Dial(sock))
