@@ -66,8 +66,8 @@ func (c *Config) Assemble() (transport.CoreConfig, error) {
 		hw.MaxReadPSNs = DefaultReadBudgetPSNs
 	case b < 0:
 		hw.MaxReadPSNs = 0 // no bound
-	case b > 1<<23:
-		return hw, fmt.Errorf("device: a READ budget of %d packets is more than half the PSN space (%d)", b, 1<<23)
+	case b > transport.MaxReadBudget:
+		return hw, fmt.Errorf("device: a READ budget of %d packets is more than half the PSN space (%d)", b, transport.MaxReadBudget)
 	default:
 		hw.MaxReadPSNs = uint32(b)
 	}

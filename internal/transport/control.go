@@ -3,10 +3,11 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"github.com/rnic/rnic/internal/queue"
 	"slices"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/queue"
 	"github.com/rnic/rnic/wire"
 )
 
@@ -351,25 +352,14 @@ func (e *Engine) reset(qp *QP) {
 	// The queue is emptied: what was posted is dropped. A producer index
 	// of the application's own stays where it is (it is the
 	// application's), and the engine starts from it.
-	p := uint32(0)
-	if qp.sq.pi == &qp.sq.piOwn {
-		qp.sq.pi.Store(0)
-	} else {
-		p = qp.sq.pi.Load()
-	}
+	p := restartIndex(qp.sq.pi, &qp.sq.piOwn)
 	qp.sq.setCI(p)
 	qp.sq.fetched = p
-	sqStart := p // where the requester and the completer start again
 	qp.sq.bad = false
 	qp.sq.post.Unlock()
 	if qp.rq != nil {
 		qp.rq.post.Lock()
-		p := uint32(0)
-		if qp.rq.pi == &qp.rq.piOwn {
-			qp.rq.pi.Store(0)
-		} else {
-			p = qp.rq.pi.Load()
-		}
+		p := restartIndex(qp.rq.pi, &qp.rq.piOwn)
 		qp.rq.setCI(p)
 		qp.rq.setDone(p) // what was posted counts as retired
 		qp.rq.bad.Store(false)
@@ -378,12 +368,23 @@ func (e *Engine) reset(qp *QP) {
 	res := qp.resp.res
 	clear(res)
 	e.req.releaseReads(qp)
-	qp.req = reqState{next: sqStart, compIdx: sqStart}
+	qp.req = reqState{next: qp.sq.fetched, compIdx: qp.sq.fetched} // the requester and the completer start at the ring's index
 	qp.resp = respState{res: res, resCap: qp.resp.resCap, recv: recvSlot{sge: qp.resp.recv.sge[:0]}}
 	e.unschedule(qp)
 	qp.cc = nil // a QP connected again starts at the line rate
 	qp.attr = QPAttr{Cap: qp.attr.Cap, Port: 1, AV: wire.Route{Src: qp.attr.AV.Src, SrcPort: qp.attr.AV.SrcPort}}
 	qp.mtu = 0
+}
+
+// restartIndex is where a queue starts again after RESET: 0 for a queue
+// whose producer index is the engine's own (set back to 0), the
+// program's producer index for a ring of the program's.
+func restartIndex(pi, own *atomic.Uint32) uint32 {
+	if pi == own {
+		pi.Store(0)
+		return 0
+	}
+	return pi.Load()
 }
 
 // toError moves a QP to ERR: everything outstanding completes with

@@ -32,7 +32,8 @@ type CoreConfig struct {
 	MaxUnackedPSNs                         uint32
 	MaxQPRdAtom                            uint8
 	// MaxReadPSNs bounds the READ response packets outstanding on the
-	// whole device (Config.MaxReadPSNs); 0: no bound.
+	// whole device (Config.MaxReadPSNs); 0: no bound; at most
+	// MaxReadBudget.
 	MaxReadPSNs uint32
 
 	// Host is the DMA bus to host memory; nil: the program's own memory
@@ -50,6 +51,10 @@ type CoreConfig struct {
 }
 
 // Defaults fills unset fields with the defaults of a mid-range RNIC.
+// MaxReadBudget is the largest MaxReadPSNs: half the 24-bit PSN space,
+// beyond which PSN order is ambiguous.
+const MaxReadBudget = 1 << 23
+
 func (c *CoreConfig) Defaults() {
 	def := func(v *int, d int) {
 		if *v == 0 {

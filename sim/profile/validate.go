@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim/fabric"
 	"math"
 
@@ -124,8 +125,8 @@ func (p *HardwareProfile) Validate() error {
 	v.atLeast("engine.units", int64(e.Units), 1)
 	v.atLeast("engine.misses_in_flight", int64(e.MissesInFlight), 0)
 	v.atLeast("engine.wqe_prefetch", int64(e.WQEPrefetch), 0)
-	if b := e.ReadBudgetPSNs; b < -1 || b > 1<<23 {
-		v.fail("engine.read_budget_psns", "%d is not 0 (rnic's default), -1 (no bound) or a budget of 1 to %d packets", b, 1<<23)
+	if b := e.ReadBudgetPSNs; b < -1 || b > transport.MaxReadBudget {
+		v.fail("engine.read_budget_psns", "%d is not 0 (rnic's default), -1 (no bound) or a budget of 1 to %d packets", b, transport.MaxReadBudget)
 	}
 	if q := e.ArbiterQuantumBytes; q < 0 || q > sched.MaxQuantum {
 		v.fail("engine.arbiter_quantum_bytes", "%d is not 0 (the engine's default) or a quantum of 1 to %d bytes", q, sched.MaxQuantum)
