@@ -98,7 +98,8 @@ func TestNamespaces(t *testing.T) {
 		}
 		mac, _ := net.ParseMAC(m[1])
 		eui := fmt.Sprintf("%02x%02x:%02xff:fe%02x:%02x%02x", mac[0]^2, mac[1], mac[2], mac[3], mac[4], mac[5])
-		wantGID := "fe80::" + strings.TrimLeft(eui[:4], "0") + eui[4:]
+		// GID 0 as inet_ntop prints it: each group without leading zeros.
+		wantGID := ipString([16]byte{0: 0xfe, 1: 0x80, 8: mac[0] ^ 2, 9: mac[1], 10: mac[2], 11: 0xff, 12: 0xfe, 13: mac[3], 14: mac[4], 15: mac[5]})
 		if _, err := exec.LookPath("ibv_devinfo"); err == nil {
 			out, err := srv.cmd(nil, "ibv_devinfo", "-v").CombinedOutput()
 			if err != nil {
