@@ -32,3 +32,29 @@ func TestVerbsOnlyDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatorUsesPublicAPI: the simulator's workload and experiment
+// packages drive the NIC through the verbs API and read it through the
+// virtual-time driver's public statistics (sim/vclock): neither imports
+// a package of internal/ itself (their tests included).
+func TestSimulatorUsesPublicAPI(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("skipped: no go command to list the imports")
+	}
+	for _, pkg := range []string{"github.com/rnic/rnic/sim/perf", "github.com/rnic/rnic/sim/experiment"} {
+		out, err := exec.Command(gobin, "list", "-f", "{{join .Imports \"\\n\"}}\n{{join .TestImports \"\\n\"}}\n{{join .XTestImports \"\\n\"}}", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		imports := strings.Fields(string(out))
+		if len(imports) < 3 {
+			t.Fatalf("go list listed %d imports of %s:\n%s", len(imports), pkg, out)
+		}
+		for _, p := range imports {
+			if strings.HasPrefix(p, "github.com/rnic/rnic/internal/") {
+				t.Errorf("%s imports %s", pkg, p)
+			}
+		}
+	}
+}

@@ -521,3 +521,69 @@ func (mw *MW) Dealloc() error {
 
 // atuAccess converts access rights into the ATU's (the same bits).
 func atuAccess(a Access) atu.Access { return atu.Access(a) }
+
+// Advice is what AdviseMR tells the NIC of a range of memory
+// (enum ibv_advise_mr_advice).
+type Advice int
+
+const (
+	// AdvisePrefetch: the range will be read by the NIC (sent, or read
+	// by a peer): walk its translations now.
+	AdvisePrefetch Advice = iota
+	// AdvisePrefetchWrite: the range will be written; the regions must
+	// grant local write.
+	AdvisePrefetchWrite
+	// AdvisePrefetchNoFault: map only what is present. The NIC's
+	// translations of a registered region are always present, so this
+	// walks them as AdvisePrefetch does.
+	AdvisePrefetchNoFault
+)
+
+func (a Advice) String() string {
+	switch a {
+	case AdvisePrefetch:
+		return "PREFETCH"
+	case AdvisePrefetchWrite:
+		return "PREFETCH_WRITE"
+	case AdvisePrefetchNoFault:
+		return "PREFETCH_NO_FAULT"
+	}
+	return fmt.Sprintf("Advice(%d)", int(a))
+}
+
+// AdviseMR prefetches the translations of sgl's ranges into the NIC
+// (ibv_advise_mr): the address translation unit walks each range as a
+// transfer would — its MPT and MTT entries enter the NIC's caches — so
+// that the first operation on it does not wait for them. Each SGE names
+// a region of this PD by its lkey. It returns when the walk is done
+// (IBV_ADVISE_MR_FLAG_FLUSH's semantics, always). An SGE that names no
+// region of the PD, reaches outside its region, or (AdvisePrefetchWrite)
+// names a region without local write fails the call; the SGEs before it
+// have been walked.
+func (pd *PD) AdviseMR(advice Advice, sgl []SGE) error {
+	var acc atu.Access
+	switch advice {
+	case AdvisePrefetch, AdvisePrefetchNoFault:
+		acc = atu.LocalRead
+	case AdvisePrefetchWrite:
+		acc = atu.LocalWrite
+	default:
+		return fmt.Errorf("rnic: AdviseMR: unknown advice %v", advice)
+	}
+	if len(sgl) == 0 {
+		return errors.New("rnic: AdviseMR: no ranges")
+	}
+	if err := pd.usable(); err != nil {
+		return fmt.Errorf("rnic: AdviseMR: %w", err)
+	}
+	for i, s := range sgl {
+		if s.Length == 0 {
+			continue
+		}
+		r := atu.Request{Key: s.LKey, PD: pd.pdn, VA: s.Addr, Len: uint64(s.Length), Access: acc}
+		if _, f := pd.dev.atu.Translate(&r, nil); f != atu.OK {
+			return fmt.Errorf("rnic: AdviseMR %v: range %d (lkey %#x, %#x+%d): %v", advice, i, s.LKey, s.Addr, s.Length, f)
+		}
+	}
+	return nil
+}

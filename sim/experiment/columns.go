@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim/perf"
 )
 
@@ -286,11 +285,11 @@ func sideColumns(prefix, who string, side func(r *perf.Result) *perf.NICStats) [
 		c("atomic_lock_wait_ns", "time atomics waited for their lock (an atomic ahead on the same address or bucket), ns", 0, func(s *perf.NICStats) any { return int64(s.AtomicLockWaitNs) }),
 		c("atomic_unit_wait_ns", "time atomics waited for a free atomic unit, ns", 0, func(s *perf.NICStats) any { return int64(s.AtomicUnitWaitNs) }),
 		c("rx_drops", "received frames dropped", 0, func(s *perf.NICStats) any { return int64(s.RxDrops) }),
-		c("rnr_nak_sent", "RNR NAKs sent (a SEND found no receive posted)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKSent]) }),
-		c("rnr_nak_received", "RNR NAKs received (the SEND was sent again after the RNR timer)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RNRNAKRetryErr]) }),
-		c("np_ecn_marked", "RoCE packets received marked Congestion Experienced (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.NPECNMarked]) }),
-		c("np_cnp_sent", "congestion notification packets sent (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.NPCNPSent]) }),
-		c("rp_cnp_handled", "congestion notification packets that cut a QP's rate (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters[transport.RPCNPHandled]) }),
+		c("rnr_nak_sent", "RNR NAKs sent (a SEND found no receive posted)", 0, func(s *perf.NICStats) any { return int64(s.Counters["rnr_nak_sent"]) }),
+		c("rnr_nak_received", "RNR NAKs received (the SEND was sent again after the RNR timer)", 0, func(s *perf.NICStats) any { return int64(s.Counters["rnr_nak_retry_err"]) }),
+		c("np_ecn_marked", "RoCE packets received marked Congestion Experienced (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters["np_ecn_marked_roce_packets"]) }),
+		c("np_cnp_sent", "congestion notification packets sent (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters["np_cnp_sent"]) }),
+		c("rp_cnp_handled", "congestion notification packets that cut a QP's rate (dcqcn)", 0, func(s *perf.NICStats) any { return int64(s.Counters["rp_cnp_handled"]) }),
 	}
 }
 

@@ -40,8 +40,9 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 // has reports whether point index k is in the shard.
 func (s Shard) has(k int) bool { return s.N == 0 || k%s.N == s.I-1 }
 
-// ShardFormat names the shard file's format and version.
-const ShardFormat = "rnic-sim-shard/1"
+// ShardFormat names the shard file's format and version (2: a NIC's
+// counters are an object by name, no longer an array in the engine's order).
+const ShardFormat = "rnic-sim-shard/2"
 
 // ShardFile is what a shard writes: its rows, and what merging needs to
 // check that shards belong together — the rnic version, the sweep's

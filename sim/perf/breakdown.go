@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
+
+	"github.com/rnic/rnic"
 
 	"github.com/rnic/rnic/sim"
-	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 // Stage is one step in the life of an operation, as the model scheduled it.
@@ -36,19 +39,19 @@ func Breakdown(p *profile.HardwareProfile, size int) ([]Stage, error) {
 		what  string
 	}
 	var recs []rec
-	client, server := r.clients[0].nic, r.servers[0].nic
-	name := func(n *nicmodel.NIC) string {
-		if n == client {
+	client := r.clients[0].dev
+	name := func(d *rnic.Device) string {
+		if d == client {
 			return "client"
 		}
 		return "server"
 	}
-	tr := func(at sim.Time, n *nicmodel.NIC, stage string, _ uint32) {
-		recs = append(recs, rec{at, name(n), stage})
+	for _, d := range []*rnic.Device{client, r.servers[0].dev} {
+		vclock.Trace(r.vc, d, func(at time.Duration, stage string, _ uint32) {
+			recs = append(recs, rec{sim.Time(at), name(d), stage})
+		})
 	}
-	client.SetTracer(tr)
-	server.SetTracer(tr)
-	r.trace = func(at sim.Time, h *host, what string) { recs = append(recs, rec{at, name(h.nic), what}) }
+	r.trace = func(at sim.Time, h *host, what string) { recs = append(recs, rec{at, name(h.dev), what}) }
 	if _, err := r.w.run(); err != nil {
 		return nil, err
 	}

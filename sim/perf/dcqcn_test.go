@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/profile"
 )
@@ -24,7 +23,7 @@ func TestDCQCNIncast(t *testing.T) {
 		}
 		t.Logf("dcqcn %v: %.1f Gb/s, %d drops, %d marked, %d retransmitted, %d timeouts, %d CNPs sent, %d handled (first client)",
 			on, res.Gbps, res.WireDrop, res.ECNMarked, res.Retrans, res.Timeouts,
-			res.Server.Counters[transport.NPCNPSent], res.Client.Counters[transport.RPCNPHandled])
+			res.Server.Counters["np_cnp_sent"], res.Client.Counters["rp_cnp_handled"])
 		return res
 	}
 	off, on := run(false), run(true)
@@ -34,9 +33,9 @@ func TestDCQCNIncast(t *testing.T) {
 	switch {
 	case off.ECNMarked != 0:
 		t.Errorf("without DCQCN %d frames were marked: they are not ECN-capable", off.ECNMarked)
-	case on.ECNMarked == 0 || on.Server.Counters[transport.NPCNPSent] == 0 || on.Client.Counters[transport.RPCNPHandled] == 0:
+	case on.ECNMarked == 0 || on.Server.Counters["np_cnp_sent"] == 0 || on.Client.Counters["rp_cnp_handled"] == 0:
 		t.Errorf("with DCQCN: %d marked, %d CNPs sent, %d handled; want some of each", on.ECNMarked,
-			on.Server.Counters[transport.NPCNPSent], on.Client.Counters[transport.RPCNPHandled])
+			on.Server.Counters["np_cnp_sent"], on.Client.Counters["rp_cnp_handled"])
 	case on.Gbps < 4*off.Gbps || on.Gbps < 50 || on.Timeouts != 0 || on.WireDrop*2 > off.WireDrop:
 		// (Some frames are still lost in the first round trips, at line
 		// rate before the first CNPs arrive.)
@@ -74,7 +73,7 @@ func TestDCQCNTwoFlows(t *testing.T) {
 	}
 	a, b := mean(res[0]), mean(res[1])
 	t.Logf("from 5 to 9 ms: A %.1f Gb/s, B %.1f Gb/s; CNPs handled A %d, B %d", a, b,
-		res[0].Client.Counters[transport.RPCNPHandled], res[1].Client.Counters[transport.RPCNPHandled])
+		res[0].Client.Counters["rp_cnp_handled"], res[1].Client.Counters["rp_cnp_handled"])
 	if a < 35 || a > 65 || b < 35 || b > 65 || a+b < 85 {
 		t.Errorf("A %.1f and B %.1f Gb/s: want each within 35-65 (a fair share of 100) and together above 85", a, b)
 	}

@@ -15,7 +15,8 @@
 // Operations are measured when the thread sees them, as perftest stamps
 // them after ibv_poll_cq. Metadata mode is the clock's
 // (sim/vclock's Options.Metadata); the model's statistics come from
-// VirtualClock.Model.
+// sim/vclock's public statistics of a device (ReadStats, ObserveSteps,
+// ObserveRates, Trace), the NIC's counters from rnic.Device.Counters.
 package perf
 
 import (
@@ -25,13 +26,11 @@ import (
 	"time"
 
 	"github.com/rnic/rnic"
-	"github.com/rnic/rnic/internal/hw/atu"
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/fabric"
-	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
 	"github.com/rnic/rnic/sim/timing"
+	"github.com/rnic/rnic/sim/vclock"
 )
 
 // Test names the workload, as perftest names its programs.
@@ -217,23 +216,9 @@ type Result struct {
 	Timeline []TimelinePoint
 }
 
-// NICStats are one simulated NIC's pipeline statistics.
-type NICStats struct {
-	QPCHit, QPCMiss, MPTHit, MPTMiss, MTTHit, MTTMiss float64 // counts
-	PCIeToHostBytes, PCIeToDeviceBytes                uint64
-	PCIeUtilToHost, PCIeUtilToDevice                  float64
-	NetBytesTx, NetBytesRx                            int64
-	UnitUtil                                          float64
-	DMAUtil                                           float64
-	MissStallNs                                       sim.Time
-	MissParkedNs                                      sim.Time // reads waited for by parked steps (engine.misses_in_flight)
-	WQEFetched, WQEByMMIO, WQEPrefetched              int
-	AtomicLockWaitNs, AtomicUnitWaitNs                sim.Time // the atomic unit's waits (profile's atomic section)
-	MergedMisses                                      int      // steps that waited for another step's read of their cache entries
-	MissTableWaitNs                                   sim.Time // misses' waits for a free entry of their cache's miss table
-	RxDrops                                           int
-	Counters                                          transport.Counters
-}
+// NICStats are one simulated NIC's pipeline statistics (sim/vclock's
+// public statistics of a device of the clock).
+type NICStats = vclock.Stats
 
 // Atomic operations (Spec.AtomicType), as perftest names them.
 const (
@@ -418,7 +403,6 @@ func (s *Spec) defaults() error {
 // application threads.
 type host struct {
 	dev  *rnic.Device
-	nic  *nicmodel.NIC // the device's timing model, for its statistics
 	m    *machine
 	pd   *rnic.PD
 	mrs  []*rnic.MR // per QP: its region (its own, or the host's one)
@@ -595,7 +579,7 @@ func (r *runner) newHost(m *machine) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &host{dev: m.dev, nic: m.nic, m: m, pd: pd, run: r}
+	h := &host{dev: m.dev, m: m, pd: pd, run: r}
 	h.threads = make([]*thread, sp.Threads)
 	for i := range h.threads {
 		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, pollBatch)}
@@ -809,32 +793,10 @@ func differ(a, b []byte) int64 {
 	return n
 }
 
-func stats(n *nicmodel.NIC, end sim.Time) NICStats {
-	qpc, _ := n.Engine.CacheStats()
-	a := n.ATU.Stats()
-	ps := n.PCIe().Stats()
-	c := n.Costs()
-	var st NICStats
-	st.QPCHit, st.QPCMiss = float64(qpc.Hits), float64(qpc.Misses)
-	st.MPTHit, st.MPTMiss = float64(a.MPT.Hits), float64(a.MPT.Misses)
-	st.MTTHit, st.MTTMiss = float64(a.MTT.Hits), float64(a.MTT.Misses)
-	st.PCIeToHostBytes, st.PCIeToDeviceBytes = ps.ToHost.Bytes, ps.ToDevice.Bytes
-	if end > 0 {
-		st.PCIeUtilToHost = ps.ToHost.Utilization(int64(end) * 1000)
-		st.PCIeUtilToDevice = ps.ToDevice.Utilization(int64(end) * 1000)
-		u := n.Units()
-		st.UnitUtil = float64(u.Stats().Busy) / float64(int64(end)*int64(u.Len()))
-		d := n.DMAEngines()
-		st.DMAUtil = float64(d.Stats().Busy) / float64(int64(end)*int64(d.Len()))
-	}
-	cnt := n.Engine.Counters()
-	st.Counters = cnt
-	st.NetBytesTx, st.NetBytesRx = int64(cnt[transport.TxBytes]), int64(cnt[transport.RxBytes])
-	st.MissStallNs, st.MissParkedNs = c.MissStall, c.MissParked
-	st.WQEFetched, st.WQEByMMIO, st.WQEPrefetched = c.WQEFetched, c.WQEByMMIO, c.WQEPrefetched
-	st.RxDrops = c.RxDrops
-	st.AtomicLockWaitNs, st.AtomicUnitWaitNs = c.AtomicLockWait, c.AtomicUnitWait
-	st.MergedMisses, st.MissTableWaitNs = c.MergedMisses, c.MissTableWait
+// stats reads d's statistics from the clock vc, with utilisations over
+// the window from the clock's start to end (none if end is 0).
+func stats(vc *rnic.VirtualClock, d *rnic.Device, end sim.Time) NICStats {
+	st, _ := vclock.ReadStats(vc, d, time.Duration(end))
 	return st
 }
 
@@ -864,7 +826,9 @@ func (r *runner) churnLoop() {
 			}
 			// The NIC walks its translations as a use would (they enter
 			// the caches), then the region goes.
-			h.nic.ATU.Translate(&atu.Request{Key: mr.LKey(), PD: h.pd.Handle(), VA: 1 << 50, Len: churnBytes, Access: atu.LocalRead}, nil)
+			if err := h.pd.AdviseMR(rnic.AdvisePrefetch, []rnic.SGE{{Addr: 1 << 50, Length: churnBytes, LKey: mr.LKey()}}); err != nil {
+				r.errors++
+			}
 			if err := mr.Dereg(); err != nil {
 				r.errors++
 			}

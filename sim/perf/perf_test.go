@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Elapsed != b.Elapsed || a.Events != b.Events || a.Ops != b.Ops || a.Packets != b.Packets || a.Client != b.Client {
+	if a.Elapsed != b.Elapsed || a.Events != b.Events || a.Ops != b.Ops || a.Packets != b.Packets || !reflect.DeepEqual(a.Client, b.Client) {
 		t.Errorf("two runs differ: %v/%d/%d/%d vs %v/%d/%d/%d", a.Elapsed, a.Events, a.Ops, a.Packets, b.Elapsed, b.Events, b.Ops, b.Packets)
 	}
 }

@@ -3,7 +3,6 @@ package perf
 import (
 	"testing"
 
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
 )
 
@@ -121,11 +120,11 @@ func TestRNRInVirtualTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent, got := dry.Server.Counters[transport.RNRNAKSent], dry.Client.Counters[transport.RNRNAKRetryErr]
+	sent, got := dry.Server.Counters["rnr_nak_sent"], dry.Client.Counters["rnr_nak_retry_err"]
 	t.Logf("rx_depth 128: %.2f Mops, %d RNR NAKs; rx_depth 4: %.3f Mops, %d RNR NAKs sent, %d received, %d WC errors",
-		full.Mops, full.Server.Counters[transport.RNRNAKSent], dry.Mops, sent, got, dry.Errors)
+		full.Mops, full.Server.Counters["rnr_nak_sent"], dry.Mops, sent, got, dry.Errors)
 	switch {
-	case full.Server.Counters[transport.RNRNAKSent] != 0:
+	case full.Server.Counters["rnr_nak_sent"] != 0:
 		t.Error("RNR NAKs with receives enough for the window")
 	case sent == 0 || sent != got:
 		t.Errorf("rx_depth 4: %d RNR NAKs sent, %d received; want some, all received", sent, got)
@@ -148,15 +147,15 @@ func TestRecvAtARate(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("a receive every %v: %.3f Mops, %d RNR NAKs, client PCIe to NIC %d B", every, res.Mops,
-			res.Server.Counters[transport.RNRNAKSent], res.Client.PCIeToDeviceBytes)
+			res.Server.Counters["rnr_nak_sent"], res.Client.PCIeToDeviceBytes)
 		return res
 	}
 	fast, slow := run(50), run(400)
 	switch {
-	case fast.Server.Counters[transport.RNRNAKSent] != 0:
+	case fast.Server.Counters["rnr_nak_sent"] != 0:
 		t.Errorf("posting every 50 ns (20 M/s) ran dry")
-	case slow.Server.Counters[transport.RNRNAKSent] == 0 || slow.Errors != 0:
-		t.Errorf("posting every 400 ns: %d RNR NAKs, %d errors; want some and none", slow.Server.Counters[transport.RNRNAKSent], slow.Errors)
+	case slow.Server.Counters["rnr_nak_sent"] == 0 || slow.Errors != 0:
+		t.Errorf("posting every 400 ns: %d RNR NAKs, %d errors; want some and none", slow.Server.Counters["rnr_nak_sent"], slow.Errors)
 	case slow.Mops > fast.Mops/2:
 		t.Errorf("posting every 400 ns: %.3f Mops, not below half of %.3f", slow.Mops, fast.Mops)
 	case slow.Client.PCIeToDeviceBytes <= fast.Client.PCIeToDeviceBytes:

@@ -53,7 +53,7 @@ func TestScenarioVictimAndBully(t *testing.T) {
 	if before != 0 || after != 0 {
 		t.Errorf("bully completed operations before its start (%d) or long after its stop (%d)", before, after)
 	}
-	if c := b.Client.Counters; c[0] == 0 {
+	if c := b.Client.Counters; c["tx_packets"] == 0 {
 		t.Errorf("bully's QP counters are empty")
 	}
 }

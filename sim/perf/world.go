@@ -3,13 +3,12 @@ package perf
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/rnic/rnic"
-	"github.com/rnic/rnic/internal/transport"
 	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/fabric"
-	"github.com/rnic/rnic/sim/nicmodel"
 	"github.com/rnic/rnic/sim/profile"
 	"github.com/rnic/rnic/sim/vclock"
 )
@@ -37,8 +36,8 @@ type world struct {
 // tenants that have a client or server there (each with its own PD,
 // regions, CQs, threads).
 type machine struct {
-	dev *rnic.Device
-	nic *nicmodel.NIC
+	dev  *rnic.Device
+	addr netip.Addr
 	// qps finds a QP's run by its number, for the step observer that
 	// attributes cache lookups to tenants.
 	qps map[uint32]*qpRun
@@ -86,9 +85,9 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 		if err != nil {
 			return nil, err
 		}
-		m := &machine{dev: dev, nic: vclock.Model(vc, dev), qps: map[uint32]*qpRun{}}
+		m := &machine{dev: dev, addr: a, qps: map[uint32]*qpRun{}}
 		if w.attribute {
-			m.nic.SetStepObserver(m.observe)
+			vclock.ObserveSteps(vc, dev, m.observe)
 		}
 		w.machines = append(w.machines, m)
 	}
@@ -113,12 +112,12 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 	}
 	if cc {
 		for _, m := range w.machines {
-			m.nic.Engine.SetRateObserver(m.rateChanged)
+			vclock.ObserveRates(vc, m.dev, m.rateChanged)
 		}
 	}
 	w.queuePort = queuePort
 	if first := tenants[0]; queuePort == "" && len(first.servers) > 0 {
-		if id, ok := vclock.Fabric(vc).Lookup(first.servers[0].nic.Addr()); ok {
+		if id, ok := vclock.Fabric(vc).Lookup(first.servers[0].m.addr); ok {
 			w.queuePort = vclock.Fabric(vc).Host(id).SwitchPortName()
 		}
 	}
@@ -140,7 +139,7 @@ func tenantErr(r *runner, err error) error {
 
 // rateChanged records a congestion-controlled rate change of a tenant's
 // flow (its first client QP).
-func (m *machine) rateChanged(qpn uint32, now int64, bps float64) {
+func (m *machine) rateChanged(qpn uint32, now time.Duration, bps float64) {
 	if q := m.qps[qpn]; q != nil && q.h.run.flow == q {
 		q.h.run.rates.add(sim.Time(now), bps)
 	}
@@ -148,7 +147,7 @@ func (m *machine) rateChanged(qpn uint32, now int64, bps float64) {
 
 // observe attributes a step's cache lookups and misses to the tenant of
 // the QP it was for: on the tenant's client side or its server side.
-func (m *machine) observe(b *transport.Bill) {
+func (m *machine) observe(b *vclock.Step) {
 	q := m.qps[b.QP]
 	if q == nil {
 		return
@@ -259,27 +258,27 @@ func (r *runner) result() (*Result, error) {
 		res.LatMin = r.latMin
 		res.LatAvg = r.latSum / float64(r.latN)
 	}
-	res.Client = stats(r.clients[0].nic, r.winEnd)
-	res.Server = stats(r.servers[0].nic, r.winEnd)
+	res.Client = stats(w.vc, r.clients[0].dev, r.winEnd)
+	res.Server = stats(w.vc, r.servers[0].dev, r.winEnd)
 	// Packets, retransmissions and timeouts: the tenant's own QPs' in a
 	// scenario, every NIC's otherwise.
-	var counts []transport.Counters
+	var counts []map[string]uint64
 	if w.attribute {
 		r.attributed(&res.Client, 0)
 		r.attributed(&res.Server, 1)
 		counts = append(counts, res.Client.Counters, res.Server.Counters)
 	} else {
 		for _, m := range w.machines {
-			counts = append(counts, m.nic.Engine.Counters())
+			counts = append(counts, stats(w.vc, m.dev, 0).Counters)
 		}
 	}
 	for _, c := range counts {
-		res.Packets += c[transport.TxPackets]
-		res.Retrans += c[transport.RetransPackets]
-		res.Timeouts += c[transport.LocalAckTimeoutErr]
+		res.Packets += c["tx_packets"]
+		res.Retrans += c["roce_retrans_packets"]
+		res.Timeouts += c["local_ack_timeout_err"]
 	}
 	fab := vclock.Fabric(w.vc)
-	if id, ok := fab.Lookup(r.servers[0].nic.Addr()); ok {
+	if id, ok := fab.Lookup(r.servers[0].m.addr); ok {
 		res.QueueMaxBytes = fab.Host(id).SwitchPortStats().MaxQueueBytes
 	}
 	sw, up := fab.Totals()
@@ -333,11 +332,11 @@ func (r *runner) attributed(st *NICStats, side int) {
 	if side == 1 {
 		hosts = r.servers
 	}
-	st.Counters = transport.Counters{}
+	st.Counters = map[string]uint64{}
 	for _, h := range hosts {
 		for _, q := range h.qps {
-			for i, v := range q.qp.Counters() {
-				st.Counters[i] += v.Value
+			for _, c := range q.qp.Counters() {
+				st.Counters[c.Name] += c.Value
 			}
 		}
 	}

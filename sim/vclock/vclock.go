@@ -4,7 +4,9 @@
 // and a program's threads one at a time under a deterministic scheduler,
 // so that a run is a function of the seed and the program. New makes a
 // clock; package rnic's VirtualClock is its handle, which
-// rnic.Options.Clock takes.
+// rnic.Options.Clock takes. ReadStats, ObserveSteps, ObserveRates and
+// Trace (stats.go) are the public statistics of a device of the clock,
+// what studies of the hardware read; Model opens the timing model itself.
 package vclock
 
 import (
