@@ -60,7 +60,33 @@ var tests = [...]struct {
 func Tests() []Test { return []Test{WriteBW, ReadBW, SendBW, AtomicBW, WriteLat, ReadLat, SendLat} }
 
 // String returns the test's name without the "ib_" prefix: "write_bw".
-func (t Test) String() string { return tests[t].name }
+func (t Test) String() string {
+	if !t.Valid() {
+		return fmt.Sprintf("Test(%d)", int(t))
+	}
+	return tests[t].name
+}
+
+// Valid reports whether t is one of Tests.
+func (t Test) Valid() bool { return t >= 0 && int(t) < len(tests) }
+
+// MarshalText writes the test's name (a JSON or TOML string).
+func (t Test) MarshalText() ([]byte, error) {
+	if !t.Valid() {
+		return nil, fmt.Errorf("perftest: no test %d", int(t))
+	}
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText reads a test's name, as ParseTest.
+func (t *Test) UnmarshalText(b []byte) error {
+	v, err := ParseTest(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
 
 // Verb returns the operation the test measures.
 func (t Test) Verb() Verb { return tests[t].verb }

@@ -43,7 +43,7 @@ func simCommand() (*cobra.Command, *simFlags) {
 	var f simFlags
 	tests := make([]string, len(perf.Tests))
 	for i, t := range perf.Tests {
-		tests[i] = string(t)
+		tests[i] = t.String()
 	}
 	cmd := &cobra.Command{
 		Use:   "sim [flags]",

@@ -128,7 +128,7 @@ func param(name, doc string, get func(s *perf.Spec) any) Column {
 
 // paramColumns are the parameters of perf.Spec, as run.
 var paramColumns = []Column{
-	param("test", "workload", func(s *perf.Spec) any { return string(s.Test) }),
+	param("test", "workload", func(s *perf.Spec) any { return s.Test.String() }),
 	param("size", "message size, bytes", func(s *perf.Spec) any { return int64(s.Size) }),
 	param("qps", "QPs per client", func(s *perf.Spec) any { return int64(s.QPs) }),
 	param("pairs", "client hosts", func(s *perf.Spec) any { return int64(s.Pairs) }),

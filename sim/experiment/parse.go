@@ -16,17 +16,17 @@ import (
 
 // ParseTest reads a test name ("write_bw", also "ib_write_bw").
 func ParseTest(s string) (perf.Test, error) {
-	t := perf.Test(strings.TrimPrefix(strings.TrimSpace(s), "ib_"))
+	name := strings.TrimPrefix(strings.TrimSpace(s), "ib_")
 	for _, known := range perf.Tests {
-		if t == known {
-			return t, nil
+		if name == known.String() {
+			return known, nil
 		}
 	}
 	names := make([]string, len(perf.Tests))
 	for i, known := range perf.Tests {
-		names[i] = string(known)
+		names[i] = known.String()
 	}
-	return "", fmt.Errorf("unknown test %q (tests: %s)", s, strings.Join(names, ", "))
+	return 0, fmt.Errorf("unknown test %q (tests: %s)", s, strings.Join(names, ", "))
 }
 
 // ParseSize reads a non-negative count of bytes or things, with an

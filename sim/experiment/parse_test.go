@@ -90,9 +90,9 @@ func TestParseSet(t *testing.T) {
 
 func TestParseTest(t *testing.T) {
 	for _, known := range perf.Tests {
-		for _, in := range []string{string(known), "ib_" + string(known)} {
+		for _, in := range []string{known.String(), "ib_" + known.String()} {
 			if got, err := ParseTest(in); err != nil || got != known {
-				t.Errorf("ParseTest(%q) = %q, %v", in, got, err)
+				t.Errorf("ParseTest(%q) = %v, %v", in, got, err)
 			}
 		}
 	}

@@ -218,7 +218,7 @@ func (s *Sweep) Points() ([]Point, error) {
 				label = append(label, d.name+"="+d.format(idx[k]))
 			}
 		}
-		p.Label = strings.Join(append([]string{string(p.Spec.Test)}, label...), " ")
+		p.Label = strings.Join(append([]string{p.Spec.Test.String()}, label...), " ")
 		if s.Scenario != nil {
 			p.Label = strings.Join(append([]string{"scenario"}, label...), " ")
 			if _, err := s.scenario(*p); err != nil {

@@ -109,7 +109,7 @@ func rowName(r *Row) string {
 	if r.Tenant != nil {
 		return r.Tenant.Name
 	}
-	return string(r.spec().Test)
+	return r.spec().Test.String()
 }
 
 // WriteTimelineCSV writes the rows' timelines as CSV.

@@ -132,7 +132,7 @@ func (q *qpRun) start() bool {
 	case sp.Test == SendLat:
 		q.postRecvs(2)
 		q.post()
-	case sp.Test.latency():
+	case latency(sp.Test):
 		q.post()
 	default:
 		q.fill(sp.TxDepth)
@@ -232,7 +232,7 @@ func (q *qpRun) next(i int, start sim.Time) rnic.SendWR {
 		wr.Flags = rnic.SendSignaled
 	}
 	off := q.off
-	if sp.Random && !sp.Test.latency() {
+	if sp.Random && !latency(sp.Test) {
 		off = int(r.vc.Rand().Uint64N(uint64(sp.Footprint/sp.Size))) * sp.Size
 		if q.touched != nil {
 			q.touched[off/sp.Size] = true
@@ -275,7 +275,7 @@ func (q *qpRun) next(i int, start sim.Time) rnic.SendWR {
 	}
 	if q.client {
 		q.posted++
-		if sp.Test.latency() {
+		if latency(sp.Test) {
 			// perftest takes its timestamp before ibv_post_send.
 			q.started = append(q.started, start)
 		}
@@ -379,7 +379,7 @@ func (q *qpRun) completion(wc *rnic.WC, seen sim.Time) {
 		// A server's own send completion (send_lat's): nothing.
 	case sp.Test == ReadLat:
 		q.roundTrip(seen)
-	case sp.Test.latency():
+	case latency(sp.Test):
 		// send_lat measures on the peer's data, not on the local
 		// completion.
 	default:

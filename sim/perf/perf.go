@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic"
+	"github.com/rnic/rnic/perftest"
 	"github.com/rnic/rnic/sim"
 	"github.com/rnic/rnic/sim/fabric"
 	"github.com/rnic/rnic/sim/profile"
@@ -33,23 +34,26 @@ import (
 	"github.com/rnic/rnic/sim/vclock"
 )
 
-// Test names the workload, as perftest names its programs.
-type Test string
+// Test names the workload: one of perftest's programs (package perftest
+// defines the seven, for both clocks).
+type Test = perftest.Test
 
+// The workloads.
 const (
-	WriteBW  Test = "write_bw"
-	ReadBW   Test = "read_bw"
-	SendBW   Test = "send_bw"
-	AtomicBW Test = "atomic_bw"
-	WriteLat Test = "write_lat"
-	ReadLat  Test = "read_lat"
-	SendLat  Test = "send_lat"
+	WriteBW  = perftest.WriteBW
+	ReadBW   = perftest.ReadBW
+	SendBW   = perftest.SendBW
+	AtomicBW = perftest.AtomicBW
+	WriteLat = perftest.WriteLat
+	ReadLat  = perftest.ReadLat
+	SendLat  = perftest.SendLat
 )
 
 // Tests lists the workloads.
-var Tests = []Test{WriteBW, ReadBW, SendBW, AtomicBW, WriteLat, ReadLat, SendLat}
+var Tests = perftest.Tests()
 
-func (t Test) latency() bool { return strings.HasSuffix(string(t), "_lat") }
+// latency reports whether t is a ping-pong (one operation outstanding).
+func latency(t Test) bool { return t.Kind() == perftest.LAT }
 
 // Spec describes one simulated run. A zero field takes its default; a
 // value out of range, or one the test would not honour, makes Run (and
@@ -261,15 +265,8 @@ func (s *Spec) defaults() error {
 	bad := func(param string, v any, format string, args ...any) error {
 		return &SpecError{Param: param, Value: v, Msg: fmt.Sprintf(format, args...)}
 	}
-	if s.Test == "" {
-		s.Test = WriteBW
-	}
-	valid := false
-	for _, t := range Tests {
-		valid = valid || t == s.Test
-	}
-	if !valid {
-		return fmt.Errorf("perf: unknown test %q", s.Test)
+	if !s.Test.Valid() {
+		return fmt.Errorf("perf: unknown test %v", s.Test)
 	}
 	for _, c := range []struct {
 		param string
@@ -291,7 +288,7 @@ func (s *Spec) defaults() error {
 	if s.Inline < NoInline {
 		return bad("inline", s.Inline, "negative")
 	}
-	lat := s.Test.latency()
+	lat := latency(s.Test)
 	if s.Test == AtomicBW {
 		s.Size = 8 // an atomic moves 8 bytes, whatever was asked
 	}
@@ -617,7 +614,7 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	}
 	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client, iters: sp.Iters,
 		wr: make([]rnic.SendWR, h.run.spec.PostList), sge: make([]rnic.SGE, h.run.spec.PostList)}
-	if client && sp.Random && !sp.Metadata && !sp.Test.latency() {
+	if client && sp.Random && !sp.Metadata && !latency(sp.Test) {
 		q.touched = make([]bool, sp.Footprint/sp.Size)
 	}
 	mr, iova, buf, err := h.region(idx)

@@ -55,7 +55,7 @@ func TestWorkloads(t *testing.T) {
 			}
 			hosts := sp.Pairs
 			want := hosts * sp.QPs * (sp.Iters - sp.Warmup)
-			if sp.Test.latency() {
+			if latency(sp.Test) {
 				if got := int(res.Lat.Count()); got != sp.Iters-sp.Warmup {
 					t.Errorf("%d latency samples, want %d", got, sp.Iters-sp.Warmup)
 				}
@@ -370,7 +370,7 @@ func TestRandomWorkloads(t *testing.T) {
 		}
 		sp.Incast = sp.Pairs > 1 && rng.IntN(2) == 0
 		sp.Iters = pick(20, 60)
-		if !sp.Test.latency() {
+		if !latency(sp.Test) {
 			sp.TxDepth = pick(1, 4, 32)
 		}
 		if sp.Test == AtomicBW {

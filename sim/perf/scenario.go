@@ -148,7 +148,7 @@ func (sc Scenario) prepare() ([]*runner, int, error) {
 		if err := sp.defaults(); err != nil {
 			return nil, 0, fmt.Errorf("tenant %q: %w", n, err)
 		}
-		if t.Rate > 0 && sp.Test.latency() {
+		if t.Rate > 0 && latency(sp.Test) {
 			return nil, 0, bad(n, "rate", "%s is a ping-pong: it posts on each answer, not at a rate", sp.Test)
 		}
 		if t.Stop == 0 && sp.Iters == untilStop {
