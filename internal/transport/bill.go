@@ -146,6 +146,21 @@ func (e *Engine) dmaGather(qp *QP, dst []byte, segs []atu.Seg) atu.Fault {
 	return atu.OK
 }
 
+// dmaGatherV is dmaGather into the payloads of a burst of packets
+// (total bytes) with one access, billed as a read per packet. A fault is
+// not counted: the caller goes packet by packet then, and the packet that
+// faults counts it, once, as without bursts.
+func (e *Engine) dmaGatherV(qp *QP, dsts [][]byte, total int, segs []atu.Seg) atu.Fault {
+	if !e.cfg.Metadata {
+		if n, err := e.cfg.DMA.GatherV(qp.index, dsts, segs); err != nil || n < total {
+			return atu.FaultHost
+		}
+	}
+	e.bill.DMAReads += len(dsts)
+	e.bill.DMAReadBytes += total
+	return atu.OK
+}
+
 // hostFault counts a failed DMA access and says what the caller reports.
 func (e *Engine) hostFault(qp *QP, err error) atu.Fault {
 	e.count(qp, HostMemErrors)

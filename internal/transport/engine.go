@@ -145,7 +145,12 @@ type Engine struct {
 	c    Counters
 	bill Bill
 	segs []atu.Seg // translation scratch
-	pkt  wire.Packet
+
+	// gatherBurst is how many packets of a message the requester builds
+	// before gathering their payloads with one DMA access
+	// (SetGatherBurst; 0: off).
+	gatherBurst int
+	pkt         wire.Packet
 
 	loadQPFn func(uint32) (*QP, bool)
 	loadCQFn func(uint32) (*CQ, bool)

@@ -13,6 +13,10 @@ type requester struct {
 	readPSNs    uint32
 	readBudget  uint32
 	readWaiters []*QP
+
+	// A burst's packets and their payloads (sendBurst's scratch).
+	burst [MaxGatherBurst]request
+	dsts  [MaxGatherBurst][]byte
 }
 
 // responder is the receive side for requests (IBTA §9.7.3-§9.7.5, rxe's

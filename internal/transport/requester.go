@@ -2,8 +2,10 @@ package transport
 
 import (
 	"encoding/binary"
+
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
 )
 
@@ -426,6 +428,15 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 		if rqr.windowFull(qp, w) {
 			break
 		}
+		if e.gatherBurst > 1 {
+			if k := rqr.burstLen(qp, w, info, g, pkts, bytes); k > 0 {
+				if n, ok := rqr.sendBurst(qp, w, info, k); ok {
+					pkts += k
+					bytes += n
+					continue
+				}
+			}
+		}
 		n, ok := rqr.sendRequest(qp, w, info)
 		if !ok {
 			e.retire(qp)
@@ -443,7 +454,6 @@ func (rqr *requester) serveRequests(qp *QP, g sched.Grant) (pkts, bytes int) {
 func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) {
 	e := rqr.e
 	req := &qp.req
-	mtu := qp.mtu
 	route := &qp.attr.AV
 	var udRoute wire.Route
 	dest := qp.attr.DestQPN
@@ -454,8 +464,44 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		route = &udRoute
 		dest = w.rqpn
 	}
-	psn := req.psn
-	off := req.off
+	p := rqr.buildRequest(qp, w, info, route, dest, req.psn, req.off)
+	if p.n > 0 {
+		if w.op == WRAtomicWrite {
+			// The 8 bytes are in the WQE, as the program's memory held them.
+			binary.LittleEndian.PutUint64(p.payload, w.cmpAdd)
+		} else if w.inline {
+			e.copyInline(qp, p.payload, qp.sq.inlineData(req.next)[p.off:p.off+p.n])
+		} else if fault := e.gather(qp, qp.sq.sges(req.next), p.off, p.payload); fault != atu.OK {
+			p.b.Release()
+			e.wqeDone(qp, w, WCLocProtErr)
+			return 0, false
+		}
+	}
+	rqr.finishRequest(qp, w, info, route, &p)
+	return int(p.n), true
+}
+
+// request is a request packet being built: its frame, where its payload
+// goes, and what finishRequest needs of it.
+type request struct {
+	b        *link.Buf
+	payload  []byte // n bytes of the frame, for the DMA (or inline copy)
+	psn      wire.PSN
+	off, n   uint32 // the payload's offset in the message, and length
+	pad      int
+	padAt    int // where the pad starts in the frame
+	op       wire.Opcode
+	readAtom bool
+	last     bool
+	ackReq   bool
+}
+
+// buildRequest makes the frame of w's packet at psn and message offset
+// off and writes its transport headers; the payload is left to fill.
+func (rqr *requester) buildRequest(qp *QP, w *sendWQE, info *wrInfo, route *wire.Route, dest uint32, psn wire.PSN, off uint32) request {
+	e := rqr.e
+	req := &qp.req
+	mtu := qp.mtu
 	var n uint32
 	var first, last bool
 	switch {
@@ -517,28 +563,30 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		}
 		wire.DETH(f[h+o:]).Encode(qkey, qp.QPN)
 	}
+	p := request{b: b, psn: psn, off: off, n: n, pad: pad, padAt: h + oi.HdrLen + int(n), op: op, readAtom: info.readAtom, last: last, ackReq: ackReq}
 	if n > 0 {
-		payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
-		if w.op == WRAtomicWrite {
-			// The 8 bytes are in the WQE, as the program's memory held them.
-			binary.LittleEndian.PutUint64(payload, w.cmpAdd)
-		} else if w.inline {
-			e.copyInline(qp, payload, qp.sq.inlineData(req.next)[off:off+n])
-		} else if fault := e.gather(qp, qp.sq.sges(req.next), off, payload); fault != atu.OK {
-			b.Release()
-			e.wqeDone(qp, w, WCLocProtErr)
-			return 0, false
-		}
-		clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
+		p.payload = f[h+oi.HdrLen : p.padAt]
 	}
-	e.send(qp, b, route)
-	if e.cfg.TIMELY != nil && (ackReq || psn.Before(req.maxPSN)) {
+	return p
+}
+
+// finishRequest pads and queues a built request whose payload is in
+// place, and advances the send queue past it.
+func (rqr *requester) finishRequest(qp *QP, w *sendWQE, info *wrInfo, route *wire.Route, p *request) {
+	e := rqr.e
+	req := &qp.req
+	if p.n > 0 {
+		clear(p.b.Bytes()[p.padAt : p.padAt+p.pad])
+	}
+	psn := p.psn
+	e.send(qp, p.b, route)
+	if e.cfg.TIMELY != nil && (p.ackReq || psn.Before(req.maxPSN)) {
 		e.probeSent(qp, uint32(psn), psn.Before(req.maxPSN))
 	}
 	if psn.Before(req.maxPSN) {
 		e.count(qp, RetransPackets)
 		if info.readAtom && e.cfg.Trace != nil {
-			e.tracef("qp %#x requester: resend %v psn %v", qp.QPN, op, psn)
+			e.tracef("qp %#x requester: resend %v psn %v", qp.QPN, p.op, psn)
 		}
 	}
 	switch {
@@ -546,7 +594,7 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		req.psn = w.lastPSN.Next()
 		req.off = 0
 		req.next++
-	case last:
+	case p.last:
 		req.psn = psn.Next()
 		req.off = 0
 		req.next++
@@ -555,7 +603,7 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 		}
 	default:
 		req.psn = psn.Next()
-		req.off = off + n
+		req.off = p.off + p.n
 	}
 	if req.psn.After(req.maxPSN) {
 		req.maxPSN = req.psn
@@ -566,7 +614,89 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 			e.schedule(qp)
 		}
 	}
-	return int(n), true
+}
+
+// MaxGatherBurst bounds Engine.SetGatherBurst: the packets a requester
+// builds before it gathers their payloads with one DMA access.
+const MaxGatherBurst = 64
+
+// SetGatherBurst has the requester build up to n packets of a SEND or
+// WRITE at once and gather their payloads with one DMA access (the
+// bus's vectored gather: one process_vm_readv for a program's memory,
+// where each packet would make one), when the host memory behind the
+// DMA engines supports it; 0 or 1 turns it off (the default: a gather
+// from the program's own memory costs a copy either way). A NIC that
+// serves other processes turns it on. The packets, their order and their
+// bytes on the wire are the same either way.
+func (e *Engine) SetGatherBurst(n int) {
+	e.gatherBurst = min(max(n, 0), MaxGatherBurst)
+	if !e.cfg.DMA.Vectored() {
+		e.gatherBurst = 0
+	}
+}
+
+// burstLen is how many packets of w, from the next, sendBurst may build
+// at once: none unless the burst is on and two or more packets of the
+// message are left; no more than the retry window takes, nor than the
+// grant's room (packets, and bytes, which the loop of serveRequests
+// checks before each packet).
+func (rqr *requester) burstLen(qp *QP, w *sendWQE, info *wrInfo, g sched.Grant, pkts, bytes int) int {
+	e := rqr.e
+	req := &qp.req
+	if w.inline || info.readAtom || qp.Type == UD || req.cwnd != 0 || w.length-req.off <= qp.mtu {
+		return 0
+	}
+	k := min(e.gatherBurst, int(packets(w.length-req.off, qp.mtu)))
+	if qp.Type == RC {
+		k = min(k, int(e.cfg.MaxUnackedPSNs)-int(req.psn.Diff(req.una)))
+	}
+	room := 0
+	for room < k && pkts+room < g.Packets && bytes < g.Bytes {
+		bytes += int(qp.mtu)
+		room++
+	}
+	if room < 2 {
+		return 0
+	}
+	return room
+}
+
+// sendBurst sends the next k packets of w (burstLen's), their payloads
+// gathered with one DMA access. If the gather faults, it sends nothing
+// and reports false: the caller sends packet by packet, and the faulting
+// packet fails the WQE as it would alone.
+func (rqr *requester) sendBurst(qp *QP, w *sendWQE, info *wrInfo, k int) (int, bool) {
+	e := rqr.e
+	req := &qp.req
+	route := &qp.attr.AV
+	ps := rqr.burst[:k]
+	dsts := rqr.dsts[:k]
+	psn, off := req.psn, req.off
+	for i := range ps {
+		ps[i] = rqr.buildRequest(qp, w, info, route, qp.attr.DestQPN, psn, off)
+		dsts[i] = ps[i].payload
+		psn, off = psn.Next(), off+ps[i].n
+	}
+	first := ps[0].off
+	total := off - first
+	segs, f := e.translateSGL(qp, qp.PD, qp.sq.sges(req.next), uint64(first), uint64(total), atu.LocalRead)
+	if f == atu.OK {
+		f = e.dmaGatherV(qp, dsts, int(total), segs)
+	}
+	e.releaseSegs(segs)
+	clear(dsts)
+	if f != atu.OK {
+		for i := range ps {
+			ps[i].b.Release()
+			ps[i] = request{}
+		}
+		return 0, false
+	}
+	for i := range ps {
+		rqr.finishRequest(qp, w, info, route, &ps[i])
+		ps[i] = request{}
+	}
+	return int(total), true
 }
 
 // gather translates the part [off, off+len(dst)) of an SGL and has a DMA

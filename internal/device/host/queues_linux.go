@@ -53,6 +53,11 @@ var spinFor = func() time.Duration {
 	return nic.DefaultLinkSpin
 }()
 
+// gatherBurst is how many packets of a SEND or WRITE the NIC of the
+// programs builds before it gathers their payloads from the program's
+// memory with one system call: 16 is a 64 KiB message at MTU 4096.
+const gatherBurst = 16
+
 // shm is a sealed memfd mapped into the NIC.
 type shm struct {
 	fd  int

@@ -17,6 +17,7 @@ import (
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/nic"
+	"github.com/rnic/rnic/internal/transport"
 )
 
 // verbs are package rnic's calls beyond its public API (device.Host).
@@ -71,6 +72,9 @@ func Serve(dev *rnic.Device, ln net.Listener) error {
 		}
 		servers.m[dev] = s
 		s.nic.SetLinkSpin(spinFor)
+		// The programs' memory is another process's: a burst's payloads
+		// come with one process_vm_readv, not one per packet.
+		s.nic.Engine(func(e *transport.Engine) { e.SetGatherBurst(gatherBurst) })
 		s.nic.SetDoorbellRecords(&s.db)
 	}
 	s.refs++

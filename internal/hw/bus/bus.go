@@ -254,6 +254,74 @@ func (l *Local) Gather(dst []byte, src []Extent) (int, error) {
 	return n, nil
 }
 
+// VectorGatherer is a Bus that gathers into several buffers with one
+// access where it can (Local, for another process's memory): the
+// payloads of a burst of packets.
+type VectorGatherer interface {
+	// GatherV is Gather into the buffers of dsts in turn: the extents'
+	// bytes fill dsts[0], then dsts[1], and so on. It returns the bytes
+	// copied; on an error, what was copied before it stays copied (in
+	// which buffers, the caller does not rely on).
+	GatherV(dsts [][]byte, src []Extent) (int, error)
+}
+
+// vecCursor walks buffers in turn, handing out the next piece of them.
+type vecCursor struct {
+	bufs [][]byte
+	i    int // the current buffer
+	off  int // bytes of it already handed out
+}
+
+func (v *vecCursor) done() bool {
+	for v.i < len(v.bufs) && v.off == len(v.bufs[v.i]) {
+		v.i, v.off = v.i+1, 0
+	}
+	return v.i == len(v.bufs)
+}
+
+// next returns the next piece, of at most max bytes; !done() first.
+func (v *vecCursor) next(max int) []byte {
+	b := v.bufs[v.i][v.off:]
+	b = b[:min(len(b), max)]
+	v.off += len(b)
+	return b
+}
+
+// GatherV implements VectorGatherer: runs of another process's memory
+// move with one system call (process_vm_readv, a local vector per
+// buffer) where Gather makes one per buffer.
+func (l *Local) GatherV(dsts [][]byte, src []Extent) (int, error) {
+	v := vecCursor{bufs: dsts}
+	n := 0
+	for i := 0; i < len(src) && !v.done(); i++ {
+		x := src[i]
+		b, m, err := l.bytes(x)
+		switch {
+		case err != nil:
+			return n, err
+		case m != nil && m.rem != nil:
+			k, used, err := l.remoteGatherV(&v, src[i:])
+			n += k
+			if err != nil {
+				return n, err
+			}
+			i += used - 1
+		default:
+			for left := int(x.Len); left > 0 && !v.done(); {
+				d := v.next(left)
+				if m != nil {
+					copy(d, b[int(x.Len)-left:])
+				} else {
+					clear(d)
+				}
+				n += len(d)
+				left -= len(d)
+			}
+		}
+	}
+	return n, nil
+}
+
 // Scatter implements Bus.
 func (l *Local) Scatter(dst []Extent, src []byte) (int, error) {
 	n := 0
@@ -347,6 +415,26 @@ func (f *Faulty) check(xs []Extent) error {
 		}
 	}
 	return nil
+}
+
+// Vectored reports whether the bus under the fault injection gathers
+// into several buffers at once (GatherV works).
+func (f *Faulty) Vectored() bool {
+	_, ok := f.Mapper.(VectorGatherer)
+	return ok
+}
+
+// GatherV implements VectorGatherer when the bus under it does (Vectored);
+// on another it fails.
+func (f *Faulty) GatherV(dsts [][]byte, src []Extent) (int, error) {
+	if err := f.check(src); err != nil {
+		return 0, err
+	}
+	v, ok := f.Mapper.(VectorGatherer)
+	if !ok {
+		return 0, errors.New("bus: no vectored gather under the fault injection")
+	}
+	return v.GatherV(dsts, src)
 }
 
 // Gather implements Bus.

@@ -185,31 +185,113 @@ func vm(p *Process, write bool, buf []byte, r []unix.RemoteIovec) (int, error) {
 		var lv [1]unix.Iovec
 		lv[0].Base = unsafe.SliceData(buf[done:])
 		lv[0].SetLen(total)
-		var got int
-		var err error
-		for {
-			got, err = processVM(write, p.pid, lv[:], r[:k])
-			if err != unix.EINTR {
-				break
-			}
-		}
-		if got > 0 {
-			done += got
-		}
-		switch {
-		case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-			return done, fmt.Errorf("%w: process %d (%v: another user, a non-dumpable program, or Yama's ptrace_scope — with scope 1 the program must name the NIC with prctl(PR_SET_PTRACER))", ErrNoAccess, p.pid, err)
-		case errors.Is(err, unix.ESRCH):
-			return done, fmt.Errorf("%w: process %d has exited", ErrUnmapped, p.pid)
-		case err != nil:
-			return done, fmt.Errorf("%w: process %d: %v", ErrUnmapped, p.pid, err)
-		case got < total:
-			// The kernel stops at the first page it cannot reach.
-			return done, fmt.Errorf("%w: process %d: a page at or after byte %d of the transfer", ErrUnmapped, p.pid, done)
+		got, err := vmCall(p, write, lv[:], r[:k], total, done)
+		done += got
+		if err != nil {
+			return done, err
 		}
 		r = r[k:]
 	}
 	return done, nil
+}
+
+// vmCall is one process_vm_* call of total bytes, retried on EINTR; its
+// error says why the kernel stopped.
+func vmCall(p *Process, write bool, local []unix.Iovec, remote []unix.RemoteIovec, total, done int) (int, error) {
+	var got int
+	var err error
+	for {
+		got, err = processVM(write, p.pid, local, remote)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	got = max(got, 0)
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return got, fmt.Errorf("%w: process %d (%v: another user, a non-dumpable program, or Yama's ptrace_scope — with scope 1 the program must name the NIC with prctl(PR_SET_PTRACER))", ErrNoAccess, p.pid, err)
+	case errors.Is(err, unix.ESRCH):
+		return got, fmt.Errorf("%w: process %d has exited", ErrUnmapped, p.pid)
+	case err != nil:
+		return got, fmt.Errorf("%w: process %d: %v", ErrUnmapped, p.pid, err)
+	case got < total:
+		// The kernel stops at the first page it cannot reach.
+		return got, fmt.Errorf("%w: process %d: a page at or after byte %d of the transfer", ErrUnmapped, p.pid, done+got)
+	}
+	return got, nil
+}
+
+// maxVectors bounds the vectors of one call of remoteGatherV on each
+// side: a burst of 16 packets needs 16 local ones and, for a region of
+// contiguous pages, one remote one.
+const maxVectors = 64
+
+// remoteGatherV reads the run of extents at the start of xs that are
+// regions of one process into the buffers of v from its cursor on, with
+// one system call per maxVectors vectors (usually one for a burst), and
+// returns the bytes read and the extents used.
+func (l *Local) remoteGatherV(v *vecCursor, xs []Extent) (n, used int, err error) {
+	var liov [maxVectors]unix.Iovec
+	var riov [maxVectors]unix.RemoteIovec
+	lv, rv := liov[:0], riov[:0]
+	var proc *Process
+	pending := 0
+	flush := func() error {
+		if pending == 0 {
+			return nil
+		}
+		got, err := vmCall(proc, false, lv, rv, pending, n)
+		n += got
+		lv, rv, pending = liov[:0], riov[:0], 0
+		return err
+	}
+	for _, x := range xs {
+		if v.done() {
+			break
+		}
+		m := l.lookup(x.Space)
+		if m == nil || m.rem == nil || proc != nil && m.rem.proc != proc {
+			break
+		}
+		if proc == nil {
+			proc = m.rem.proc
+			if !proc.alive() {
+				return 0, 0, fmt.Errorf("%w: process %d has exited", ErrUnmapped, proc.pid)
+			}
+		}
+		end := x.Addr + uint64(x.Len)
+		if end < x.Addr || end > m.rem.length {
+			if used == 0 {
+				return 0, 0, fmt.Errorf("%w: %d bytes at %#x of a %d-byte region", ErrUnmapped, x.Len, x.Addr, m.rem.length)
+			}
+			break
+		}
+		addr, left := uintptr(m.rem.base+x.Addr), int(x.Len)
+		for left > 0 && !v.done() {
+			if len(lv) == maxVectors || len(rv) == maxVectors {
+				if err := flush(); err != nil {
+					return n, used, err
+				}
+			}
+			dst := v.next(left)
+			if k := len(rv) - 1; k >= 0 && rv[k].Base+uintptr(rv[k].Len) == addr {
+				rv[k].Len += len(dst)
+			} else {
+				rv = append(rv, unix.RemoteIovec{Base: addr, Len: len(dst)})
+			}
+			if k := len(lv) - 1; k >= 0 && uintptr(unsafe.Pointer(lv[k].Base))+uintptr(lv[k].Len) == uintptr(unsafe.Pointer(unsafe.SliceData(dst))) {
+				lv[k].SetLen(int(lv[k].Len) + len(dst))
+			} else {
+				lv = append(lv, unix.Iovec{Base: unsafe.SliceData(dst)})
+				lv[len(lv)-1].SetLen(len(dst))
+			}
+			pending += len(dst)
+			addr += uintptr(len(dst))
+			left -= len(dst)
+		}
+		used++
+	}
+	return n, used, flush()
 }
 
 // processVM is process_vm_writev or process_vm_readv as a raw system

@@ -201,3 +201,85 @@ func TestProcessSignals(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// TestProcessGatherV: a burst's payloads gathered from another process
+// with one access (GatherV), across extents of the peer, the program's
+// own memory and no memory, land in the buffers in turn exactly as
+// Gather into one buffer puts them; a page the process lacks fails it
+// with ErrUnmapped; the steady path allocates nothing.
+func TestProcessGatherV(t *testing.T) {
+	p := testpeer.Start(t, "TestProcessPeer")
+	proc, err := OpenProcess(p.Pid())
+	if err != nil {
+		t.Skipf("no pidfd here: %v", err)
+	}
+	defer proc.Close()
+	var l Local
+	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := bytes.Repeat([]byte{0xEE}, 700)
+	osp, _ := l.Map(own)
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		xs    []Extent
+	}{
+		{"16 packets of one region", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
+			[]Extent{{Space: sp, Addr: 4096, Len: 65536}}},
+		{"pages in pieces", []int{1000, 5000, 3000}, []Extent{{Space: sp, Addr: 0, Len: 4096}, {Space: sp, Addr: 4096, Len: 4096}, {Space: sp, Addr: 100000, Len: 800}}},
+		{"mixed spaces", []int{300, 300, 300, 300}, []Extent{{Space: sp, Addr: 10, Len: 250}, {Space: osp, Len: 700}, {Space: NoMemory, Len: 50}, {Space: sp, Addr: 9000, Len: 200}}},
+		{"more vectors than one call", func() []int {
+			s := make([]int, 150)
+			for i := range s {
+				s[i] = 64
+			}
+			return s
+		}(), []Extent{{Space: sp, Addr: 0, Len: 9600}}},
+		{"buffers longer than the extents", []int{100, 100}, []Extent{{Space: sp, Addr: 0, Len: 150}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			total := 0
+			dsts := make([][]byte, len(tc.sizes))
+			for i, s := range tc.sizes {
+				dsts[i] = bytes.Repeat([]byte{0x55}, s)
+				total += s
+			}
+			want := make([]byte, total)
+			wn, werr := l.Gather(want, tc.xs)
+			n, err := l.GatherV(dsts, tc.xs)
+			if err != nil || werr != nil || n != wn {
+				t.Fatalf("GatherV = %d, %v; Gather = %d, %v", n, err, wn, werr)
+			}
+			got := bytes.Join(dsts, nil)
+			if !bytes.Equal(got[:n], want[:wn]) {
+				t.Fatalf("GatherV's bytes differ from Gather's (first at %d)", firstDiff(got, want))
+			}
+			if !bytes.Equal(got[n:], bytes.Repeat([]byte{0x55}, total-n)) {
+				t.Fatalf("GatherV wrote past the extents' %d bytes", n)
+			}
+		})
+	}
+	dsts := [][]byte{make([]byte, 4096), make([]byte, 4096)}
+	xs := []Extent{{Space: sp, Addr: 8192, Len: 8192}}
+	if a := testing.AllocsPerRun(100, func() { l.GatherV(dsts, xs) }); a != 0 {
+		t.Errorf("GatherV from another process allocates %v times", a)
+	}
+	bad, _ := l.MapProcess(proc, 4096, 8192)
+	if _, err := l.GatherV(dsts, []Extent{{Space: bad, Len: 8192}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("GatherV of unmapped pages: %v", err)
+	}
+	if _, err := l.GatherV(dsts, []Extent{{Space: sp, Addr: testpeer.Len - 8, Len: 16}}); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("GatherV past the region: %v", err)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

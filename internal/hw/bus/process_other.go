@@ -38,3 +38,7 @@ func (l *Local) MapProcess(p *Process, addr, length uint64) (Space, error) {
 func (l *Local) remoteRun(write bool, buf []byte, xs []Extent) (int, int, error) {
 	return 0, 0, errors.New("bus: another process's memory needs Linux")
 }
+
+func (l *Local) remoteGatherV(v *vecCursor, xs []Extent) (int, int, error) {
+	return 0, 0, errors.New("bus: another process's memory needs Linux")
+}

@@ -88,6 +88,56 @@ func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) (int, error) {
 	return n, err
 }
 
+// Vectored reports whether the host memory gathers into several buffers
+// with one access (bus.VectorGatherer): GatherV is then worth calling.
+func (c *Cluster) Vectored() bool {
+	if v, ok := c.host.(interface{ Vectored() bool }); ok {
+		return v.Vectored() // a wrapper (bus.Faulty) says for the bus under it
+	}
+	_, ok := c.host.(bus.VectorGatherer)
+	return ok
+}
+
+// GatherV copies the host extents, in order, into the buffers of dsts in
+// turn, with one access where the bus can (Vectored), and returns the
+// bytes copied; each buffer counts as a descriptor.
+func (c *Cluster) GatherV(ch uint32, dsts [][]byte, segs []Seg) (int, error) {
+	var n int
+	var err error
+	if v, ok := c.host.(bus.VectorGatherer); ok {
+		n, err = v.GatherV(dsts, segs)
+	} else {
+		n, err = gatherEach(c.host, dsts, segs)
+	}
+	c.account(ch, n, err)
+	c.engine(ch).descs += uint64(max(len(dsts)-1, 0))
+	return n, err
+}
+
+// gatherEach is GatherV on a bus without it: a Gather per buffer.
+func gatherEach(host bus.Bus, dsts [][]byte, segs []Seg) (int, error) {
+	rest := append([]Seg(nil), segs...)
+	n := 0
+	for _, d := range dsts {
+		k, err := host.Gather(d, rest)
+		n += k
+		if err != nil || k < len(d) {
+			return n, err
+		}
+		for k > 0 && len(rest) > 0 {
+			if int(rest[0].Len) <= k {
+				k -= int(rest[0].Len)
+				rest = rest[1:]
+				continue
+			}
+			rest[0].Addr += uint64(k)
+			rest[0].Len -= uint32(k)
+			k = 0
+		}
+	}
+	return n, nil
+}
+
 // Scatter copies src across the host extents, in order, and returns the
 // number of bytes copied, or the bus's error.
 func (c *Cluster) Scatter(ch uint32, segs []Seg, src []byte) (int, error) {
