@@ -159,3 +159,66 @@ func (c *countingBus) GatherV(dsts [][]byte, src []bus.Extent) (int, error) {
 	c.gatherVs++
 	return c.Local.GatherV(dsts, src)
 }
+
+// TestReadResponseBurst: a responder that reads a burst of READ
+// responses' payloads with one DMA access sends the same responses, byte
+// for byte, as one that reads packet by packet; a page that vanishes
+// under the READ answers with the same access error either way.
+func TestReadResponseBurst(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		off, n    int // the READ: B's region [off, off+n) into A's [0, n)
+		failFrom  uint64
+		wantWC    WCStatus
+		minBursts int
+	}{
+		{"64 KiB", 0, 65536, 0, WCSuccess, 4},
+		{"odd length", 7, 10001, 0, WCSuccess, 1},
+		{"two packets", 100, 1025, 0, WCSuccess, 1},
+		{"a page gone", 0, 32768, 16384, WCRemAccessErr, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(burst int) ([]frameRec, []WC, *countingBus, *pair) {
+				cb := &countingBus{Local: new(bus.Local)}
+				var host bus.Mapper = cb
+				var fh *failingHost
+				if tc.failFrom > 0 {
+					fh = &failingHost{from: tc.failFrom, to: tc.failFrom + 4096}
+					fh.Faulty = &bus.Faulty{Mapper: cb, Fail: func(x bus.Extent) bool {
+						return fh.armed.Load() && x.Addr < fh.to && x.Addr+uint64(x.Len) > fh.from
+					}}
+					host = fh
+				}
+				p := newPair(t, nodeConfig{}, nodeConfig{host: host})
+				p.B.e.SetGatherBurst(burst)
+				fill(p.B.mem, 5)
+				if fh != nil {
+					fh.armed.Store(true)
+				}
+				p.A.post(SendWR{WRID: 1, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{p.A.sge(0, tc.n)}, RemoteAddr: p.B.addr(tc.off), RKey: p.B.key})
+				p.pump()
+				return p.ba.log, p.A.sendWCs(), cb, p
+			}
+			want, wantWC, _, _ := run(0)
+			got, wc, cb, p := run(16)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("frames differ:\nburst:\n%v\npacket by packet:\n%v", got, want)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i].bytes, want[i].bytes) {
+					t.Fatalf("frame %d differs: burst %v, packet by packet %v", i, got[i], want[i])
+				}
+			}
+			expectWCs(t, wc, wantWC...)
+			if len(wc) != 1 || wc[0].Status != tc.wantWC {
+				t.Errorf("completions %v, want one with %v", wc, tc.wantWC)
+			}
+			if cb.gatherVs < tc.minBursts {
+				t.Errorf("%d vectored gathers, want %d or more", cb.gatherVs, tc.minBursts)
+			}
+			if tc.wantWC == WCSuccess && !bytes.Equal(p.A.mem[:tc.n], p.B.mem[tc.off:tc.off+tc.n]) {
+				t.Error("the READ's data did not arrive")
+			}
+		})
+	}
+}

@@ -70,9 +70,13 @@ func (cpl *completer) completerRecv(qp *QP, p *wire.Packet) {
 		// too (as rxe's completer takes it): it is acknowledged like a
 		// WRITE.
 		ra := wrInfos[w.op].readAtom && !wrInfos[w.op].nonPosted
-		if ra && !ackThrough.Before(w.firstPSN) && !(flags.Has(wire.FlagReadResp) || flags.Has(wire.FlagAtomicAckETH)) {
+		if ra && !ackThrough.Before(w.firstPSN) && !(flags.Has(wire.FlagReadResp) || flags.Has(wire.FlagAtomicAckETH)) &&
+			(kind == wire.AckKindACK || psn.After(w.lastPSN)) {
 			// An ACK or NAK covering an outstanding READ/atomic whose
 			// response never came: the response was lost (implied NAK).
+			// A NAK of a PSN inside a READ is that READ's own (the
+			// responder could not read its memory from there on): the
+			// responses before it came, and the switch below fails it.
 			cpl.impliedNAK(qp)
 			cpl.afterCompletion(qp, progress)
 			return

@@ -27,6 +27,10 @@ type responder struct {
 	e *Engine
 
 	ackList []*QP // QPs with an ACK to send after this batch
+
+	// A burst's READ responses and their payloads (sendReadBurst's).
+	burst [MaxGatherBurst]readResponse
+	dsts  [MaxGatherBurst][]byte
 }
 
 // completer is the receive side for responses (IBTA §9.7.5.1, rxe's

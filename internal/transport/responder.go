@@ -2,9 +2,11 @@ package transport
 
 import (
 	"encoding/binary"
+
 	"github.com/rnic/rnic/internal/hw/atu"
 	"github.com/rnic/rnic/internal/hw/dma"
 	"github.com/rnic/rnic/internal/hw/sched"
+	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
 )
 
@@ -783,28 +785,19 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 			pkts++
 			continue
 		}
-		off := uint32(r.cur.Diff(r.first)) * qp.mtu
-		n := min(qp.mtu, r.length-off)
-		var op wire.Opcode
-		switch {
-		case r.cur == r.start && r.cur == r.last:
-			op = wire.OpRCReadRespOnly
-		case r.cur == r.start:
-			op = wire.OpRCReadRespFirst
-		case r.cur == r.last:
-			op = wire.OpRCReadRespLast
-		default:
-			op = wire.OpRCReadRespMiddle
+		if e.gatherBurst > 1 {
+			if k := rsp.burstLen(qp, r, g, pkts, bytes); k > 0 {
+				if n, ok := rsp.sendReadBurst(qp, r, k); ok {
+					pkts += k
+					bytes += n
+					continue
+				}
+			}
 		}
-		b, f, h := e.newFrame(route, op, int(n))
-		pad := wire.PadLen(int(n))
-		wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: op, PadCount: uint8(pad), PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: r.cur})
-		oi := op.Info()
-		if o := oi.Offset(wire.HdrAETH); o >= 0 {
-			wire.AETH(f[h+o:]).Encode(wire.SyndromeACK(wire.CreditsInvalid), resp.msn)
-		}
+		rp := rsp.buildReadResponse(qp, r, r.cur)
+		b, n, off := rp.b, rp.n, rp.off
 		if n > 0 {
-			payload := f[h+oi.HdrLen : h+oi.HdrLen+int(n)]
+			payload := rp.payload
 			segs, fault := e.translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
 				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
 			if fault != atu.OK && r.replay {
@@ -839,17 +832,10 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 				rsp.accessError(qp, r.cur)
 				return pkts, bytes
 			}
-			clear(f[h+oi.HdrLen+int(n) : h+oi.HdrLen+int(n)+pad])
 		}
-		e.send(qp, b, route)
-		e.count(qp, ReadResponsesSent)
+		rsp.finishReadResponse(qp, r, &rp)
 		pkts++
 		bytes += int(n)
-		if r.cur == r.last {
-			resp.queue.pop(resp.res)
-		} else {
-			r.cur = r.cur.Next()
-		}
 	}
 	if resp.queue.n == 0 && resp.ack {
 		rsp.sendAck(qp)
@@ -859,6 +845,117 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 		}
 	}
 	return pkts, bytes
+}
+
+// readResponse is a READ response packet being built (as request is a
+// request's).
+type readResponse struct {
+	b       *link.Buf
+	payload []byte
+	off, n  uint32 // the payload's offset in the READ, and length
+	pad     int
+	padAt   int
+}
+
+// buildReadResponse makes the frame of r's response packet psn and
+// writes its transport headers; the payload is left to fill.
+func (rsp *responder) buildReadResponse(qp *QP, r *respRes, psn wire.PSN) readResponse {
+	e := rsp.e
+	off := uint32(psn.Diff(r.first)) * qp.mtu
+	n := min(qp.mtu, r.length-off)
+	var op wire.Opcode
+	switch {
+	case psn == r.start && psn == r.last:
+		op = wire.OpRCReadRespOnly
+	case psn == r.start:
+		op = wire.OpRCReadRespFirst
+	case psn == r.last:
+		op = wire.OpRCReadRespLast
+	default:
+		op = wire.OpRCReadRespMiddle
+	}
+	b, f, h := e.newFrame(&qp.attr.AV, op, int(n))
+	pad := wire.PadLen(int(n))
+	wire.BTH(f[h:]).Encode(&wire.BTHFields{Opcode: op, PadCount: uint8(pad), PKey: wire.DefaultPKey, DestQP: qp.attr.DestQPN, PSN: psn})
+	oi := op.Info()
+	if o := oi.Offset(wire.HdrAETH); o >= 0 {
+		wire.AETH(f[h+o:]).Encode(wire.SyndromeACK(wire.CreditsInvalid), qp.resp.msn)
+	}
+	rp := readResponse{b: b, off: off, n: n, pad: pad, padAt: h + oi.HdrLen + int(n)}
+	if n > 0 {
+		rp.payload = f[h+oi.HdrLen : rp.padAt]
+	}
+	return rp
+}
+
+// finishReadResponse pads and queues a READ response whose payload is in
+// place, and moves r past it.
+func (rsp *responder) finishReadResponse(qp *QP, r *respRes, rp *readResponse) {
+	e := rsp.e
+	if rp.n > 0 {
+		clear(rp.b.Bytes()[rp.padAt : rp.padAt+rp.pad])
+	}
+	e.send(qp, rp.b, &qp.attr.AV)
+	e.count(qp, ReadResponsesSent)
+	if r.cur == r.last {
+		qp.resp.queue.pop(qp.resp.res)
+	} else {
+		r.cur = r.cur.Next()
+	}
+}
+
+// burstLen is how many of r's response packets, from the next,
+// sendReadBurst may build at once (the requester's burstLen's rule: two
+// or more, within the grant's room).
+func (rsp *responder) burstLen(qp *QP, r *respRes, g sched.Grant, pkts, bytes int) int {
+	k := min(rsp.e.gatherBurst, int(r.last.Diff(r.cur))+1)
+	room := 0
+	for room < k && pkts+room < g.Packets && bytes < g.Bytes {
+		bytes += int(qp.mtu)
+		room++
+	}
+	if room < 2 {
+		return 0
+	}
+	return room
+}
+
+// sendReadBurst sends the next k response packets of r, their payloads
+// read with one translation and one DMA access. If either fails it sends
+// nothing and reports false: the caller goes packet by packet, and the
+// packet that fails answers as it would alone (an access error, or a
+// replay dropped).
+func (rsp *responder) sendReadBurst(qp *QP, r *respRes, k int) (int, bool) {
+	e := rsp.e
+	ps := rsp.burst[:k]
+	dsts := rsp.dsts[:k]
+	psn := r.cur
+	total := uint32(0)
+	for i := range ps {
+		ps[i] = rsp.buildReadResponse(qp, r, psn)
+		dsts[i] = ps[i].payload
+		total += ps[i].n
+		psn = psn.Next()
+	}
+	segs, fault := e.translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(ps[0].off),
+		Len: uint64(total), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+	if fault == atu.OK {
+		fault = e.dmaGatherV(qp, dsts, int(total), segs)
+	}
+	e.releaseSegs(segs)
+	clear(dsts)
+	if fault != atu.OK {
+		for i := range ps {
+			ps[i].b.Release()
+			ps[i] = readResponse{}
+		}
+		return 0, false
+	}
+	for i := range ps {
+		rsp.finishReadResponse(qp, r, &ps[i])
+		ps[i] = readResponse{}
+	}
+	return int(total), true
 }
 
 // requestError NAKs a request that the responder refuses (class B/C
