@@ -122,6 +122,18 @@ type Receiver interface {
 	TryDeliver(bufs []*Buf) int
 }
 
+// QuietReceiver is a Receiver that a link may hand frames without waking
+// it (TryDeliverQuiet) and tell once the link holds none of its locks
+// (Delivered, with the bytes handed over): the telling goroutine then does the
+// receiver's work itself if the receiver's own goroutine sleeps and the
+// work is small, as an in-process sender (link/udp's siblings) can,
+// instead of waking it.
+type QuietReceiver interface {
+	Receiver
+	TryDeliverQuiet(bufs []*Buf) int
+	Delivered(bytes int)
+}
+
 // Drainer is implemented by links that hold frames for a receiver that had
 // no room (lossless links). The receiver calls Drained after it took frames
 // out of its queue, from any goroutine and as often as it likes: the link

@@ -289,7 +289,24 @@ func (d *Device) Deliver(bufs []*link.Buf) {
 // order, and returns how many (link.Receiver): a lossless link keeps the
 // rest until the engine has taken frames out and calls its Drained. A
 // closed device takes them all, and releases them.
-func (d *Device) TryDeliver(bufs []*link.Buf) int {
+func (d *Device) TryDeliver(bufs []*link.Buf) int { return d.tryDeliver(bufs, true) }
+
+// TryDeliverQuiet is TryDeliver without the wake-up (link.QuietReceiver):
+// the link calls Delivered once it holds none of its locks.
+func (d *Device) TryDeliverQuiet(bufs []*link.Buf) int { return d.tryDeliver(bufs, false) }
+
+// Delivered follows a TryDeliverQuiet of bytes (link.QuietReceiver): a few frames
+// bring work the calling goroutine (a sibling NIC's engine, which sent
+// them) does here if this NIC's goroutine sleeps (runInline: no wake-up
+// on the latency path); bulk data, or a busy engine, wakes the engine.
+func (d *Device) Delivered(bytes int) {
+	if bytes <= maxInlineBytes && d.parked.Load() && d.runInline() {
+		return
+	}
+	d.wake()
+}
+
+func (d *Device) tryDeliver(bufs []*link.Buf, wake bool) int {
 	if d.closed.Load() {
 		for _, b := range bufs {
 			b.Release()
@@ -308,7 +325,7 @@ func (d *Device) TryDeliver(bufs []*link.Buf) int {
 	// hand-off to another core. Bulk data is a stream: the engine
 	// goroutine is woken to take it on its own core, in parallel with the
 	// sender, and spins between bursts (spin) so that it stays there.
-	if n > 0 && !(small && d.runIfParked()) {
+	if wake && n > 0 && !(small && d.runIfParked()) {
 		d.wake()
 	}
 	return n

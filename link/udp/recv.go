@@ -15,7 +15,11 @@ import "github.com/rnic/rnic/link"
 // next. Otherwise it returns len(out) once out is handed over or released.
 // out is compacted by RxLoss: the frames that remain are out[:n] of the
 // returned length n plus the ones the caller keeps, out[n:kept].
-func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold bool) (taken int, rest []*link.Buf) {
+//
+// quiet (a sibling's frames) hands them over without waking a
+// dispatcher that can be told later (link.QuietReceiver): the sender tells it
+// once it holds no lock (Send).
+func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet bool) (taken int, rest []*link.Buf) {
 	if len(out) == 0 {
 		return 0, nil
 	}
@@ -50,7 +54,12 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold bool) (tak
 	}
 	n := bytesOf(out) // before the hand-over: then the frames are the NIC's
 	if r, ok := d.Dispatcher.(link.Receiver); ok && hold {
-		k := r.TryDeliver(out)
+		var k int
+		if kr, ok := r.(link.QuietReceiver); ok && quiet {
+			k = kr.TryDeliverQuiet(out)
+		} else {
+			k = r.TryDeliver(out)
+		}
 		t.frames += uint64(k)
 		t.bytes += uint64(n - bytesOf(out[k:]))
 		t.addTo(&l.c)

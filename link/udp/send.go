@@ -12,6 +12,7 @@ type txScratch struct {
 	frames  []txFrame
 	keep    []bool
 	sibling []*link.Buf // a batch for a sibling (toSiblings)
+	kicks   []kick      // siblings to kick after the send (kickSiblings)
 	sys     sysTx
 }
 
@@ -94,6 +95,7 @@ func (l *Link) Send(bufs []*link.Buf) {
 	t.addTo(&l.c)
 	clear(frames) // drop the buffer pointers: they belong to the kernel's past
 	s.frames = frames[:0]
+	s.kickSiblings()
 	l.tx.Put(s)
 }
 

@@ -123,7 +123,7 @@ func (l *Link) toSiblings(s *txScratch, m map[siblingKey]*Link, frames []txFrame
 			continue
 		}
 		if sib != to && len(batch) > 0 {
-			to.fromSibling(batch)
+			s.kick(to, to.fromSibling(batch))
 			batch = batch[:0]
 		}
 		to = sib
@@ -132,16 +132,53 @@ func (l *Link) toSiblings(s *txScratch, m map[siblingKey]*Link, frames []txFrame
 		t.siblingBytes += uint64(f.b.Len())
 	}
 	if len(batch) > 0 {
-		to.fromSibling(batch)
+		s.kick(to, to.fromSibling(batch))
 	}
 	clear(batch)
 	s.sibling = batch[:0]
 	return out
 }
 
+// kick records that bytes were handed to sibling to without a wake-up:
+// Send kicks its dispatcher once it is done (kickSiblings).
+func (s *txScratch) kick(to *Link, bytes int) {
+	if bytes == 0 {
+		return
+	}
+	for i := range s.kicks {
+		if s.kicks[i].to == to {
+			s.kicks[i].bytes += bytes
+			return
+		}
+	}
+	s.kicks = append(s.kicks, kick{to, bytes})
+}
+
+// kickSiblings kicks the dispatchers of the siblings frames were handed
+// to quietly (link.QuietReceiver): with no lock of any link held, the sending
+// goroutine may do their work.
+func (s *txScratch) kickSiblings() {
+	for i, k := range s.kicks {
+		if d := k.to.d.Load(); d != nil {
+			if kr, ok := d.Dispatcher.(link.QuietReceiver); ok {
+				kr.Delivered(k.bytes)
+			}
+		}
+		s.kicks[i] = kick{}
+	}
+	s.kicks = s.kicks[:0]
+}
+
+// kick is a sibling handed frames without a wake-up, and their bytes.
+type kick struct {
+	to    *Link
+	bytes int
+}
+
 // fromSibling takes frames a sibling sent: they join the inbox, behind
-// what waits there, and the inbox is offered to the dispatcher.
-func (l *Link) fromSibling(bufs []*link.Buf) {
+// what waits there, and the inbox is offered to the dispatcher, without
+// waking it if it can be kicked; it returns the bytes handed over then.
+func (l *Link) fromSibling(bufs []*link.Buf) int {
 	l.sib.mu.Lock()
 	defer l.sib.mu.Unlock()
 	if l.closed.Load() {
@@ -149,7 +186,7 @@ func (l *Link) fromSibling(bufs []*link.Buf) {
 			b.Release()
 		}
 		l.c.closedDrops.Add(uint64(len(bufs)))
-		return
+		return 0
 	}
 	room := siblingInbox - len(l.sib.q)
 	if len(bufs) > room {
@@ -160,26 +197,29 @@ func (l *Link) fromSibling(bufs []*link.Buf) {
 		bufs = bufs[:room]
 	}
 	l.sib.q = append(l.sib.q, bufs...)
-	l.offerInbox()
+	return l.offerInbox(true)
 }
 
 // offerInbox hands the inbox to the dispatcher, keeping what a full
-// receiver does not take. l.sib.mu is held.
-func (l *Link) offerInbox() {
+// receiver does not take (quiet: without waking it, see deliver), and
+// returns the bytes handed over. l.sib.mu is held.
+func (l *Link) offerInbox(quiet bool) int {
 	if len(l.sib.q) == 0 {
-		return
+		return 0
 	}
+	before := bytesOf(l.sib.q)
 	if cap(l.sib.keep) < len(l.sib.q) {
 		l.sib.keep = make([]bool, cap(l.sib.q))
 	}
 	var t rxTally
-	k, rest := l.deliver(l.sib.q, l.sib.keep, &t, true)
+	k, rest := l.deliver(l.sib.q, l.sib.keep, &t, true, quiet)
 	t.addTo(&l.c)
 	add(&l.c.siblingRx, uint64(k))
 	n := copy(l.sib.q, rest) // what a full receiver did not take, in order
 	clear(l.sib.q[n:])
 	l.sib.q = l.sib.q[:n]
 	l.sib.n.Store(int32(n))
+	return before - bytesOf(l.sib.q)
 }
 
 // drainInbox offers what waits in the inbox again (the NIC drained).
@@ -189,7 +229,7 @@ func (l *Link) drainInbox() {
 	}
 	l.sib.mu.Lock()
 	if !l.closed.Load() {
-		l.offerInbox()
+		l.offerInbox(false)
 	}
 	l.sib.mu.Unlock()
 }

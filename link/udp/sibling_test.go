@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/link/udp"
@@ -208,5 +209,125 @@ func TestSiblingsICRCOffload(t *testing.T) {
 	defer rc.mu.Unlock()
 	if err := wire.CheckICRC(rc.frames[0]); err != nil || rc.flags[0]&link.FlagNoICRC != 0 {
 		t.Errorf("the frame through the socket: ICRC %v, flags %v: want its ICRC computed", err, rc.flags[0])
+	}
+}
+
+// quiet is a dispatcher that may be handed frames without a wake-up
+// (link.QuietReceiver), with a queue of room frames: it counts the
+// hand-overs of each kind and the bytes it is told of. Delivered runs
+// hook, as a NIC runs its engine's turn there.
+type quiet struct {
+	mu                 sync.Mutex
+	room, held         int
+	loud, quietCalls   int
+	quietBytes, kicked int
+	told               []int
+	hook               func()
+}
+
+func (d *quiet) take(bufs []*link.Buf) int {
+	k := min(len(bufs), d.room-d.held)
+	for _, b := range bufs[:k] {
+		d.quietBytes += b.Len()
+		b.Release()
+	}
+	d.held += k
+	return k
+}
+
+func (d *quiet) TryDeliver(bufs []*link.Buf) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.loud++
+	return d.take(bufs)
+}
+
+func (d *quiet) TryDeliverQuiet(bufs []*link.Buf) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.quietCalls++
+	return d.take(bufs)
+}
+
+func (d *quiet) Delivered(bytes int) {
+	d.mu.Lock()
+	d.told = append(d.told, bytes)
+	d.kicked += bytes
+	hook := d.hook
+	d.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+func (d *quiet) Deliver(bufs []*link.Buf) {
+	for _, b := range bufs[d.TryDeliver(bufs):] {
+		b.Release()
+	}
+}
+
+// TestSiblingQuietDelivery: a sibling whose dispatcher is a
+// link.QuietReceiver is handed the frames of a Send without a wake-up
+// and told once per Send, with their bytes, after the sending link let
+// go of its locks: the telling goroutine can run the receiving NIC, which
+// sends in turn (here the hook sends back, and drains the receiving link,
+// which takes the locks a Send into it holds). Frames a full receiver
+// left in the inbox are handed over with a wake-up when it drains: no
+// Send is there to tell it.
+func TestSiblingQuietDelivery(t *testing.T) {
+	ra := &recorder{}
+	d := &quiet{room: 1 << 30}
+	a, b := pair(t, false, udp.Options{Siblings: true}, udp.Options{Siblings: true}, ra, d)
+	var back uint32
+	d.hook = func() {
+		back++
+		b.Send([]*link.Buf{frame(b, a, back, 64)})
+		b.Drained()
+	}
+	done := make(chan struct{})
+	want := 0
+	go func() {
+		defer close(done)
+		for i := range 10 {
+			bufs := make([]*link.Buf, 5)
+			for j := range bufs {
+				bufs[j] = frame(a, b, uint32(i*5+j), 100+j*100)
+				want += bufs[j].Len()
+			}
+			a.Send(bufs)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Send did not return: Delivered was called with a lock of the link held")
+	}
+	waitFor(t, "the answers", func() bool { return ra.count() == 10 })
+	d.mu.Lock()
+	if d.loud != 0 || d.quietCalls != 10 || len(d.told) != 10 || d.kicked != want || d.quietBytes != want {
+		t.Errorf("%d hand-overs with a wake-up, %d quiet, %d Delivered calls of %d bytes in all (%d handed over): want 0, 10, 10, %d",
+			d.loud, d.quietCalls, len(d.told), d.kicked, d.quietBytes, want)
+	}
+	d.mu.Unlock()
+
+	// A full receiver: what waits in the inbox is handed over by Drained,
+	// with a wake-up, and no Delivered follows.
+	d.mu.Lock()
+	d.room, d.held, d.loud, d.quietCalls, d.told, d.kicked, d.hook = 3, 0, 0, 0, nil, 0, nil
+	d.mu.Unlock()
+	bufs := make([]*link.Buf, 5)
+	for j := range bufs {
+		bufs[j] = frame(a, b, uint32(100+j), 64)
+	}
+	a.Send(bufs)
+	d.mu.Lock()
+	d.room = 5
+	d.mu.Unlock()
+	b.Drained()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.quietCalls != 1 || d.loud != 1 || d.held != 5 || len(d.told) != 1 || d.kicked != 3*bufs[0].Len() {
+		t.Errorf("full receiver: %d quiet hand-overs, %d with a wake-up, %d frames taken, Delivered %v: want 1, 1, 5, [%d]",
+			d.quietCalls, d.loud, d.held, d.told, 3*bufs[0].Len())
 	}
 }

@@ -133,7 +133,7 @@ func (l *Link) routineReceive() {
 		}
 		l.rebuild(b, &src, from.Port(), 0, wire.DefaultHopLimit)
 		out[0] = b
-		l.deliver(out, keep, &t, false)
+		l.deliver(out, keep, &t, false, false)
 		t.addTo(&l.c)
 	}
 }

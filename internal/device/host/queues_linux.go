@@ -41,14 +41,19 @@ const (
 // spinFor is how long the engine goroutine of a NIC that serves
 // programs spins after a turn that did work, scanning the doorbell
 // records and polling its link, before it parks. On a machine of two
-// cores or fewer the programs' own busy-polling threads need the CPUs:
-// a NIC that spins long steals them (ib_write_lat between two NICs on
-// the 2-core development VM, with a poller goroutine per program: 200-210
-// µs typical with 50 µs of spinning, 143-170 µs with 5 µs, 2.2 ms with 2
-// ms).
+// cores or fewer the programs' own busy-polling threads need the CPUs,
+// and a NIC that spins steals them: it does not spin there. On the
+// 2-core development VM, ib_write_lat -s 8 between two programs on
+// sibling NICs took 26-30 µs typical without spinning and 29-35 µs with
+// 5 µs of it (ib_send_lat 24.5-26 against 33; on NICs of two processes
+// write_lat ~60 against ~90), and ib_write_bw -s 65536 855-1019 MB/s
+// against 984-1028; TestProvider/syscalls' steady state was 0.12 system
+// calls per hundred WRITEs against 0.02 (one run each). Earlier, with a
+// poller goroutine per program: 200-210 µs typical with 50 µs of
+// spinning, 143-170 µs with 5 µs, 2.2 ms with 2 ms.
 var spinFor = func() time.Duration {
 	if runtime.NumCPU() <= 2 {
-		return 5 * time.Microsecond
+		return 0
 	}
 	return nic.DefaultLinkSpin
 }()
