@@ -73,6 +73,7 @@ func (o *objects) calls() map[string]func() error {
 		"PD.RegMRPageSize":     func() error { return err1(o.pd.RegMRPageSize(buf, 0x1000, 0, 4096)) },
 		"PD.RegMRMetadata":     func() error { return err1(o.pd.RegMRMetadata(0x1000, 4096, 0, 0)) },
 		"PD.AllocMW":           func() error { return err1(o.pd.AllocMW(rnic.MWType1)) },
+		"PD.AdviseMR":          func() error { return o.pd.AdviseMR(rnic.AdvisePrefetch, []rnic.SGE{o.mr.SGE(0, 8)}) },
 		"PD.CreateQP":          func() error { return err1(o.pd.CreateQP(qpAttr)) },
 		"PD.CreateSRQ":         func() error { return err1(o.pd.CreateSRQ(rnic.SRQInitAttr{MaxWR: 1})) },
 		"PD.CreateAH": func() error {

@@ -45,7 +45,13 @@ func TestReceiveDrops(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, "the datagrams", func() bool { s := b.Stats(); return s.RawRx+s.SocketRx == 4 })
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Microsecond) {
+				if s := b.Stats(); s.RawRx+s.SocketRx == 4 {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for the datagrams: stats %+v", s)
+				}
+			}
 			time.Sleep(5 * time.Millisecond)
 			s := b.Stats()
 			if s.RxMalformed != 2 || s.RxOversize != 2 || s.RxFrames != 0 || rb.count() != 0 {
