@@ -150,6 +150,9 @@ type Engine struct {
 	// before gathering their payloads with one DMA access
 	// (SetGatherBurst; 0: off).
 	gatherBurst int
+	// place is the run of received WRITE payloads waiting to be placed
+	// with one DMA access (SetPlaceBurst; off unless place.max > 0).
+	place placeBurst
 	pkt         wire.Packet
 
 	loadQPFn func(uint32) (*QP, bool)
@@ -530,6 +533,9 @@ func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 // cqe writes a completion into the CQ with number cqn; on overrun the CQ
 // is in error and the QP with it.
 func (e *Engine) cqe(qp *QP, cqn uint32, wc *WC, solicited bool) {
+	if len(e.place.ws) > 0 {
+		e.placeWrites(nil) // what a completion reveals is placed first
+	}
 	if wc.Opcode&WCRecv != 0 && qp.rq != nil {
 		qp.rq.retired()
 	}

@@ -22,7 +22,8 @@ package transport
 // ICRC of each frame so that mutations reach the transport layer; bit 4:
 // advance the clock and fire timers after each frame; bit 5: deliver all
 // frames in one receive batch; bit 6: after each frame let the engine send
-// only one packet, so that later frames meet it mid-resend). Then each frame as a 2-byte big-endian
+// only one packet, so that later frames meet it mid-resend; bit 7: place
+// received WRITE payloads in bursts, SetPlaceBurst(4)). Then each frame as a 2-byte big-endian
 // length and its bytes (the last frame takes what is left).
 //
 // The seed corpus is every RoCE frame of testdata/roce/*.pcap (rxe
@@ -324,6 +325,11 @@ func runFuzz(t *testing.T, data []byte) {
 	env := newFuzzEnv(t)
 	before := bytes.Clone(env.mem)
 	flags, frames := splitFuzzInput(data)
+	if flags&128 != 0 {
+		if env.e.SetPlaceBurst(4); env.e.place.max != 4 {
+			t.Fatal("the fuzz environment's bus does not place in bursts")
+		}
+	}
 	var batch []*link.Buf
 	deliver := func() {
 		if len(batch) > 0 {
@@ -603,6 +609,10 @@ var knownFuzzBugs = map[string]string{}
 func FuzzResponder(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
+		if len(s) > 0 && s[0]&7 > 0 {
+			// The same frames in one batch, placed in bursts.
+			f.Add(append([]byte{s[0] | 128 | 32}, s[1:]...))
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sum := sha256.Sum256(data)

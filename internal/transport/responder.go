@@ -417,6 +417,21 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 			rsp.accessError(qp, psn)
 			return false
 		}
+		if !last && e.canDefer() {
+			// Placed with the burst (placement.go).
+			ok := e.deferWrite(qp, psn, segs, p.Payload)
+			e.releaseSegs(segs)
+			if !ok {
+				return false
+			}
+			e.bill.RxWriteBytes += int(n)
+			resp.woff += n
+			return true
+		}
+		if len(e.place.ws) > 0 && !e.placeWrites(qp) {
+			e.releaseSegs(segs)
+			return false // a payload of this WRITE before this packet faulted
+		}
 		f = e.dmaScatter(qp, segs, p.Payload)
 		e.releaseSegs(segs)
 		if f != atu.OK {

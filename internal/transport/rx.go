@@ -13,10 +13,33 @@ import (
 // responder (requests) or the completer (responses).
 func (e *Engine) Receive(now int64, bufs []*link.Buf) {
 	e.now = now
+	if e.place.max > 0 {
+		e.receivePlacing(bufs)
+		return
+	}
 	for _, b := range bufs {
 		e.receiveOne(b)
 		b.Release()
 	}
+	e.resp.flushAcks()
+}
+
+// receivePlacing is Receive with placement bursts on (SetPlaceBurst): a
+// frame whose WRITE payload waits is kept until it is placed, at the
+// latest here, before the ACKs are sent.
+func (e *Engine) receivePlacing(bufs []*link.Buf) {
+	pb := &e.place
+	for _, b := range bufs {
+		pb.cur = b
+		e.receiveOne(b)
+		if pb.held {
+			pb.held = false // the burst releases it once placed
+		} else {
+			b.Release()
+		}
+	}
+	pb.cur = nil
+	e.placeWrites(nil)
 	e.resp.flushAcks()
 }
 

@@ -63,6 +63,11 @@ var spinFor = func() time.Duration {
 // memory with one system call: 16 is a 64 KiB message at MTU 4096.
 const gatherBurst = 16
 
+// placeBurst is how many received WRITE packets' payloads the NIC of the
+// programs writes into a program's memory with one system call: a
+// receive batch of the link is up to 64 frames.
+const placeBurst = 64
+
 // shm is a sealed memfd mapped into the NIC.
 type shm struct {
 	fd  int

@@ -73,8 +73,12 @@ func Serve(dev *rnic.Device, ln net.Listener) error {
 		servers.m[dev] = s
 		s.nic.SetLinkSpin(spinFor)
 		// The programs' memory is another process's: a burst's payloads
-		// come with one process_vm_readv, not one per packet.
-		s.nic.Engine(func(e *transport.Engine) { e.SetGatherBurst(gatherBurst) })
+		// come with one process_vm_readv, and go with one
+		// process_vm_writev, not one per packet.
+		s.nic.Engine(func(e *transport.Engine) {
+			e.SetGatherBurst(gatherBurst)
+			e.SetPlaceBurst(placeBurst)
+		})
 		s.nic.SetDoorbellRecords(&s.db)
 	}
 	s.refs++

@@ -300,7 +300,7 @@ func (l *Local) GatherV(dsts [][]byte, src []Extent) (int, error) {
 		case err != nil:
 			return n, err
 		case m != nil && m.rem != nil:
-			k, used, err := l.remoteGatherV(&v, src[i:])
+			k, used, err := l.remoteV(false, &v, src[i:])
 			n += k
 			if err != nil {
 				return n, err
@@ -316,6 +316,50 @@ func (l *Local) GatherV(dsts [][]byte, src []Extent) (int, error) {
 				}
 				n += len(d)
 				left -= len(d)
+			}
+		}
+	}
+	return n, nil
+}
+
+// VectorScatterer is a Bus that writes several buffers with one access
+// where it can (Local, for another process's memory): the payloads of
+// the packets of a burst a NIC received.
+type VectorScatterer interface {
+	// ScatterV is Scatter of the buffers of srcs in turn: srcs[0]'s
+	// bytes fill the extents first, then srcs[1]'s, and so on. It
+	// returns the bytes copied; on an error, what was copied before it
+	// stays copied (which, the caller does not rely on).
+	ScatterV(dst []Extent, srcs [][]byte) (int, error)
+}
+
+// ScatterV implements VectorScatterer: runs of another process's memory
+// move with one system call (process_vm_writev, a local vector per
+// buffer) where Scatter makes one per buffer.
+func (l *Local) ScatterV(dst []Extent, srcs [][]byte) (int, error) {
+	v := vecCursor{bufs: srcs}
+	n := 0
+	for i := 0; i < len(dst) && !v.done(); i++ {
+		x := dst[i]
+		b, m, err := l.bytes(x)
+		switch {
+		case err != nil:
+			return n, err
+		case m != nil && m.rem != nil:
+			k, used, err := l.remoteV(true, &v, dst[i:])
+			n += k
+			if err != nil {
+				return n, err
+			}
+			i += used - 1
+		default:
+			for left := int(x.Len); left > 0 && !v.done(); {
+				s := v.next(left)
+				if m != nil {
+					copy(b[int(x.Len)-left:], s)
+				}
+				n += len(s)
+				left -= len(s)
 			}
 		}
 	}
@@ -418,10 +462,12 @@ func (f *Faulty) check(xs []Extent) error {
 }
 
 // Vectored reports whether the bus under the fault injection gathers
-// into several buffers at once (GatherV works).
+// into and scatters from several buffers at once (GatherV and ScatterV
+// work).
 func (f *Faulty) Vectored() bool {
-	_, ok := f.Mapper.(VectorGatherer)
-	return ok
+	_, g := f.Mapper.(VectorGatherer)
+	_, s := f.Mapper.(VectorScatterer)
+	return g && s
 }
 
 // GatherV implements VectorGatherer when the bus under it does (Vectored);
@@ -435,6 +481,19 @@ func (f *Faulty) GatherV(dsts [][]byte, src []Extent) (int, error) {
 		return 0, errors.New("bus: no vectored gather under the fault injection")
 	}
 	return v.GatherV(dsts, src)
+}
+
+// ScatterV implements VectorScatterer when the bus under it does; on
+// another it fails.
+func (f *Faulty) ScatterV(dst []Extent, srcs [][]byte) (int, error) {
+	if err := f.check(dst); err != nil {
+		return 0, err
+	}
+	v, ok := f.Mapper.(VectorScatterer)
+	if !ok {
+		return 0, errors.New("bus: no vectored scatter under the fault injection")
+	}
+	return v.ScatterV(dst, srcs)
 }
 
 // Gather implements Bus.

@@ -221,16 +221,17 @@ func vmCall(p *Process, write bool, local []unix.Iovec, remote []unix.RemoteIove
 	return got, nil
 }
 
-// maxVectors bounds the vectors of one call of remoteGatherV on each
+// maxVectors bounds the vectors of one call of remoteV on each
 // side: a burst of 16 packets needs 16 local ones and, for a region of
 // contiguous pages, one remote one.
 const maxVectors = 64
 
-// remoteGatherV reads the run of extents at the start of xs that are
-// regions of one process into the buffers of v from its cursor on, with
-// one system call per maxVectors vectors (usually one for a burst), and
-// returns the bytes read and the extents used.
-func (l *Local) remoteGatherV(v *vecCursor, xs []Extent) (n, used int, err error) {
+// remoteV moves bytes between the buffers of v, from its cursor on, and
+// the run of extents at the start of xs that are regions of one process
+// (write: from the buffers into the extents), with one system call per
+// maxVectors vectors (usually one for a burst), and returns the bytes
+// moved and the extents used.
+func (l *Local) remoteV(write bool, v *vecCursor, xs []Extent) (n, used int, err error) {
 	var liov [maxVectors]unix.Iovec
 	var riov [maxVectors]unix.RemoteIovec
 	lv, rv := liov[:0], riov[:0]
@@ -240,7 +241,7 @@ func (l *Local) remoteGatherV(v *vecCursor, xs []Extent) (n, used int, err error
 		if pending == 0 {
 			return nil
 		}
-		got, err := vmCall(proc, false, lv, rv, pending, n)
+		got, err := vmCall(proc, write, lv, rv, pending, n)
 		n += got
 		lv, rv, pending = liov[:0], riov[:0], 0
 		return err

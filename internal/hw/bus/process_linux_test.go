@@ -275,6 +275,101 @@ func TestProcessGatherV(t *testing.T) {
 	}
 }
 
+// TestProcessScatterV: a burst's payloads written into another process
+// with one access (ScatterV), across extents of the peer, the program's
+// own memory and no memory, land as Scatter of the buffers joined puts
+// them; a page the process lacks fails it with ErrUnmapped; the steady
+// path allocates nothing.
+func TestProcessScatterV(t *testing.T) {
+	p := testpeer.Start(t, "TestProcessPeer")
+	proc, err := OpenProcess(p.Pid())
+	if err != nil {
+		t.Skipf("no pidfd here: %v", err)
+	}
+	defer proc.Close()
+	var l Local
+	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := make([]byte, 700)
+	osp, _ := l.Map(own)
+	for i, tc := range []struct {
+		name  string
+		sizes []int
+		xs    []Extent
+	}{
+		{"16 packets into one region", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
+			[]Extent{{Space: sp, Addr: 4096, Len: 65536}}},
+		{"pages in pieces", []int{1000, 5000, 3000}, []Extent{{Space: sp, Addr: 0, Len: 4096}, {Space: sp, Addr: 4096, Len: 4096}, {Space: sp, Addr: 100000, Len: 800}}},
+		{"mixed spaces", []int{300, 300, 300, 300}, []Extent{{Space: sp, Addr: 10, Len: 250}, {Space: osp, Len: 700}, {Space: NoMemory, Len: 50}, {Space: sp, Addr: 9000, Len: 200}}},
+		{"more vectors than one call", func() []int {
+			s := make([]int, 150)
+			for i := range s {
+				s[i] = 64
+			}
+			return s
+		}(), []Extent{{Space: sp, Addr: 0, Len: 9600}}},
+		{"buffers longer than the extents", []int{100, 100}, []Extent{{Space: sp, Addr: 0, Len: 150}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var srcs [][]byte
+			for j, s := range tc.sizes {
+				b := make([]byte, s)
+				for k := range b {
+					b[k] = byte(i*31 + j*7 + k)
+				}
+				srcs = append(srcs, b)
+			}
+			joined := bytes.Join(srcs, nil)
+			clearAll := func() {
+				for _, x := range tc.xs {
+					if x.Space == sp {
+						if _, err := l.Scatter([]Extent{x}, make([]byte, x.Len)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				clear(own)
+			}
+			read := func() []byte {
+				total := 0
+				for _, x := range tc.xs {
+					total += int(x.Len)
+				}
+				b := make([]byte, total)
+				if _, err := l.Gather(b, tc.xs); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			clearAll()
+			wn, werr := l.Scatter(tc.xs, joined)
+			want := read()
+			clearAll()
+			n, err := l.ScatterV(tc.xs, srcs)
+			if err != nil || werr != nil || n != wn {
+				t.Fatalf("ScatterV = %d, %v; Scatter = %d, %v", n, err, wn, werr)
+			}
+			if got := read(); !bytes.Equal(got, want) {
+				t.Fatalf("ScatterV's bytes differ from Scatter's (first at %d)", firstDiff(got, want))
+			}
+		})
+	}
+	srcs := [][]byte{make([]byte, 4096), make([]byte, 4096)}
+	xs := []Extent{{Space: sp, Addr: 8192, Len: 8192}}
+	if a := testing.AllocsPerRun(100, func() { l.ScatterV(xs, srcs) }); a != 0 {
+		t.Errorf("ScatterV into another process allocates %v times", a)
+	}
+	bad, _ := l.MapProcess(proc, 4096, 8192)
+	if _, err := l.ScatterV([]Extent{{Space: bad, Len: 8192}}, srcs); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("ScatterV into unmapped pages: %v", err)
+	}
+	if _, err := l.ScatterV([]Extent{{Space: sp, Addr: testpeer.Len - 8, Len: 16}}, srcs); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("ScatterV past the region: %v", err)
+	}
+}
+
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {

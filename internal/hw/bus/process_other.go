@@ -39,6 +39,6 @@ func (l *Local) remoteRun(write bool, buf []byte, xs []Extent) (int, int, error)
 	return 0, 0, errors.New("bus: another process's memory needs Linux")
 }
 
-func (l *Local) remoteGatherV(v *vecCursor, xs []Extent) (int, int, error) {
+func (l *Local) remoteV(write bool, v *vecCursor, xs []Extent) (int, int, error) {
 	return 0, 0, errors.New("bus: another process's memory needs Linux")
 }

@@ -88,14 +88,16 @@ func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) (int, error) {
 	return n, err
 }
 
-// Vectored reports whether the host memory gathers into several buffers
-// with one access (bus.VectorGatherer): GatherV is then worth calling.
+// Vectored reports whether the host memory gathers into and scatters
+// from several buffers with one access (bus.VectorGatherer and
+// bus.VectorScatterer): GatherV and ScatterV are then worth calling.
 func (c *Cluster) Vectored() bool {
 	if v, ok := c.host.(interface{ Vectored() bool }); ok {
 		return v.Vectored() // a wrapper (bus.Faulty) says for the bus under it
 	}
-	_, ok := c.host.(bus.VectorGatherer)
-	return ok
+	_, g := c.host.(bus.VectorGatherer)
+	_, s := c.host.(bus.VectorScatterer)
+	return g && s
 }
 
 // GatherV copies the host extents, in order, into the buffers of dsts in
@@ -114,12 +116,35 @@ func (c *Cluster) GatherV(ch uint32, dsts [][]byte, segs []Seg) (int, error) {
 	return n, err
 }
 
+// ScatterV copies the buffers of srcs in turn across the host extents,
+// in order, with one access where the bus can (Vectored: the packets of
+// a burst received), and returns the number of bytes copied, or the
+// bus's error.
+func (c *Cluster) ScatterV(ch uint32, segs []Seg, srcs [][]byte) (int, error) {
+	var n int
+	var err error
+	if v, ok := c.host.(bus.VectorScatterer); ok {
+		n, err = v.ScatterV(segs, srcs)
+	} else {
+		n, err = eachBuffer(c.host.Scatter, srcs, segs)
+	}
+	c.account(ch, n, err)
+	c.engine(ch).descs += uint64(max(len(srcs)-1, 0))
+	return n, err
+}
+
 // gatherEach is GatherV on a bus without it: a Gather per buffer.
 func gatherEach(host bus.Bus, dsts [][]byte, segs []Seg) (int, error) {
+	return eachBuffer(func(segs []Seg, b []byte) (int, error) { return host.Gather(b, segs) }, dsts, segs)
+}
+
+// eachBuffer moves the buffers in turn with one access each (move),
+// each from where the last one ended in the extents.
+func eachBuffer(move func([]Seg, []byte) (int, error), bufs [][]byte, segs []Seg) (int, error) {
 	rest := append([]Seg(nil), segs...)
 	n := 0
-	for _, d := range dsts {
-		k, err := host.Gather(d, rest)
+	for _, d := range bufs {
+		k, err := move(rest, d)
 		n += k
 		if err != nil || k < len(d) {
 			return n, err
