@@ -153,7 +153,7 @@ type Engine struct {
 	// place is the run of received WRITE payloads waiting to be placed
 	// with one DMA access (SetPlaceBurst; off unless place.max > 0).
 	place placeBurst
-	pkt         wire.Packet
+	pkt   wire.Packet
 
 	loadQPFn func(uint32) (*QP, bool)
 	loadCQFn func(uint32) (*CQ, bool)
