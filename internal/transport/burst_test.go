@@ -372,3 +372,73 @@ func firstDiffBytes(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// TestPlaceBurstReads: a requester that places the payloads of a run of
+// READ responses with one DMA access completes the same READs with the
+// same bytes in its memory, sends the same frames, and takes fewer
+// accesses than one that places packet by packet; a page of its own
+// memory that vanishes fails the READ with a local protection error
+// either way, one host_mem_error, the bytes before it placed.
+func TestPlaceBurstReads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reads    [][3]int // local offset, remote offset, length
+		failFrom uint64
+		want     WCStatus
+	}{
+		{"one of 64 KiB", [][3]int{{0, 0, 65536}}, 0, WCSuccess},
+		{"three, odd", [][3]int{{1, 7, 10001}, {20000, 100, 4097}, {30000, 50000, 3}}, 0, WCSuccess},
+		{"a page gone", [][3]int{{0, 0, 32768}}, 16384, WCLocProtErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(burst int) (*pair, []WC, *countingBus) {
+				cb := &countingBus{Local: new(bus.Local)}
+				var host bus.Mapper = cb
+				var fh *failingHost
+				if tc.failFrom > 0 {
+					fh = &failingHost{from: tc.failFrom, to: tc.failFrom + 4096}
+					fh.Faulty = &bus.Faulty{Mapper: cb, Fail: func(x bus.Extent) bool {
+						return fh.armed.Load() && x.Addr < fh.to && x.Addr+uint64(x.Len) > fh.from
+					}}
+					host = fh
+				}
+				p := newPair(t, nodeConfig{host: host}, nodeConfig{})
+				p.A.e.SetPlaceBurst(burst)
+				fill(p.B.mem, 6)
+				if fh != nil {
+					fh.armed.Store(true)
+				}
+				for i, r := range tc.reads {
+					p.A.post(SendWR{WRID: uint64(i), Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{p.A.sge(r[0], r[2])}, RemoteAddr: p.B.addr(r[1]), RKey: p.B.key})
+				}
+				p.pump()
+				return p, p.A.sendWCs(), cb
+			}
+			want, wantWC, perPacket := run(0)
+			got, wc, bursts := run(64)
+			if bursts.scatterVs == 0 || bursts.scatters+bursts.scatterVs >= perPacket.scatters {
+				t.Errorf("with bursts: %d scatters and %d vectored ones, where packet by packet took %d scatters", bursts.scatters, bursts.scatterVs, perPacket.scatters)
+			}
+			expectWCs(t, wc, wantWC...)
+			if len(wc) == 0 || wc[0].Status != tc.want {
+				t.Errorf("completions %v, want the first %v", wc, tc.want)
+			}
+			if !bytes.Equal(got.A.mem, want.A.mem) {
+				t.Errorf("A's memory differs (first at %d)", firstDiffBytes(got.A.mem, want.A.mem))
+			}
+			if fmt.Sprint(got.ab.log) != fmt.Sprint(want.ab.log) {
+				t.Errorf("A's frames differ:\nburst:\n%v\npacket by packet:\n%v", got.ab.log, want.ab.log)
+			}
+			if g, w := got.A.counter(HostMemErrors), want.A.counter(HostMemErrors); g != w {
+				t.Errorf("host_mem_errors %d, packet by packet %d", g, w)
+			}
+			if tc.want == WCSuccess {
+				for _, r := range tc.reads {
+					if !bytes.Equal(got.A.mem[r[0]:r[0]+r[2]], got.B.mem[r[1]:r[1]+r[2]]) {
+						t.Errorf("the READ of %d bytes from %d did not arrive", r[2], r[1])
+					}
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,8 @@ import (
 )
 
 // Placement bursts: the responder writes the payloads of a run of
-// received RDMA WRITE packets into host memory with one DMA access (the
+// received RDMA WRITE packets (and the requester those of READ
+// responses) into host memory with one DMA access (the
 // bus's vectored scatter: one process_vm_writev for a program's memory,
 // where each packet would make one), as a NIC's DMA engine coalesces
 // posted writes. A WRITE packet that is not its message's last is
@@ -58,11 +59,13 @@ type placeBurst struct {
 	faults   []*QP // QPs whose payload could not be placed, in this placement
 }
 
-// placedWrite is a waiting payload: its QP, its packet's PSN, and the end
-// of its extents in placeBurst.segs.
+// placedWrite is a waiting payload: its QP, its packet's PSN, the READ
+// WQE it answers (a READ response's; nil: a WRITE's), and the end of its
+// extents in placeBurst.segs.
 type placedWrite struct {
 	qp  *QP
 	psn wire.PSN
+	w   *sendWQE
 	end int
 }
 
@@ -75,13 +78,17 @@ func (e *Engine) canDefer() bool {
 // burst first if it is full. It reports false if qp could not be placed
 // (a payload of it before this one faulted: the QP is in error now, and
 // this packet is not to be processed further).
-func (e *Engine) deferWrite(qp *QP, psn wire.PSN, segs []atu.Seg, payload []byte) bool {
+//
+// w is the READ WQE a READ response answers (nil for a WRITE): the
+// requester's READ responses are placed in bursts the same way, and a
+// fault fails the READ with a local protection error, as alone.
+func (e *Engine) deferWrite(qp *QP, psn wire.PSN, w *sendWQE, segs []atu.Seg, payload []byte) bool {
 	pb := &e.place
 	if len(pb.ws) == pb.max && !e.placeWrites(qp) {
 		return false
 	}
 	pb.segs = append(pb.segs, segs...)
-	pb.ws = append(pb.ws, placedWrite{qp: qp, psn: psn, end: len(pb.segs)})
+	pb.ws = append(pb.ws, placedWrite{qp: qp, psn: psn, w: w, end: len(pb.segs)})
 	pb.srcs = append(pb.srcs, payload)
 	pb.bytes += len(payload)
 	if !pb.held {
@@ -144,6 +151,12 @@ func (e *Engine) placeEach() {
 		}
 		if f := e.dmaScatter(w.qp, segs, pb.srcs[i]); f != atu.OK {
 			pb.faults = append(pb.faults, w.qp)
+			if w.w != nil {
+				// A READ response (completer.readResponse).
+				e.wqeDone(w.qp, w.w, WCLocProtErr)
+				e.comp.afterCompletion(w.qp, true)
+				continue
+			}
 			e.count(w.qp, RespRemoteAccessErrors)
 			e.resp.accessError(w.qp, w.psn)
 		}

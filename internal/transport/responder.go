@@ -419,7 +419,7 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		}
 		if !last && e.canDefer() {
 			// Placed with the burst (placement.go).
-			ok := e.deferWrite(qp, psn, segs, p.Payload)
+			ok := e.deferWrite(qp, psn, nil, segs, p.Payload)
 			e.releaseSegs(segs)
 			if !ok {
 				return false
