@@ -260,6 +260,8 @@ func TestPlaceBurst(t *testing.T) {
 		{"WRITE with immediate, odd", RC, 64, []msg{{WRRDMAWriteWithImm, 1, 3, 10001}}, nil},
 		{"WRITE, SEND, WRITE", RC, 64, []msg{{WRRDMAWrite, 0, 0, 12288}, {WRSend, 12288, 0, 100}, {WRRDMAWrite, 16384, 40000, 8193}}, nil},
 		{"UC WRITE", UC, 64, []msg{{WRRDMAWrite, 0, 0, 20000}}, nil},
+		{"SEND of 5 packets", RC, 64, []msg{{WRSend, 3, 0, 18000}}, nil},
+		{"UC SEND", UC, 2, []msg{{WRSend, 0, 0, 9000}}, nil},
 		{"duplicated and reordered", RC, 64, []msg{{WRRDMAWrite, 0, 0, 32768}}, map[int]fate{2: dup, 5: hold, 6: dup}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,8 +282,8 @@ func TestPlaceBurst(t *testing.T) {
 					p.ab.set(f, i)
 				}
 				fill(p.A.mem, 9)
-				p.B.postRecv(p.B.recvWR(98, 60000, 4096)) // the SEND's
-				p.B.postRecv(p.B.recvWR(99, 0, 16))       // the immediate's
+				p.B.postRecv(p.B.recvWR(98, 40000, 20000)) // the SEND's
+				p.B.postRecv(p.B.recvWR(99, 0, 16))        // the immediate's
 				for i, m := range tc.msgs {
 					p.A.post(SendWR{WRID: uint64(i), Opcode: m.op, Flags: SendSignaled, SGL: []SGE{p.A.sge(m.loff, m.n)},
 						RemoteAddr: p.B.addr(m.roff), RKey: p.B.key, ImmData: 0xbeef})
@@ -323,38 +325,48 @@ func TestPlaceBurst(t *testing.T) {
 // frames from B, the same completion at A, one host_mem_error, and the
 // bytes before the faulting packet placed.
 func TestPlaceBurstFault(t *testing.T) {
-	const off, n = 16384, 4096 // the failing page of B's region: packet 4 of the WRITE
-	run := func(burst int) ([]frameRec, []WC, uint64, []byte) {
-		h := newFailingHost(off, off+n)
-		p := newPair(t, nodeConfig{}, nodeConfig{host: h})
-		p.B.e.SetPlaceBurst(burst)
-		if p.B.e.place.max != burst {
-			t.Fatalf("SetPlaceBurst(%d) on a fault-injecting Local bus left %d", burst, p.B.e.place.max)
+	const off, n = 16384, 4096 // the failing page of B's region: packet 4 of the message
+	for _, tc := range []struct {
+		op     WROpcode
+		wantWC WCStatus
+	}{{WRRDMAWrite, WCRemAccessErr}, {WRSend, WCRemOpErr}} {
+		var recvs []WC // B's receive completions of the last run
+		run := func(burst int) ([]frameRec, []WC, uint64, []byte) {
+			h := newFailingHost(off, off+n)
+			p := newPair(t, nodeConfig{}, nodeConfig{host: h})
+			p.B.e.SetPlaceBurst(burst)
+			if p.B.e.place.max != burst {
+				t.Fatalf("SetPlaceBurst(%d) on a fault-injecting Local bus left %d", burst, p.B.e.place.max)
+			}
+			fill(p.A.mem, 4)
+			p.B.postRecv(p.B.recvWR(7, 0, 32768))
+			h.armed.Store(true)
+			p.A.post(SendWR{WRID: 1, Opcode: tc.op, Flags: SendSignaled, SGL: []SGE{p.A.sge(0, 32768)}, RemoteAddr: p.B.addr(0), RKey: p.B.key})
+			p.pump()
+			recvs = p.B.recvWCs()
+			return p.ba.log, p.A.sendWCs(), p.B.counter(HostMemErrors), bytes.Clone(p.B.mem[:off])
 		}
-		fill(p.A.mem, 4)
-		h.armed.Store(true)
-		p.A.post(SendWR{WRID: 1, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{p.A.sge(0, 32768)}, RemoteAddr: p.B.addr(0), RKey: p.B.key})
-		p.pump()
-		return p.ba.log, p.A.sendWCs(), p.B.counter(HostMemErrors), bytes.Clone(p.B.mem[:off])
-	}
-	want, wantWC, _, wantMem := run(0)
-	for _, burst := range []int{4, 64} {
-		t.Run(fmt.Sprint("burst=", burst), func(t *testing.T) {
-			got, wc, faults, mem := run(burst)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("B's frames differ:\nburst:\n%v\npacket by packet:\n%v", got, want)
-			}
-			expectWCs(t, wc, wantWC...)
-			if len(wc) != 1 || wc[0].Status != WCRemAccessErr {
-				t.Errorf("completions %v, want one remote access error", wc)
-			}
-			if faults != 1 {
-				t.Errorf("host_mem_errors %d, want 1 (the faulting packet's)", faults)
-			}
-			if !bytes.Equal(mem, wantMem) {
-				t.Error("the bytes before the faulting page differ from packet by packet's")
-			}
-		})
+		want, wantWC, _, wantMem := run(0)
+		wantRecvs := recvs
+		for _, burst := range []int{4, 64} {
+			t.Run(fmt.Sprint(tc.op, "/burst=", burst), func(t *testing.T) {
+				got, wc, faults, mem := run(burst)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("B's frames differ:\nburst:\n%v\npacket by packet:\n%v", got, want)
+				}
+				expectWCs(t, wc, wantWC...)
+				if len(wc) != 1 || wc[0].Status != tc.wantWC {
+					t.Errorf("completions %v, want one %v", wc, tc.wantWC)
+				}
+				if faults != 1 {
+					t.Errorf("host_mem_errors %d, want 1 (the faulting packet's)", faults)
+				}
+				if !bytes.Equal(mem, wantMem) {
+					t.Error("the bytes before the faulting page differ from packet by packet's")
+				}
+				expectWCs(t, recvs, wantRecvs...)
+			})
+		}
 	}
 	// A bus without a vectored scatter: no bursts.
 	h := &bus.Faulty{Mapper: plainMapper{new(bus.Local)}, Fail: func(bus.Extent) bool { return false }}

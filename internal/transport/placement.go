@@ -7,7 +7,7 @@ import (
 )
 
 // Placement bursts: the responder writes the payloads of a run of
-// received RDMA WRITE packets (and the requester those of READ
+// received RDMA WRITE and SEND packets (and the requester those of READ
 // responses) into host memory with one DMA access (the
 // bus's vectored scatter: one process_vm_writev for a program's memory,
 // where each packet would make one), as a NIC's DMA engine coalesces
@@ -63,10 +63,11 @@ type placeBurst struct {
 // WQE it answers (a READ response's; nil: a WRITE's), and the end of its
 // extents in placeBurst.segs.
 type placedWrite struct {
-	qp  *QP
-	psn wire.PSN
-	w   *sendWQE
-	end int
+	qp   *QP
+	psn  wire.PSN
+	w    *sendWQE
+	send bool // a SEND's payload, into the receive WQE in progress
+	end  int
 }
 
 // canDefer reports whether a WRITE payload may wait for the burst.
@@ -83,12 +84,24 @@ func (e *Engine) canDefer() bool {
 // requester's READ responses are placed in bursts the same way, and a
 // fault fails the READ with a local protection error, as alone.
 func (e *Engine) deferWrite(qp *QP, psn wire.PSN, w *sendWQE, segs []atu.Seg, payload []byte) bool {
+	return e.deferPlace(placedWrite{qp: qp, psn: psn, w: w}, segs, payload)
+}
+
+// deferSend is deferWrite for a SEND's payload (not its message's last
+// packet's) into the receive WQE in progress: a fault fails the receive
+// with a local protection error and NAKs the SEND, as alone.
+func (e *Engine) deferSend(qp *QP, psn wire.PSN, segs []atu.Seg, payload []byte) bool {
+	return e.deferPlace(placedWrite{qp: qp, psn: psn, send: true}, segs, payload)
+}
+
+func (e *Engine) deferPlace(pw placedWrite, segs []atu.Seg, payload []byte) bool {
 	pb := &e.place
-	if len(pb.ws) == pb.max && !e.placeWrites(qp) {
+	if len(pb.ws) == pb.max && !e.placeWrites(pw.qp) {
 		return false
 	}
 	pb.segs = append(pb.segs, segs...)
-	pb.ws = append(pb.ws, placedWrite{qp: qp, psn: psn, w: w, end: len(pb.segs)})
+	pw.end = len(pb.segs)
+	pb.ws = append(pb.ws, pw)
 	pb.srcs = append(pb.srcs, payload)
 	pb.bytes += len(payload)
 	if !pb.held {
@@ -151,14 +164,17 @@ func (e *Engine) placeEach() {
 		}
 		if f := e.dmaScatter(w.qp, segs, pb.srcs[i]); f != atu.OK {
 			pb.faults = append(pb.faults, w.qp)
-			if w.w != nil {
-				// A READ response (completer.readResponse).
+			switch {
+			case w.w != nil: // a READ response (completer.readResponse)
 				e.wqeDone(w.qp, w.w, WCLocProtErr)
 				e.comp.afterCompletion(w.qp, true)
-				continue
+			case w.send: // responder.recvSend
+				e.resp.recvError(w.qp, WCLocProtErr)
+				e.resp.requestError(w.qp, w.psn, wire.NAKRemoteOpErr)
+			default: // responder.recvWrite
+				e.count(w.qp, RespRemoteAccessErrors)
+				e.resp.accessError(w.qp, w.psn)
 			}
-			e.count(w.qp, RespRemoteAccessErrors)
-			e.resp.accessError(w.qp, w.psn)
 		}
 	}
 }

@@ -335,7 +335,23 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return false
 	}
-	if n > 0 {
+	if n > 0 && !last && e.canDefer() {
+		// Placed with the burst (placement.go).
+		segs, f := e.translateSGL(qp, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, n, atu.LocalWrite)
+		ok := f == atu.OK && e.deferSend(qp, psn, segs, p.Payload)
+		e.releaseSegs(segs)
+		if f != atu.OK {
+			rsp.recvError(qp, WCLocProtErr)
+			rsp.requestError(qp, psn, wire.NAKRemoteOpErr)
+			return false
+		}
+		if !ok {
+			return false // a payload of this SEND before this packet faulted
+		}
+	} else if n > 0 {
+		if len(e.place.ws) > 0 && !e.placeWrites(qp) {
+			return false // a payload of this SEND before this packet faulted
+		}
 		if f := e.scatter(qp, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload); f != atu.OK {
 			rsp.recvError(qp, WCLocProtErr)
 			rsp.requestError(qp, psn, wire.NAKRemoteOpErr)
