@@ -28,6 +28,14 @@
 //	    response ─▶ completer.completerRecv ─▶ match to the oldest WQEs, place READ
 //	                data (DMA scatter), CQEs in order; NAK/timeout ─▶ requester rewinds
 //
+// Bursts, for host memory reached with a system call per access (another
+// process's: SetGatherBurst, SetPlaceBurst; off by default): the
+// requester gathers the payloads of a run of packets of one message with
+// one DMA access, and received WRITE, SEND and READ response payloads
+// wait to be placed together (placement.go), at the latest before the
+// receive batch's ACKs; a fault of a burst's access falls back to packet
+// by packet, so errors are reported as without bursts.
+//
 // Timers (Tick): the retransmission and RNR timers of each QP fire into the
 // completer (retransTimeout, rnrTimeout), which rewinds the requester.
 //
