@@ -180,16 +180,7 @@ func TestReadResponseBurst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(burst int) ([]frameRec, []WC, *countingBus, *pair) {
-				cb := &countingBus{Local: new(bus.Local)}
-				var host bus.Mapper = cb
-				var fh *failingHost
-				if tc.failFrom > 0 {
-					fh = &failingHost{from: tc.failFrom, to: tc.failFrom + 4096}
-					fh.Faulty = &bus.Faulty{Mapper: cb, Fail: func(x bus.Extent) bool {
-						return fh.armed.Load() && x.Addr < fh.to && x.Addr+uint64(x.Len) > fh.from
-					}}
-					host = fh
-				}
+				cb, host, fh := countingHost(tc.failFrom)
 				p := newPair(t, nodeConfig{}, nodeConfig{host: host})
 				p.B.e.SetGatherBurst(burst)
 				fill(p.B.mem, 5)
@@ -404,16 +395,7 @@ func TestPlaceBurstReads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(burst int) (*pair, []WC, *countingBus) {
-				cb := &countingBus{Local: new(bus.Local)}
-				var host bus.Mapper = cb
-				var fh *failingHost
-				if tc.failFrom > 0 {
-					fh = &failingHost{from: tc.failFrom, to: tc.failFrom + 4096}
-					fh.Faulty = &bus.Faulty{Mapper: cb, Fail: func(x bus.Extent) bool {
-						return fh.armed.Load() && x.Addr < fh.to && x.Addr+uint64(x.Len) > fh.from
-					}}
-					host = fh
-				}
+				cb, host, fh := countingHost(tc.failFrom)
 				p := newPair(t, nodeConfig{host: host}, nodeConfig{})
 				p.A.e.SetPlaceBurst(burst)
 				fill(p.B.mem, 6)
@@ -453,4 +435,19 @@ func TestPlaceBurstReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingHost is a counting Local bus, behind a fault injection that
+// fails the page at failFrom once armed if failFrom is not 0 (fh, nil
+// otherwise); host is what the node takes.
+func countingHost(failFrom uint64) (cb *countingBus, host bus.Mapper, fh *failingHost) {
+	cb = &countingBus{Local: new(bus.Local)}
+	if failFrom == 0 {
+		return cb, cb, nil
+	}
+	fh = &failingHost{from: failFrom, to: failFrom + 4096}
+	fh.Faulty = &bus.Faulty{Mapper: cb, Fail: func(x bus.Extent) bool {
+		return fh.armed.Load() && x.Addr < fh.to && x.Addr+uint64(x.Len) > fh.from
+	}}
+	return cb, fh, fh
 }

@@ -291,35 +291,7 @@ func (v *vecCursor) next(max int) []byte {
 // move with one system call (process_vm_readv, a local vector per
 // buffer) where Gather makes one per buffer.
 func (l *Local) GatherV(dsts [][]byte, src []Extent) (int, error) {
-	v := vecCursor{bufs: dsts}
-	n := 0
-	for i := 0; i < len(src) && !v.done(); i++ {
-		x := src[i]
-		b, m, err := l.bytes(x)
-		switch {
-		case err != nil:
-			return n, err
-		case m != nil && m.rem != nil:
-			k, used, err := l.remoteV(false, &v, src[i:])
-			n += k
-			if err != nil {
-				return n, err
-			}
-			i += used - 1
-		default:
-			for left := int(x.Len); left > 0 && !v.done(); {
-				d := v.next(left)
-				if m != nil {
-					copy(d, b[int(x.Len)-left:])
-				} else {
-					clear(d)
-				}
-				n += len(d)
-				left -= len(d)
-			}
-		}
-	}
-	return n, nil
+	return l.vectored(false, src, dsts)
 }
 
 // VectorScatterer is a Bus that writes several buffers with one access
@@ -337,16 +309,23 @@ type VectorScatterer interface {
 // move with one system call (process_vm_writev, a local vector per
 // buffer) where Scatter makes one per buffer.
 func (l *Local) ScatterV(dst []Extent, srcs [][]byte) (int, error) {
-	v := vecCursor{bufs: srcs}
+	return l.vectored(true, dst, srcs)
+}
+
+// vectored moves bytes between the extents and the buffers in turn
+// (write: from the buffers into the extents), a run of another process's
+// extents with one system call (remoteV).
+func (l *Local) vectored(write bool, xs []Extent, bufs [][]byte) (int, error) {
+	v := vecCursor{bufs: bufs}
 	n := 0
-	for i := 0; i < len(dst) && !v.done(); i++ {
-		x := dst[i]
+	for i := 0; i < len(xs) && !v.done(); i++ {
+		x := xs[i]
 		b, m, err := l.bytes(x)
 		switch {
 		case err != nil:
 			return n, err
 		case m != nil && m.rem != nil:
-			k, used, err := l.remoteV(true, &v, dst[i:])
+			k, used, err := l.remoteV(write, &v, xs[i:])
 			n += k
 			if err != nil {
 				return n, err
@@ -354,12 +333,18 @@ func (l *Local) ScatterV(dst []Extent, srcs [][]byte) (int, error) {
 			i += used - 1
 		default:
 			for left := int(x.Len); left > 0 && !v.done(); {
-				s := v.next(left)
-				if m != nil {
-					copy(b[int(x.Len)-left:], s)
+				d := v.next(left)
+				at := int(x.Len) - left
+				switch {
+				case m != nil && write:
+					copy(b[at:], d)
+				case m != nil:
+					copy(d, b[at:])
+				case !write:
+					clear(d) // no memory (metadata) reads as zeros
 				}
-				n += len(s)
-				left -= len(s)
+				n += len(d)
+				left -= len(d)
 			}
 		}
 	}

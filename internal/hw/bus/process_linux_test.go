@@ -221,24 +221,7 @@ func TestProcessGatherV(t *testing.T) {
 	}
 	own := bytes.Repeat([]byte{0xEE}, 700)
 	osp, _ := l.Map(own)
-	for _, tc := range []struct {
-		name  string
-		sizes []int
-		xs    []Extent
-	}{
-		{"16 packets of one region", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
-			[]Extent{{Space: sp, Addr: 4096, Len: 65536}}},
-		{"pages in pieces", []int{1000, 5000, 3000}, []Extent{{Space: sp, Addr: 0, Len: 4096}, {Space: sp, Addr: 4096, Len: 4096}, {Space: sp, Addr: 100000, Len: 800}}},
-		{"mixed spaces", []int{300, 300, 300, 300}, []Extent{{Space: sp, Addr: 10, Len: 250}, {Space: osp, Len: 700}, {Space: NoMemory, Len: 50}, {Space: sp, Addr: 9000, Len: 200}}},
-		{"more vectors than one call", func() []int {
-			s := make([]int, 150)
-			for i := range s {
-				s[i] = 64
-			}
-			return s
-		}(), []Extent{{Space: sp, Addr: 0, Len: 9600}}},
-		{"buffers longer than the extents", []int{100, 100}, []Extent{{Space: sp, Addr: 0, Len: 150}}},
-	} {
+	for _, tc := range vectorCases(sp, osp) {
 		t.Run(tc.name, func(t *testing.T) {
 			total := 0
 			dsts := make([][]byte, len(tc.sizes))
@@ -294,24 +277,7 @@ func TestProcessScatterV(t *testing.T) {
 	}
 	own := make([]byte, 700)
 	osp, _ := l.Map(own)
-	for i, tc := range []struct {
-		name  string
-		sizes []int
-		xs    []Extent
-	}{
-		{"16 packets into one region", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
-			[]Extent{{Space: sp, Addr: 4096, Len: 65536}}},
-		{"pages in pieces", []int{1000, 5000, 3000}, []Extent{{Space: sp, Addr: 0, Len: 4096}, {Space: sp, Addr: 4096, Len: 4096}, {Space: sp, Addr: 100000, Len: 800}}},
-		{"mixed spaces", []int{300, 300, 300, 300}, []Extent{{Space: sp, Addr: 10, Len: 250}, {Space: osp, Len: 700}, {Space: NoMemory, Len: 50}, {Space: sp, Addr: 9000, Len: 200}}},
-		{"more vectors than one call", func() []int {
-			s := make([]int, 150)
-			for i := range s {
-				s[i] = 64
-			}
-			return s
-		}(), []Extent{{Space: sp, Addr: 0, Len: 9600}}},
-		{"buffers longer than the extents", []int{100, 100}, []Extent{{Space: sp, Addr: 0, Len: 150}}},
-	} {
+	for i, tc := range vectorCases(sp, osp) {
 		t.Run(tc.name, func(t *testing.T) {
 			var srcs [][]byte
 			for j, s := range tc.sizes {
@@ -367,6 +333,30 @@ func TestProcessScatterV(t *testing.T) {
 	}
 	if _, err := l.ScatterV([]Extent{{Space: sp, Addr: testpeer.Len - 8, Len: 16}}, srcs); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("ScatterV past the region: %v", err)
+	}
+}
+
+// vectorCase is a burst of buffers (their sizes) against extents.
+type vectorCase struct {
+	name  string
+	sizes []int
+	xs    []Extent
+}
+
+// vectorCases are the bursts TestProcessGatherV and TestProcessScatterV
+// move, over the peer's space sp and the test's own osp.
+func vectorCases(sp, osp Space) []vectorCase {
+	many := make([]int, 150)
+	for i := range many {
+		many[i] = 64
+	}
+	return []vectorCase{
+		{"16 packets of one region", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
+			[]Extent{{Space: sp, Addr: 4096, Len: 65536}}},
+		{"pages in pieces", []int{1000, 5000, 3000}, []Extent{{Space: sp, Addr: 0, Len: 4096}, {Space: sp, Addr: 4096, Len: 4096}, {Space: sp, Addr: 100000, Len: 800}}},
+		{"mixed spaces", []int{300, 300, 300, 300}, []Extent{{Space: sp, Addr: 10, Len: 250}, {Space: osp, Len: 700}, {Space: NoMemory, Len: 50}, {Space: sp, Addr: 9000, Len: 200}}},
+		{"more vectors than one call", many, []Extent{{Space: sp, Addr: 0, Len: 9600}}},
+		{"buffers longer than the extents", []int{100, 100}, []Extent{{Space: sp, Addr: 0, Len: 150}}},
 	}
 }
 
