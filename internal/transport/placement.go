@@ -7,29 +7,31 @@ import (
 )
 
 // Placement bursts: the responder writes the payloads of a run of
-// received RDMA WRITE and SEND packets (and the requester those of READ
-// responses) into host memory with one DMA access (the
-// bus's vectored scatter: one process_vm_writev for a program's memory,
-// where each packet would make one), as a NIC's DMA engine coalesces
-// posted writes. A WRITE packet that is not its message's last is
-// checked, translated and accepted as before, but its payload waits
-// (the frame holding it is kept) until the burst is placed: when the
-// burst is full, when a WRITE's last packet comes (a WRITE completes only
-// once all of its bytes are placed: its ACK, and any completion after it,
-// reveal them), before any completion is written, and at the end of the
-// frames Engine.Receive was given — before any frame leaves the NIC, so
-// no ACK covers a byte not yet placed. A fault of the burst's access
-// places the payloads one by one, and the packet whose payload cannot be
-// written answers as it would have alone: a remote access error NAK at
-// its PSN (the bytes of the packets before it stay placed, as they would
-// on hardware); the QP's later payloads in the burst are dropped, its
-// QP being in error.
+// received RDMA WRITE and SEND packets, and the requester those of READ
+// responses, into host memory with one DMA access (the bus's vectored
+// scatter: one process_vm_writev for a program's memory, where each
+// packet would make one), as a NIC's DMA engine coalesces posted writes.
+// A packet that is not its message's last is checked, translated and
+// accepted as before, but its payload waits (the frame holding it is
+// kept) until the burst is placed: when the burst is full, when a
+// message's last packet comes (a message completes only once all of its
+// bytes are placed: its ACK, and any completion after it, reveal them),
+// before any completion is written, and at the end of the frames
+// Engine.Receive was given — before any frame leaves the NIC, so no ACK
+// covers a byte not yet placed. A fault of the burst's access places the
+// payloads one by one, and the packet whose payload cannot be written
+// answers as it would have alone (a WRITE: a remote access error NAK at
+// its PSN; a SEND: its receive fails with a local protection error and a
+// remote operational error NAK; a READ response: the READ completes with
+// a local protection error). The bytes of the packets before it stay
+// placed, as they would on hardware; the QP's later payloads in the
+// burst are dropped, its QP being in error.
 
 // MaxPlaceBurst bounds Engine.SetPlaceBurst.
 const MaxPlaceBurst = 64
 
-// SetPlaceBurst has the responder place the payloads of up to n received
-// WRITE packets with one DMA access, when the host memory behind the DMA
+// SetPlaceBurst has the engine place the payloads of up to n received
+// WRITE, SEND and READ response packets with one DMA access, when the host memory behind the DMA
 // engines supports it; 0 or 1 turns it off (the default: a write into
 // the program's own memory costs a copy either way). A NIC that serves
 // other processes turns it on. The bytes placed, the answers and the
@@ -41,7 +43,7 @@ func (e *Engine) SetPlaceBurst(n int) {
 	}
 }
 
-// placeBurst is the run of WRITE payloads waiting to be placed.
+// placeBurst is the run of received payloads waiting to be placed.
 type placeBurst struct {
 	max int
 	// cur is the frame Engine.Receive is on (nil outside it): a payload
@@ -60,8 +62,8 @@ type placeBurst struct {
 }
 
 // placedWrite is a waiting payload: its QP, its packet's PSN, the READ
-// WQE it answers (a READ response's; nil: a WRITE's), and the end of its
-// extents in placeBurst.segs.
+// WQE it answers (a READ response's; nil otherwise), whether it is a
+// SEND's, and the end of its extents in placeBurst.segs.
 type placedWrite struct {
 	qp   *QP
 	psn  wire.PSN
@@ -70,7 +72,7 @@ type placedWrite struct {
 	end  int
 }
 
-// canDefer reports whether a WRITE payload may wait for the burst.
+// canDefer reports whether a received payload may wait for the burst.
 func (e *Engine) canDefer() bool {
 	return e.place.max > 0 && e.place.cur != nil && !e.cfg.Metadata
 }
