@@ -214,24 +214,12 @@ func (cpl *completer) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packe
 		e.count(qp, RxGhostResponse) // malformed response: drop, the timer retries
 		return false
 	}
-	if want > 0 && psn != w.lastPSN && e.canDefer() {
-		// Placed with the burst (placement.go).
-		segs, f := e.translateSGL(qp, qp.PD, qp.sq.sges(idx), uint64(off), uint64(want), atu.LocalWrite)
-		ok := f == atu.OK && e.deferWrite(qp, psn, w, segs, p.Payload)
-		e.releaseSegs(segs)
-		if f != atu.OK {
-			e.wqeDone(qp, w, WCLocProtErr)
-			req.una = psn.Next()
-			return true
-		}
+	if want > 0 {
+		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, w: w}, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload, psn != w.lastPSN)
 		if !ok {
 			return true // a response of this READ before this one faulted
 		}
-	} else if want > 0 {
-		if len(e.place.ws) > 0 && !e.placeWrites(qp) {
-			return true // a response of this READ before this one faulted
-		}
-		if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload); f != atu.OK {
+		if f != atu.OK {
 			e.wqeDone(qp, w, WCLocProtErr)
 			req.una = psn.Next()
 			return true

@@ -77,25 +77,37 @@ func (e *Engine) canDefer() bool {
 	return e.place.max > 0 && e.place.cur != nil && !e.cfg.Metadata
 }
 
-// deferWrite adds a translated WRITE payload to the burst, placing the
-// burst first if it is full. It reports false if qp could not be placed
-// (a payload of it before this one faulted: the QP is in error now, and
-// this packet is not to be processed further).
-//
-// w is the READ WQE a READ response answers (nil for a WRITE): the
-// requester's READ responses are placed in bursts the same way, and a
-// fault fails the READ with a local protection error, as alone.
-func (e *Engine) deferWrite(qp *QP, psn wire.PSN, w *sendWQE, segs []atu.Seg, payload []byte) bool {
-	return e.deferPlace(placedWrite{qp: qp, psn: psn, w: w}, segs, payload)
+// placeReceived writes a received payload into the translated segs, the
+// way each receiver (recvWrite, recvSend, readResponse) writes them: one
+// that is not its message's last (more) waits for the burst if bursts
+// are on (deferPlace); otherwise the burst is placed first, then this
+// payload (dmaScatter). It returns this payload's fault, and false if a
+// payload of pw.qp before it in the burst faulted: that packet has
+// answered already, its QP is in error, and this packet is not to be
+// processed further.
+func (e *Engine) placeReceived(pw placedWrite, segs []atu.Seg, src []byte, more bool) (atu.Fault, bool) {
+	if more && e.canDefer() {
+		return atu.OK, e.deferPlace(pw, segs, src)
+	}
+	if len(e.place.ws) > 0 && !e.placeWrites(pw.qp) {
+		return atu.OK, false
+	}
+	return e.dmaScatter(pw.qp, segs, src), true
 }
 
-// deferSend is deferWrite for a SEND's payload (not its message's last
-// packet's) into the receive WQE in progress: a fault fails the receive
-// with a local protection error and NAKs the SEND, as alone.
-func (e *Engine) deferSend(qp *QP, psn wire.PSN, segs []atu.Seg, payload []byte) bool {
-	return e.deferPlace(placedWrite{qp: qp, psn: psn, send: true}, segs, payload)
+// scatterReceived is scatter (a local SGL) with placeReceived.
+func (e *Engine) scatterReceived(pw placedWrite, pd uint32, sgl []SGE, off uint64, src []byte, more bool) (atu.Fault, bool) {
+	segs, f := e.translateSGL(pw.qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
+	ok := true
+	if f == atu.OK {
+		f, ok = e.placeReceived(pw, segs, src, more)
+	}
+	e.releaseSegs(segs)
+	return f, ok
 }
 
+// deferPlace adds a translated payload to the burst, placing the burst
+// first if it is full; false as placeReceived.
 func (e *Engine) deferPlace(pw placedWrite, segs []atu.Seg, payload []byte) bool {
 	pb := &e.place
 	if len(pb.ws) == pb.max && !e.placeWrites(pw.qp) {

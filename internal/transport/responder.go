@@ -335,24 +335,12 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 		rsp.requestError(qp, psn, wire.NAKInvalidRequest)
 		return false
 	}
-	if n > 0 && !last && e.canDefer() {
-		// Placed with the burst (placement.go).
-		segs, f := e.translateSGL(qp, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, n, atu.LocalWrite)
-		ok := f == atu.OK && e.deferSend(qp, psn, segs, p.Payload)
-		e.releaseSegs(segs)
-		if f != atu.OK {
-			rsp.recvError(qp, WCLocProtErr)
-			rsp.requestError(qp, psn, wire.NAKRemoteOpErr)
-			return false
-		}
+	if n > 0 {
+		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, send: true}, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload, !last)
 		if !ok {
 			return false // a payload of this SEND before this packet faulted
 		}
-	} else if n > 0 {
-		if len(e.place.ws) > 0 && !e.placeWrites(qp) {
-			return false // a payload of this SEND before this packet faulted
-		}
-		if f := e.scatter(qp, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload); f != atu.OK {
+		if f != atu.OK {
 			rsp.recvError(qp, WCLocProtErr)
 			rsp.requestError(qp, psn, wire.NAKRemoteOpErr)
 			return false
@@ -433,23 +421,11 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 			rsp.accessError(qp, psn)
 			return false
 		}
-		if !last && e.canDefer() {
-			// Placed with the burst (placement.go).
-			ok := e.deferWrite(qp, psn, nil, segs, p.Payload)
-			e.releaseSegs(segs)
-			if !ok {
-				return false
-			}
-			e.bill.RxWriteBytes += int(n)
-			resp.woff += n
-			return true
-		}
-		if len(e.place.ws) > 0 && !e.placeWrites(qp) {
-			e.releaseSegs(segs)
+		f, ok := e.placeReceived(placedWrite{qp: qp, psn: psn}, segs, p.Payload, !last)
+		e.releaseSegs(segs)
+		if !ok {
 			return false // a payload of this WRITE before this packet faulted
 		}
-		f = e.dmaScatter(qp, segs, p.Payload)
-		e.releaseSegs(segs)
 		if f != atu.OK {
 			// Host memory behind the region could not be written: as
 			// rxe, a remote access error (the bytes placed before the
