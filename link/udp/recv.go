@@ -14,14 +14,15 @@ import "github.com/rnic/rnic/link"
 // drained (link.Drainer), while the socket's buffer holds what comes
 // next. Otherwise it returns len(out) once out is handed over or released.
 // out is compacted by RxLoss: the frames that remain are out[:n] of the
-// returned length n plus the ones the caller keeps, out[n:kept].
+// returned length n plus the ones the caller keeps, out[n:kept]. bytes
+// is the length of the frames handed over.
 //
 // quiet (a sibling's frames) hands them over without waking a
 // dispatcher that can be told later (link.QuietReceiver): the sender tells it
 // once it holds no lock (Send).
-func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet bool) (taken int, rest []*link.Buf) {
+func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet bool) (taken int, rest []*link.Buf, bytes int) {
 	if len(out) == 0 {
-		return 0, nil
+		return 0, nil, 0
 	}
 	if l.rxLoss.on.Load() {
 		keep = keep[:len(out)]
@@ -41,7 +42,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet boo
 		clear(out[n:])
 		out = out[:n]
 		if n == 0 {
-			return 0, nil
+			return 0, nil, 0
 		}
 	}
 	d := l.d.Load()
@@ -50,7 +51,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet boo
 			b.Release()
 		}
 		t.unattached += uint64(len(out))
-		return 0, nil
+		return 0, nil, 0
 	}
 	n := bytesOf(out) // before the hand-over: then the frames are the NIC's
 	if r, ok := d.Dispatcher.(link.Receiver); ok && hold {
@@ -60,11 +61,12 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet boo
 		} else {
 			k = r.TryDeliver(out)
 		}
+		handed := n - bytesOf(out[k:])
 		t.frames += uint64(k)
-		t.bytes += uint64(n - bytesOf(out[k:]))
+		t.bytes += uint64(handed)
 		t.addTo(&l.c)
 		*t = rxTally{}
-		return k, out[k:]
+		return k, out[k:], handed
 	}
 	t.frames += uint64(len(out))
 	t.bytes += uint64(n)
@@ -73,7 +75,7 @@ func (l *Link) deliver(out []*link.Buf, keep []bool, t *rxTally, hold, quiet boo
 	t.addTo(&l.c)
 	*t = rxTally{}
 	d.Deliver(out)
-	return len(out), nil
+	return len(out), nil, n
 }
 
 // bytesOf returns the length of the frames of bufs.

@@ -246,7 +246,7 @@ func (r *ring) offerPending() bool {
 		return true
 	}
 	var t rxTally
-	k, _ := r.l.deliver(r.pending, r.keep, &t, true, false)
+	k, _, _ := r.l.deliver(r.pending, r.keep, &t, true, false)
 	n := copy(r.pending, r.pending[k:])
 	clear(r.pending[n:])
 	r.pending = r.pending[:n]
@@ -272,7 +272,7 @@ func (r *ring) deliverBatch() int {
 	if len(r.keep) < len(r.out) {
 		r.keep = make([]bool, cap(r.out))
 	}
-	n, rest := l.deliver(r.out, r.keep, &t, true, false)
+	n, rest, _ := l.deliver(r.out, r.keep, &t, true, false)
 	t.addTo(&l.c)
 	if len(rest) > 0 {
 		r.pending = append(r.pending, rest...)

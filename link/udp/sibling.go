@@ -207,19 +207,18 @@ func (l *Link) offerInbox(quiet bool) int {
 	if len(l.sib.q) == 0 {
 		return 0
 	}
-	before := bytesOf(l.sib.q)
 	if cap(l.sib.keep) < len(l.sib.q) {
 		l.sib.keep = make([]bool, cap(l.sib.q))
 	}
 	var t rxTally
-	k, rest := l.deliver(l.sib.q, l.sib.keep, &t, true, quiet)
+	k, rest, handed := l.deliver(l.sib.q, l.sib.keep, &t, true, quiet)
 	t.addTo(&l.c)
 	add(&l.c.siblingRx, uint64(k))
 	n := copy(l.sib.q, rest) // what a full receiver did not take, in order
 	clear(l.sib.q[n:])
 	l.sib.q = l.sib.q[:n]
 	l.sib.n.Store(int32(n))
-	return before - bytesOf(l.sib.q)
+	return handed
 }
 
 // drainInbox offers what waits in the inbox again (the NIC drained).
