@@ -208,17 +208,7 @@ func TestProcessSignals(t *testing.T) {
 // Gather into one buffer puts them; a page the process lacks fails it
 // with ErrUnmapped; the steady path allocates nothing.
 func TestProcessGatherV(t *testing.T) {
-	p := testpeer.Start(t, "TestProcessPeer")
-	proc, err := OpenProcess(p.Pid())
-	if err != nil {
-		t.Skipf("no pidfd here: %v", err)
-	}
-	defer proc.Close()
-	var l Local
-	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, proc, sp := peerSpace(t)
 	own := bytes.Repeat([]byte{0xEE}, 700)
 	osp, _ := l.Map(own)
 	for _, tc := range vectorCases(sp, osp) {
@@ -264,17 +254,7 @@ func TestProcessGatherV(t *testing.T) {
 // them; a page the process lacks fails it with ErrUnmapped; the steady
 // path allocates nothing.
 func TestProcessScatterV(t *testing.T) {
-	p := testpeer.Start(t, "TestProcessPeer")
-	proc, err := OpenProcess(p.Pid())
-	if err != nil {
-		t.Skipf("no pidfd here: %v", err)
-	}
-	defer proc.Close()
-	var l Local
-	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, proc, sp := peerSpace(t)
 	own := make([]byte, 700)
 	osp, _ := l.Map(own)
 	for i, tc := range vectorCases(sp, osp) {
@@ -334,6 +314,23 @@ func TestProcessScatterV(t *testing.T) {
 	if _, err := l.ScatterV([]Extent{{Space: sp, Addr: testpeer.Len - 8, Len: 16}}, srcs); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("ScatterV past the region: %v", err)
 	}
+}
+
+// peerSpace starts the peer process and maps its test region into a
+// Local bus of its own (the process closes with the test).
+func peerSpace(t *testing.T) (*Local, *Process, Space) {
+	p := testpeer.Start(t, "TestProcessPeer")
+	proc, err := OpenProcess(p.Pid())
+	if err != nil {
+		t.Skipf("no pidfd here: %v", err)
+	}
+	t.Cleanup(func() { proc.Close() })
+	l := new(Local)
+	sp, err := l.MapProcess(proc, p.Addr, testpeer.Len)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, proc, sp
 }
 
 // vectorCase is a burst of buffers (their sizes) against extents.
