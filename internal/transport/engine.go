@@ -150,7 +150,7 @@ type Engine struct {
 	// before gathering their payloads with one DMA access
 	// (SetGatherBurst; 0: off).
 	gatherBurst int
-	// place is the run of received WRITE payloads waiting to be placed
+	// place is the run of received payloads waiting to be placed
 	// with one DMA access (SetPlaceBurst; off unless place.max > 0).
 	place placeBurst
 	pkt   wire.Packet
