@@ -25,6 +25,15 @@ func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry st
 		srv.Process.Kill()
 		<-done
 	}()
+	// stopped stops the server and returns what it printed: its output
+	// is read only once its process has ended (exec copies it on a
+	// goroutine of its own until then).
+	stopped := func() string {
+		srv.Process.Kill()
+		err := <-done
+		done <- err // for the deferred wait
+		return so.String()
+	}
 	again := regexp.MustCompile(retry)
 	var out []byte
 	var err error
@@ -37,7 +46,7 @@ func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry st
 	}
 	name := srv.Args[0]
 	if err != nil {
-		t.Fatalf("%s: %v\n%s\nserver:\n%s", strings.Join(cli().Args, " "), err, out, so.String())
+		t.Fatalf("%s: %v\n%s\nserver:\n%s", strings.Join(cli().Args, " "), err, out, stopped())
 	}
 	select {
 	case err := <-done:
@@ -46,7 +55,7 @@ func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry st
 			t.Fatalf("%s server: %v\n%s", name, err, so.String())
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatalf("%s's server did not end after its client:\n%s", name, so.String())
+		t.Fatalf("%s's server did not end after its client:\n%s", name, stopped())
 	}
 	return string(out), so.String()
 }
