@@ -32,6 +32,10 @@ func (c clock) now() int64 {
 	return int64(time.Since(c.t0))
 }
 
+// abs returns a time stamp as the clock's own time: the virtual clock's
+// Now then, or on the wall clock the time since the run began.
+func (c clock) abs(ns int64) time.Duration { return c.v0 + time.Duration(ns) }
+
 // at returns the wall time of a time stamp.
 func (c clock) at(ns int64) time.Time { return c.t0.Add(time.Duration(ns)) }
 

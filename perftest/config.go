@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -235,6 +236,16 @@ type params struct {
 	cycleBuffer int // the larger of both sides'
 	cacheLine   int
 	mtu         rnic.MTU // path MTU: the smaller of both sides'
+
+	// A Worker's additions to the program (WorkerConfig): nil and zero
+	// in a program's run.
+	observer    Observer
+	random      *rand.Rand
+	fixedRemote bool
+	rate        float64       // messages per second per QP
+	stop        time.Duration // the clock's time after which QPs post their last
+	recvEvery   time.Duration
+	metadata    bool // the regions hold no bytes: write_lat waits for the WRITE, not its byte
 }
 
 // resolve checks c and fills in perftest's defaults and dependencies.
@@ -246,12 +257,22 @@ func (c Config) resolve() (*params, error) {
 	if c.Open == nil {
 		return nil, errors.New("perftest: Config.Open is required")
 	}
+	if c.Clock != nil && c.ExchangeConn == nil {
+		return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.ExchangeConn, one end of the clock's Pipe")
+	}
+	if c.Clock != nil && !c.Local.IsValid() {
+		return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.Local, the device's address")
+	}
+	return c.params(false)
+}
+
+// params checks c's flags and fills in perftest's defaults and
+// dependencies. A worker's iterations may be any positive number (a
+// simulated tenant runs until its stop time).
+func (c Config) params(worker bool) (*params, error) {
+	t := c.Test
 	if c.Clock != nil {
 		switch {
-		case c.ExchangeConn == nil:
-			return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.ExchangeConn, one end of the clock's Pipe")
-		case !c.Local.IsValid():
-			return nil, errors.New("perftest: virtual time (Config.Clock) needs Config.Local, the device's address")
 		case c.Events:
 			return nil, errors.New("perftest: -e is not available in virtual time (a completion channel is a Go channel; waits sleep on the CQ instead)")
 		case c.Duration > 0 || c.RunInfinitely:
@@ -299,7 +320,7 @@ func (c Config) resolve() (*params, error) {
 		return nil, fmt.Errorf("perftest: max inline %d out of range [0, %d]", p.Inline, maxInline)
 	case p.Inline > 0 && (verb == VerbRead || verb == VerbAtomic):
 		return nil, errors.New("perftest: inline feature not available on READ/Atomic verbs")
-	case p.Iters != 0 && (p.Iters < minIter || p.Iters > maxIter):
+	case p.Iters != 0 && !worker && (p.Iters < minIter || p.Iters > maxIter):
 		return nil, fmt.Errorf("perftest: iteration number %d out of range [%d, %d]", p.Iters, minIter, maxIter)
 	case p.TxDepth < 0 || p.TxDepth > maxTx:
 		return nil, fmt.Errorf("perftest: tx depth %d out of range [1, %d]", p.TxDepth, maxTx)

@@ -50,6 +50,17 @@
 // perftest's formulas (print_report_bw, print_report_lat), with one cycle
 // being one nanosecond.
 //
+// # Workers
+//
+// RunWorker runs one application thread's part of a test on QPs its
+// caller created and connected: the same loops (runBW, runWriteLat, ...),
+// without the exchange and the report. rnic sim runs its hosts' threads
+// as Workers (sim/perf), so the seven workloads exist once for both
+// clocks. An Observer sees each post and each completed operation on the
+// clock's time; WorkerConfig's additions (random offsets, one remote
+// word, a stop time, a pace per QP, a receive poster at a rate) are what
+// the simulator's tenants need and perftest has no flag for.
+//
 // # Devices
 //
 // Config.Open opens the rnic device that carries the traffic for a local

@@ -40,6 +40,8 @@ type session struct {
 	rx   uint64  // rx_packets when Alive last looked
 	cpu  float64 // the last run's CPU utilization (--cpu_util)
 	ctrs *counterReport
+	// paceErr is why a Worker's pacer (WorkerConfig.Rate) stopped.
+	paceErr error
 }
 
 // Run runs the test cfg describes, as server or client, printing

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	mbits "math/bits"
 	"time"
 
 	"github.com/rnic/rnic"
@@ -17,12 +19,15 @@ const pollBatch = 16
 // buffers (scnt, ccnt).
 type sender struct {
 	q       *qpRes
+	idx     int // the QP's index: its work requests' wr_id
 	wrs     []rnic.SendWR
 	sges    []rnic.SGE
 	myAddr  uint64 // first local address
 	remAddr uint64 // first remote address
 	scnt    uint64
 	ccnt    uint64
+	iters   uint64 // its messages: the run's, or fewer once a Worker's stop time passed
+	due     uint64 // a paced Worker's messages due and not yet posted
 }
 
 // newSender prepares QP i's work requests for messages of size bytes
@@ -33,7 +38,7 @@ type sender struct {
 func (s *session) newSender(i int, size int) *sender {
 	p, q := s.p, s.res.qps[i]
 	n := p.postList
-	sd := &sender{q: q, myAddr: q.buf, remAddr: q.rem.VAddr, wrs: make([]rnic.SendWR, n), sges: make([]rnic.SGE, n)}
+	sd := &sender{q: q, idx: i, myAddr: q.buf, remAddr: q.rem.VAddr, wrs: make([]rnic.SendWR, n), sges: make([]rnic.SGE, n), iters: uint64(p.iters)}
 	length := size
 	if p.Test.Verb() == VerbAtomic {
 		length = defSizeAtomic
@@ -48,7 +53,7 @@ func (s *session) newSender(i int, size int) *sender {
 			if bw && size <= p.cycleBuffer/2 {
 				sge.Addr = nextAddr(sge.Addr, sd.myAddr, size, uint64(j-1), p)
 			}
-			if bw && (p.Test.Verb() == VerbAtomic || size <= p.cycleBuffer/2 && p.Test.Verb() != VerbSend) {
+			if bw && !p.fixedRemote && (p.Test.Verb() == VerbAtomic || size <= p.cycleBuffer/2 && p.Test.Verb() != VerbSend) {
 				wr.RemoteAddr = nextAddr(wr.RemoteAddr, sd.remAddr, size, uint64(j-1), p)
 			}
 		}
@@ -80,6 +85,9 @@ func (s *session) newSender(i int, size int) *sender {
 	}
 	for j := range sd.wrs {
 		sd.wrs[j].SGL = sd.sges[j : j+1]
+	}
+	if p.random != nil && bw {
+		sd.randomize(size, p)
 	}
 	return sd
 }
@@ -117,13 +125,31 @@ func (sd *sender) postList() error {
 // buffer, as perftest does for messages up to half of it, and counts the
 // post. A post list keeps its addresses.
 func (sd *sender) advance(size int, p *params) {
-	if p.postList == 1 && size <= p.cycleBuffer/2 {
+	switch {
+	case p.random != nil:
+		sd.randomize(size, p)
+	case p.postList == 1 && size <= p.cycleBuffer/2:
 		sd.sges[0].Addr = nextAddr(sd.sges[0].Addr, sd.myAddr, size, sd.scnt, p)
-		if p.Test.Verb() != VerbSend {
+		if p.Test.Verb() != VerbSend && !p.fixedRemote {
 			sd.wrs[0].RemoteAddr = nextAddr(sd.wrs[0].RemoteAddr, sd.remAddr, size, sd.scnt, p)
 		}
 	}
 	sd.scnt += uint64(p.postList)
+}
+
+// randomize gives each work request of the list a slot of the cycle
+// buffer drawn from a Worker's generator (WorkerConfig.Random), the same
+// slot locally and remotely: the access pattern of a key-value store.
+func (sd *sender) randomize(size int, p *params) {
+	step := inc(size, p.cacheLine)
+	slots := max(uint64(p.cycleBuffer/step), 1)
+	for j := range sd.wrs {
+		off := p.random.Uint64N(slots) * uint64(step)
+		sd.sges[j].Addr = sd.myAddr + off
+		if p.Test.Verb() != VerbSend && !p.fixedRemote {
+			sd.wrs[j].RemoteAddr = sd.remAddr + off
+		}
+	}
 }
 
 // signaled reports whether message k of a single-request sender is
@@ -202,7 +228,8 @@ func (rl *rateLimiter) holding() (time.Time, bool) {
 // runBW is run_iter_bw: this side posts messages of size bytes on every
 // QP, at most txDepth outstanding per QP, one signaled every cqMod (or
 // lists of postList), at the rate limiter's pace, and times posts and
-// completions.
+// completions. A Worker's stop time and pace (WorkerConfig.Stop, Rate)
+// cut and pace each QP's posts; its observer sees them.
 func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	p, nq := s.p, len(s.res.qps)
 	senders := make([]*sender, nq)
@@ -232,33 +259,114 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	if p.noPeak && !dur.on {
 		tposted[0] = clk.now()
 	}
-	for totS < tot || totC < tot || (dur.on && !dur.ended(clk.now())) {
-		for _, sd := range senders {
-			if !rl.ready(time.Now()) {
-				continue // straight to the completions until the gap is over
+	// fill posts on sd while its queue has room (and, paced, while
+	// messages are due).
+	fill := func(sd *sender) error {
+		for (sd.scnt < sd.iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
+			if _, held := rl.holding(); held {
+				break
 			}
-			for (sd.scnt < iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
-				if _, held := rl.holding(); held {
+			now := clk.now()
+			if dur.ended(now) {
+				break
+			}
+			if p.stop > 0 && !dur.on && clk.abs(now) >= p.stop && sd.iters > sd.scnt+pl {
+				// The stop time passed: this list is the QP's last.
+				tot -= sd.iters - (sd.scnt + pl)
+				sd.iters = sd.scnt + pl
+			}
+			if p.rate > 0 {
+				if sd.due < pl {
 					break
 				}
-				now := clk.now()
-				if dur.ended(now) {
-					break
+				sd.due -= pl
+			}
+			if !p.noPeak {
+				tposted[totS] = now
+			}
+			if p.observer != nil {
+				p.observer.Posted(sd.idx, int(pl), sd.sges[0].Addr, clk.abs(now))
+			}
+			var err error
+			if pl == 1 {
+				err = sd.post(signaled(sd.scnt, sd.iters, cqMod, dur.on))
+			} else {
+				err = sd.postList()
+			}
+			if err != nil {
+				return err
+			}
+			if p.observer != nil {
+				p.observer.Rung(sd.idx, clk.abs(clk.now()))
+			}
+			sd.advance(size, p)
+			totS += pl
+			rl.posted(pl)
+		}
+		return nil
+	}
+	over := false
+	if p.rate > 0 {
+		// The pace: from now, every 1/rate each QP has one more message
+		// due, posted at once if its queue has room, else when a
+		// completion frees it (a thread of the clock; WorkerConfig.Rate).
+		pacer := p.Clock.Go(func() {
+			every := time.Duration(math.Round(1e9 / p.rate))
+			next := clk.abs(clk.now())
+			for {
+				// Deadlines, not sleeps of a period: posting takes
+				// time of its own.
+				next += every
+				if p.Clock.Sleep(max(next-clk.abs(clk.now()), 0)) != nil || over {
+					return
 				}
-				if !p.noPeak {
-					tposted[totS] = now
+				left := false
+				for _, sd := range senders {
+					if sd.scnt < sd.iters {
+						left = true
+						sd.due++
+						if err := fill(sd); err != nil {
+							s.paceErr = err
+							return
+						}
+					}
 				}
-				if pl == 1 {
-					err = sd.post(signaled(sd.scnt, iters, cqMod, dur.on))
-				} else {
-					err = sd.postList()
+				if !left {
+					return
 				}
-				if err != nil {
+			}
+		})
+		defer func() {
+			over = true // the pacer's next turn ends it
+			pacer.Wait()
+		}()
+	}
+	// The senders that may post: all at first; one whose queue is full
+	// or whose messages are all posted leaves until a completion of its
+	// own. perftest's loop visits every QP each turn; visiting only
+	// these, in the same order, posts the same, without a pass over
+	// thousands of QPs that cannot post for each poll.
+	active := make([]uint64, (nq+63)/64)
+	for i := range nq {
+		active[i/64] |= 1 << (i % 64)
+	}
+	for totS < tot || totC < tot || (dur.on && !dur.ended(clk.now())) {
+		if s.paceErr != nil {
+			return BWReport{}, s.paceErr
+		}
+		for w, bits := range active {
+			for ; bits != 0; bits &= bits - 1 {
+				i := w*64 + mbits.TrailingZeros64(bits)
+				sd := senders[i]
+				if !rl.ready(time.Now()) {
+					continue // straight to the completions until the gap is over
+				}
+				if err := fill(sd); err != nil {
 					return BWReport{}, err
 				}
-				sd.advance(size, p)
-				totS += pl
-				rl.posted(pl)
+				if !(sd.scnt < sd.iters || dur.on) || sd.scnt-sd.ccnt+pl > uint64(p.txDepth) || (p.rate > 0 && sd.due < pl) {
+					active[w] &^= 1 << (i % 64)
+				}
 			}
 		}
 		if !(totC < tot || (dur.on && totC < totS)) {
@@ -295,8 +403,21 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 			if wc.WRID >= uint64(nq) {
 				return BWReport{}, fmt.Errorf("perftest: completion for unknown wr_id %d", wc.WRID)
 			}
-			senders[wc.WRID].ccnt += cqMod
-			totC += cqMod
+			sd := senders[wc.WRID]
+			active[wc.WRID/64] |= 1 << (wc.WRID % 64)
+			retired := cqMod
+			if p.observer != nil {
+				// A signaled completion retires the ones before it; the
+				// last may retire fewer than cqMod. perftest counts
+				// cqMod each and may end before the last completions of
+				// some QPs; a Worker waits for every one.
+				retired = min(sd.ccnt+cqMod, sd.iters) - min(sd.ccnt, sd.iters)
+				if retired > 0 {
+					p.observer.Completed(sd.idx, int(retired), clk.abs(now))
+				}
+			}
+			sd.ccnt += cqMod
+			totC += retired
 			if !p.noPeak {
 				tcompleted[min(totC, tot)-1] = now
 			}
@@ -348,6 +469,7 @@ type receiver struct {
 	base   uint64
 	posted uint64 // receive WRs posted in this run
 	unused uint64 // completed and not yet re-posted
+	done   uint64 // completed
 }
 
 // postRecvs posts rxDepth receives of size bytes on every QP
@@ -414,7 +536,18 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 	started := false
 	wcs := make([]rnic.WC, pollBatch)
 	prog := newProgress(s.errw, p.Test.String())
+	if p.recvEvery > 0 {
+		over := false
+		poster := p.Clock.Go(func() { s.postEvery(rs, size, &over) })
+		defer func() {
+			over = true
+			poster.Wait()
+		}()
+	}
 	for rcnt < tot || (dur.on && !dur.ended(clk.now())) {
+		if s.paceErr != nil {
+			return BWReport{}, s.paceErr
+		}
 		deadline := clk.at(clk.now()).Add(s.timeout())
 		if dur.on && started {
 			deadline = clk.at(dur.end())
@@ -444,7 +577,15 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 			if dur.sampling(now) {
 				measured++
 			}
-			if err := rs[wc.WRID].repost(size, p, dur.on); err != nil {
+			r := rs[wc.WRID]
+			r.done++
+			if p.observer != nil {
+				p.observer.Completed(int(wc.WRID), 1, clk.abs(now))
+			}
+			if p.recvEvery > 0 {
+				continue // the poster's to re-post
+			}
+			if err := r.repost(size, p, dur.on); err != nil {
 				return BWReport{}, err
 			}
 		}
@@ -457,6 +598,34 @@ func (s *session) runBWServer(ctx context.Context, size int, rs []*receiver) (BW
 		return computeBW(size, int(measured), []int64{from}, []int64{to}, true, p.cqMod, 1, p.ReportGbits), nil
 	}
 	return computeBW(size, int(tot), []int64{first}, []int64{last}, true, p.cqMod, 1, p.ReportGbits), nil
+}
+
+// postEvery is a Worker's receive poster (WorkerConfig.RecvEvery), a
+// thread of the clock beside send_bw's server: every RecvEvery it posts
+// one receive on each QP that has fewer than rx_depth outstanding, until
+// every QP has posted its iterations or the run is over.
+func (s *session) postEvery(rs []*receiver, size int, over *bool) {
+	p := s.p
+	for {
+		if p.Clock.Sleep(p.recvEvery) != nil || *over {
+			return
+		}
+		left := false
+		for _, r := range rs {
+			if r.posted < uint64(p.iters) {
+				left = true
+				if r.posted-r.done < uint64(p.rxDepth) {
+					if err := r.post(size, p); err != nil {
+						s.paceErr = err
+						return
+					}
+				}
+			}
+		}
+		if !left {
+			return
+		}
+	}
 }
 
 // runBi is run_iter_bi: send_bw -b, where each side sends and receives

@@ -26,7 +26,9 @@ type latRun struct {
 func (s *session) newLatRun(size int) *latRun {
 	p := s.p
 	l := &latRun{s: s, size: size, iters: uint64(p.iters), clk: s.newClock(), dur: newDurTimer(p), prog: newProgress(s.errw, p.Test.String())}
-	l.tposted = make([]int64, max(p.iters, 1))
+	if p.observer == nil { // a Worker's observer has the time stamps
+		l.tposted = make([]int64, max(p.iters, 1))
+	}
 	return l
 }
 
@@ -74,10 +76,30 @@ func (l *latRun) done() {
 	l.s.cpu = l.cpu.percent()
 }
 
-// stamp records the post of message scnt (iterations mode).
-func (l *latRun) stamp(scnt uint64) {
+// stamp records the post of message scnt (iterations mode) from the
+// buffer at addr.
+func (l *latRun) stamp(scnt uint64, addr uint64) {
+	if o := l.s.p.observer; o != nil {
+		o.Posted(0, 1, addr, l.clk.abs(l.clk.now()))
+		return
+	}
 	if !l.dur.on {
 		l.tposted[scnt] = l.clk.now()
+	}
+}
+
+// rung tells a Worker's observer that the post call returned.
+func (l *latRun) rung() {
+	if o := l.s.p.observer; o != nil {
+		o.Rung(0, l.clk.abs(l.clk.now()))
+	}
+}
+
+// arrived tells a Worker's observer that a round trip's answer (the
+// peer's message, or the READ's completion) is here.
+func (l *latRun) arrived() {
+	if o := l.s.p.observer; o != nil {
+		o.Completed(0, 1, l.clk.abs(l.clk.now()))
 	}
 }
 
@@ -120,16 +142,20 @@ func (s *session) runWriteLat(ctx context.Context, size int) (LatReport, error) 
 			if ended {
 				break
 			}
+			l.arrived()
 		}
 		if l.more(scnt) {
-			l.stamp(scnt)
+			l.stamp(scnt, sd.sges[0].Addr)
 			scnt++
-			if _, err := q.mr.WriteAt([]byte{byte(scnt)}, postOff); err != nil {
+			if s.p.metadata {
+				// No bytes to mark: the peer waits for the WRITE itself.
+			} else if _, err := q.mr.WriteAt([]byte{byte(scnt)}, postOff); err != nil {
 				return LatReport{}, err
 			}
 			if err := q.qp.PostSend(sd.wrs[0]); err != nil {
 				return LatReport{}, fmt.Errorf("perftest: couldn't post send: scnt=%d: %w", scnt, err)
 			}
+			l.rung()
 		}
 		if l.dur.ended(l.clk.now()) {
 			break
@@ -163,7 +189,14 @@ func (s *session) pollByte(ctx context.Context, qp *rnic.QP, mr *rnic.MR, off in
 	if vc := s.p.Clock; vc != nil {
 		// In virtual time memory reads are no yield point: wait for the
 		// peer's message (one WRITE of the message size) to be visible,
-		// then look.
+		// then look. Regions of metadata have no byte to look at: the
+		// WRITE's arrival is the answer.
+		if s.p.metadata {
+			if _, err := vc.WaitWrite(l.size, qp); err != nil {
+				return false, fmt.Errorf("perftest: waiting for the peer's RDMA WRITE %d: %w", want, err)
+			}
+			return false, nil
+		}
 		for {
 			if _, err := mr.ReadAt(b[:], off); err != nil || b[0] == want {
 				return false, err
@@ -214,15 +247,17 @@ func (s *session) runReadLat(ctx context.Context, size int) (LatReport, error) {
 	sd.wrs[0].Flags |= rnic.SendSignaled
 	l.startDur()
 	for scnt := uint64(0); l.more(scnt); {
-		l.stamp(scnt)
+		l.stamp(scnt, sd.sges[0].Addr)
 		scnt++
 		if err := sd.q.qp.PostSend(sd.wrs[0]); err != nil {
 			return LatReport{}, fmt.Errorf("perftest: couldn't post send: scnt=%d: %w", scnt, err)
 		}
+		l.rung()
 		ended, err := l.wait(ctx, s.res.sendCQ, "completion", scnt-1)
 		if err != nil || ended {
 			return l.report(1), err
 		}
+		l.arrived()
 		l.count()
 		l.prog.tick(max(scnt, l.measured), l.iters, s.p.Duration)
 	}
@@ -249,6 +284,7 @@ func (s *session) runSendLat(ctx context.Context, size int, rs []*receiver) (Lat
 			l.startDur() // set_on_first_rx_packet
 			rcnt++
 			l.count()
+			l.arrived()
 			if l.dur.on || rcnt+uint64(p.rxDepth) <= l.iters {
 				if err := r.q.qp.PostRecv(r.wr); err != nil {
 					return LatReport{}, fmt.Errorf("perftest: couldn't post recv: rcnt=%d: %w", rcnt, err)
@@ -256,12 +292,13 @@ func (s *session) runSendLat(ctx context.Context, size int, rs []*receiver) (Lat
 			}
 		}
 		if l.more(scnt) {
-			l.stamp(scnt)
+			l.stamp(scnt, sd.sges[0].Addr)
 			scnt++
 			signaled := scnt%uint64(p.cqMod) == 0 || (!l.dur.on && scnt == l.iters)
 			if err := sd.post(signaled); err != nil {
 				return LatReport{}, err
 			}
+			l.rung()
 			if signaled {
 				ended, err := l.wait(ctx, s.res.sendCQ, "completion", scnt)
 				if err != nil || ended {

@@ -1,4 +1,4 @@
-// Package perf runs perftest-like workloads on simulated NICs in virtual
+// Package perf runs perftest's workloads on simulated NICs in virtual
 // time: RDMA WRITE, READ, SEND and atomic bandwidth, and WRITE, READ and
 // SEND latency, between pairs of hosts on one switch, with any number of
 // QPs, message size, memory footprint and page size. It is the workload
@@ -7,16 +7,24 @@
 // A run is a Go program on the public API in virtual time: an
 // rnic.VirtualClock of the hardware profile, a device per host
 // (rnic.Open with Options.Clock), each host's application threads as the
-// clock's threads, QPs connected with QP.Connect. A thread posts (the
-// profile's post time, then the doorbell), sleeps on its CQ until the
-// model makes completions visible and takes up to 16 per poll (perftest's
+// clock's threads, QPs connected with QP.Connect. Each thread runs
+// package perftest's own loop over its QPs (perftest.RunWorker: the
+// run_iter_bw, run_iter_lat_write, ... that ib_write_bw and friends run),
+// so the workloads exist once, for both clocks: it posts (the profile's
+// post time, then the doorbell), sleeps on its CQ until the model makes
+// completions visible and takes up to 16 per poll (perftest's
 // CTX_POLL_BATCH, the poll time each), and in write_lat waits for the
-// peer's data with the clock's WaitWrite (perftest polls the buffer).
-// Operations are measured when the thread sees them, as perftest stamps
-// them after ibv_poll_cq. Metadata mode is the clock's
-// (sim/vclock's Options.Metadata); the model's statistics come from
-// sim/vclock's public statistics of a device (ReadStats, ObserveSteps,
-// ObserveRates, Trace), the NIC's counters from rnic.Device.Counters.
+// peer's WRITE. What a run measures comes from the loop's observer on
+// the clock's time: an operation when the thread sees it, as perftest
+// stamps it after ibv_poll_cq, and a latency sample as the time between
+// two posts, as perftest measures it. What perftest has no flag for —
+// many hosts, incasts, tenants with start and stop times and rates,
+// random offsets, atomics on one word, a receive poster at a rate, MR
+// churn — is the Worker's additions and this package's world. Metadata
+// mode is the clock's (sim/vclock's Options.Metadata); the model's
+// statistics come from sim/vclock's public statistics of a device
+// (ReadStats, ObserveSteps, ObserveRates, Trace), the NIC's counters from
+// rnic.Device.Counters.
 package perf
 
 import (
@@ -79,8 +87,8 @@ type Spec struct {
 	TxDepth int
 	// PostList is how many send work requests a bandwidth test posts in
 	// one call, with one doorbell (perftest's -l; default 1): a QP posts
-	// when that many slots of its queue are free, and the last list of a
-	// run may be shorter.
+	// when that many slots of its queue are free. As perftest, Iters must
+	// be a multiple of it, and it a multiple of CQMod.
 	PostList int
 	// RxDepth is how many receives a SEND test's server keeps posted: it
 	// posts that many first and one more for each receive completion it
@@ -101,9 +109,11 @@ type Spec struct {
 	// completion. Other tests refuse it.
 	RecvEvery sim.Time
 	// Footprint is the registered memory per QP, in bytes, at least one
-	// message: successive operations move through it (default: one
-	// message, at least 64 bytes), so a large footprint spreads accesses
-	// over many pages and MTT entries.
+	// message: successive operations move through it as perftest moves
+	// through its cycle buffer, a message every size rounded up to 64
+	// bytes, if it holds two messages or more (default: one message, at
+	// least 64 bytes; atomic_bw 512, eight words a cache line apart), so
+	// a large footprint spreads accesses over many pages and MTT entries.
 	Footprint int
 	// MRPerQP registers a memory region per QP (perftest's --mr_per_qp);
 	// by default, as perftest, a host registers one region that holds
@@ -126,7 +136,9 @@ type Spec struct {
 	// the others refuse a positive Inline.
 	Inline int
 	// Threads is the number of application threads per host (default 1,
-	// as perftest); QPs are spread over them round-robin.
+	// as perftest); QPs are spread over them round-robin. perftest's
+	// latency loops run one QP: a latency test gives each QP a thread of
+	// its own.
 	Threads int
 	// CQMod signals every CQMod-th work request of a bandwidth test
 	// (perftest's --cq-mod; default 1: every one); one completion retires
@@ -136,8 +148,8 @@ type Spec struct {
 	// Metadata moves lengths only (fast; no byte is checked).
 	Metadata bool
 	// AtomicType is atomic_bw's operation, as perftest's -A:
-	// FETCH_AND_ADD (the default; each adds 1) or CMP_AND_SWAP (each a
-	// QP's n-th swaps n for n+1). Other tests refuse it.
+	// FETCH_AND_ADD (the default; each adds 1) or CMP_AND_SWAP
+	// (perftest's: compare 0, swap 0). Other tests refuse it.
 	AtomicType string
 	// AtomicTarget is where atomic_bw's operations go: AtomicSpread (the
 	// default: each QP moves through its footprint, as the other tests
@@ -336,6 +348,12 @@ func (s *Spec) defaults() error {
 	}
 	if s.Footprint == 0 {
 		s.Footprint = max(s.Size, 64)
+		if s.Test == AtomicBW {
+			// Eight cache lines: perftest moves through its buffer a
+			// cache line at a time, and spread atomics need distinct
+			// words (one word would serialize them as AtomicShared).
+			s.Footprint = 8 * 64
+		}
 	} else if s.Footprint < s.Size {
 		return bad("footprint", s.Footprint, "smaller than one message (size %d)", s.Size)
 	}
@@ -386,6 +404,12 @@ func (s *Spec) defaults() error {
 	if s.RxDepth == 0 {
 		s.RxDepth = min(s.Iters, s.TxDepth*2)
 	}
+	if s.PostList > 1 && s.Iters%s.PostList != 0 {
+		return bad("post_list", s.PostList, "iters (%d) is not a multiple of it (perftest's rule: every list is whole)", s.Iters)
+	}
+	if s.PostList > 1 && s.PostList%s.CQMod != 0 {
+		return bad("post_list", s.PostList, "not a multiple of cq_mod (%d) (perftest's rule: a list ends with a signaled work request)", s.CQMod)
+	}
 	if s.PostList > s.TxDepth {
 		return bad("post_list", s.PostList, "above tx_depth (%d): a list must fit in the send queue", s.TxDepth)
 	}
@@ -414,34 +438,23 @@ type host struct {
 	churn   []byte // MRChurn's region, with real bytes
 }
 
-// qpRun is one QP of a test and its progress.
+// qpRun is one QP of a test and what its thread's loop reported of it.
 type qpRun struct {
 	h        *host
-	th       *thread // the thread that drives this QP
 	qp       *rnic.QP
 	idx      int
 	peer     *qpRun
 	client   bool
-	raddr    uint64
 	rkey     uint32
-	posted   int
-	done     int
-	iters    int      // a client's operations: the spec's, or fewer if its tenant stopped
+	done     int      // a client's operations completed
+	iters    int      // a client's operations: the spec's (a stop time may end them sooner)
 	measured int64    // bytes of its operations in the measured window
 	lastAt   sim.Time // when its last measured operation completed
-	due      int      // operations its posting rate has made due and not posted
-	off      int
-	touched  []bool        // Random in real-bytes mode: slots written or read
-	started  []sim.Time    // latency: when each round trip started
-	recvs    int           // receive work requests posted
-	received int           // send_bw server: messages received
-	pongs    int           // latency server: answers posted
-	over     bool          // its part is done
-	lastOff  int           // offset of the last message posted
-	wr       []rnic.SendWR // a post list (spec.PostList)
-	sge      []rnic.SGE
-	room     int // send queue slots free for fill
-	rsge     [1]rnic.SGE
+	touched  []bool   // Random in real-bytes mode: slots written or read
+	posts    int      // latency: posts so far
+	lastPost sim.Time // latency: when it last posted
+	over     bool     // its part is done
+	lastOff  int      // offset of the last message posted
 }
 
 // Run runs one workload.
@@ -577,9 +590,13 @@ func (r *runner) newHost(m *machine) (*host, error) {
 		return nil, err
 	}
 	h := &host{dev: m.dev, m: m, pd: pd, run: r}
-	h.threads = make([]*thread, sp.Threads)
-	for i := range h.threads {
-		h.threads[i] = &thread{h: h, byQP: map[uint32]*qpRun{}, wcs: make([]rnic.WC, pollBatch)}
+	// perftest's latency loops run one QP: a latency test's thread per QP.
+	n := sp.Threads
+	if latency(sp.Test) {
+		n = 0
+	}
+	for range n {
+		h.threads = append(h.threads, &thread{h: h})
 	}
 	if sp.MRChurn > 0 && !sp.Metadata {
 		h.churn = make([]byte, churnBytes)
@@ -589,33 +606,44 @@ func (r *runner) newHost(m *machine) (*host, error) {
 
 // newQP creates a QP with its buffer: a region of its own (MRPerQP) or
 // its slice of the host's one region. A host's QPs are spread over its
-// threads round-robin.
+// threads round-robin; in a latency test each has a thread of its own.
 func (h *host) newQP(client bool) (*qpRun, error) {
 	sp := &h.run.spec
 	idx := len(h.qps)
+	if latency(sp.Test) {
+		h.threads = append(h.threads, &thread{h: h})
+	}
 	th := h.threads[idx%len(h.threads)]
-	if th.cq == nil {
+	if th.sendCQ == nil {
 		// Room for every completion its QPs can have outstanding, as
-		// perftest sizes its CQ (tx_depth per QP, and the receives a
+		// perftest sizes its CQs (tx_depth per QP, and the receives a
 		// SEND test's server keeps posted): a thread busy posting takes
 		// them later than they come.
 		nq := (h.nqp + len(h.threads) - 1) / len(h.threads)
-		cq, err := h.dev.CreateCQ(min(max(nq*(sp.TxDepth*2+2), 64), 1<<20))
+		if latency(sp.Test) {
+			nq = 1
+		}
+		n := min(max(nq*(sp.TxDepth*2+2), 64), 1<<20)
+		cq, err := h.dev.CreateCQ(n)
 		if err != nil {
 			return nil, err
 		}
-		th.cq = cq
+		th.sendCQ, th.recvCQ = cq, cq
+		if sp.Test == SendBW || sp.Test == SendLat {
+			if th.recvCQ, err = h.dev.CreateCQ(n); err != nil {
+				return nil, err
+			}
+		}
 	}
-	depth := uint32(max(sp.TxDepth*2, 16))
-	qp, err := h.pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: th.cq, RecvCQ: th.cq,
+	depth := uint32(max(sp.TxDepth*2, sp.RxDepth, 16))
+	qp, err := h.pd.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: th.sendCQ, RecvCQ: th.recvCQ,
 		Cap: rnic.QPCap{MaxSendWR: depth, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: uint32(max(sp.Inline, 0))}})
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, th: th, qp: qp, idx: idx, client: client, iters: sp.Iters,
-		wr: make([]rnic.SendWR, h.run.spec.PostList), sge: make([]rnic.SGE, h.run.spec.PostList)}
+	q := &qpRun{h: h, qp: qp, idx: idx, client: client, iters: sp.Iters}
 	if client && sp.Random && !sp.Metadata && !latency(sp.Test) {
-		q.touched = make([]bool, sp.Footprint/sp.Size)
+		q.touched = make([]bool, max(sp.Footprint/slotStep(sp.Size), 1))
 	}
 	mr, iova, buf, err := h.region(idx)
 	if err != nil {
@@ -626,16 +654,35 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	h.buf = append(h.buf, buf)
 	h.qps = append(h.qps, q)
 	th.qps = append(th.qps, q)
-	th.byQP[qp.QPN()] = q
 	h.m.qps[qp.QPN()] = q
 	return q, nil
+}
+
+// perQP is the bytes of a QP's buffer: its footprint, twice for write_lat
+// in real bytes, whose two sides each mark the last byte of what they
+// send and poll the last byte of what they receive (perftest's halves).
+func (h *host) perQP() int {
+	sp := &h.run.spec
+	if sp.Test == WriteLat && !sp.Metadata {
+		return 2 * sp.Footprint
+	}
+	return sp.Footprint
+}
+
+// target is where QP i receives and its peer's WRITEs land: its
+// buffer's second half in write_lat with real bytes, else its start.
+func (h *host) target(i int) uint64 {
+	if h.perQP() > h.run.spec.Footprint {
+		return h.base[i] + uint64(h.run.spec.Footprint)
+	}
+	return h.base[i]
 }
 
 // region returns the memory of the host's i-th QP: its region, address
 // and bytes (nil in metadata mode).
 func (h *host) region(i int) (mr *rnic.MR, iova uint64, buf []byte, err error) {
 	sp := &h.run.spec
-	fp := sp.Footprint
+	fp := h.perQP()
 	if sp.MRPerQP || h.shared == nil {
 		n := fp
 		if !sp.MRPerQP {
@@ -672,7 +719,6 @@ func connect(a, b *qpRun, sl, tclass uint8) error {
 		if err := x.qp.Connect(y.qp.Endpoint(cp), cp); err != nil {
 			return err
 		}
-		x.raddr = y.h.base[y.idx]
 		x.rkey = y.h.mrs[y.idx].RKey()
 	}
 	return nil
@@ -705,24 +751,31 @@ func (r *runner) fillPatterns() {
 
 // check compares what the bandwidth tests moved with its source: for
 // WRITE and SEND the server's region against the client's, for READ the
-// client's against the server's, over the bytes the operations covered.
-// Latency tests write both ways into the same bytes, and atomics target
-// counters: neither has a source to compare with.
+// client's against the server's, over the slots of the cycle buffer the
+// operations covered (a message every slotStep bytes, perftest's way
+// through it). Latency tests write both ways into the same bytes, and
+// atomics target counters: neither has a source to compare with.
 func (r *runner) check() (checked, corrupt int64) {
 	sp := &r.spec
 	if sp.Test == AtomicBW {
 		return r.checkAtomics()
 	}
+	step := slotStep(sp.Size)
 	for _, c := range r.clients {
 		for _, q := range c.qps {
-			span := min(sp.Footprint, q.iters*sp.Size)
 			var src, dst []byte
 			switch sp.Test {
 			case SendBW:
-				// Every message lands at the start of the receive buffer,
-				// so it holds the last one sent.
-				src, dst = c.buf[q.idx][q.lastOff:q.lastOff+sp.Size], q.peer.h.buf[q.peer.idx][:sp.Size]
-				checked, corrupt = checked+int64(sp.Size), corrupt+differ(src, dst)
+				// The receives move through the server's buffer as
+				// perftest posts them; one of its slots holds the last
+				// message sent.
+				src = c.buf[q.idx][q.lastOff : q.lastOff+sp.Size]
+				dst = q.peer.h.buf[q.peer.idx]
+				best := int64(sp.Size)
+				for from := 0; from+sp.Size <= len(dst) && best > 0; from += step {
+					best = min(best, differ(src, dst[from:from+sp.Size]))
+				}
+				checked, corrupt = checked+int64(sp.Size), corrupt+best
 				continue
 			case WriteBW:
 				src, dst = c.buf[q.idx], q.peer.h.buf[q.peer.idx]
@@ -731,17 +784,16 @@ func (r *runner) check() (checked, corrupt int64) {
 			default:
 				continue
 			}
-			if q.touched == nil {
-				n := min(span, len(src), len(dst))
-				checked, corrupt = checked+int64(n), corrupt+differ(src[:n], dst[:n])
-				continue
+			slots := 1 // a message above half the footprint starts at 0 every time
+			if sp.Size <= sp.Footprint/2 {
+				slots = sp.Footprint / step
 			}
-			// Random offsets: compare the slots operations covered.
-			for slot, t := range q.touched {
-				if t {
-					from, to := slot*sp.Size, (slot+1)*sp.Size
-					checked, corrupt = checked+int64(sp.Size), corrupt+differ(src[from:to], dst[from:to])
+			for slot := range min(slots, q.done) {
+				if q.touched != nil && !q.touched[slot] {
+					continue // random offsets: the slots operations covered
 				}
+				from, to := slot*step, slot*step+sp.Size
+				checked, corrupt = checked+int64(sp.Size), corrupt+differ(src[from:to], dst[from:to])
 			}
 		}
 	}
@@ -750,10 +802,9 @@ func (r *runner) check() (checked, corrupt int64) {
 
 // checkAtomics checks the words atomic_bw targeted one per QP or one
 // shared, which started at 0: fetch-and-add leaves each holding the
-// number of atomics that targeted it, and a QP's chain of
-// compare-and-swaps (n for n+1) its iterations, if each ran once and in
-// order. Compare-and-swaps of several QPs on one word race by design and
-// spread atomics leave sums no one tracks: those are not checked.
+// number of atomics that targeted it, and perftest's compare-and-swap
+// (compare 0, swap 0) leaves each at 0. Atomics spread over the
+// footprint leave sums no one tracks: those are not checked.
 func (r *runner) checkAtomics() (checked, corrupt int64) {
 	sp := &r.spec
 	word := func(b []byte, want uint64) {
@@ -764,16 +815,24 @@ func (r *runner) checkAtomics() (checked, corrupt int64) {
 	}
 	for _, h := range r.servers {
 		switch {
-		case sp.AtomicTarget == AtomicPerQP:
+		case sp.AtomicTarget == AtomicPerQP && sp.AtomicType == FetchAndAdd:
 			for _, q := range h.qps {
-				word(h.buf[q.idx], uint64(q.peer.iters))
+				word(h.buf[q.idx], uint64(q.peer.done))
 			}
 		case sp.AtomicTarget == AtomicShared && sp.AtomicType == FetchAndAdd:
 			sum := 0
 			for _, q := range h.qps {
-				sum += q.peer.iters
+				sum += q.peer.done
 			}
 			word(h.buf[0], uint64(sum))
+		case sp.AtomicTarget == AtomicPerQP:
+			// perftest's compare-and-swap compares 0 and swaps in 0:
+			// a word that started at 0 holds 0 after every one.
+			for _, q := range h.qps {
+				word(h.buf[q.idx], 0)
+			}
+		case sp.AtomicTarget == AtomicShared:
+			word(h.buf[0], 0)
 		}
 	}
 	return checked, corrupt

@@ -67,7 +67,7 @@ func newWorld(p *profile.HardwareProfile, hosts int, seed uint64, metadata bool,
 		for _, i := range append(append([]int(nil), r.clientIdx...), r.serverIdx...) {
 			n := &needs[i]
 			n.qps += sp.QPs * len(r.clientIdx)
-			n.cqs += sp.Threads
+			n.cqs += 2 * (sp.Threads + sp.QPs*len(r.clientIdx)) // two per thread (SEND tests), a thread per QP (latency tests)
 			n.wr = max(n.wr, sp.TxDepth*2, 16384)
 			n.inline = max(n.inline, sp.Inline, 256)
 			if n.page == 0 {
@@ -195,16 +195,6 @@ func (w *world) run() ([]*Result, error) {
 			}
 			if r.spec.MRChurn > 0 {
 				w.vc.Go(r.churnLoop)
-			}
-			if r.spec.RecvEvery > 0 {
-				for _, h := range r.servers {
-					w.vc.Go(h.recvLoop)
-				}
-			}
-			if r.rate > 0 {
-				for _, h := range r.clients {
-					w.vc.Go(h.rateLoop)
-				}
 			}
 		}
 		for _, t := range threads {
