@@ -164,16 +164,20 @@ type NIC struct {
 	// txAhead is how far the uplink's queue may reach beyond the last
 	// packet handed over before the arbiter takes no more send work:
 	// the transmit buffer at line rate (0: no limit).
-	txAhead  sim.Time
-	txBuf    int      // the transmit buffer, bytes (0: no limit)
-	progAt   sim.Time // a progress event is scheduled for this time (0: none)
-	timer    *sim.Timer
-	cqe      CQEHandler
-	wr       WriteHandler
-	batch    []*link.Buf
-	costs    Costs
-	trace    Tracer
-	observe  func(*transport.Bill)
+	txAhead sim.Time
+	txBuf   int      // the transmit buffer, bytes (0: no limit)
+	progAt  sim.Time // a progress event is scheduled for this time (0: none)
+	timer   *sim.Timer
+	cqe     CQEHandler
+	wr      WriteHandler
+	batch   []*link.Buf
+	costs   Costs
+	trace   Tracer
+	observe func(*transport.Bill)
+	// bill is the step being charged. A field, not a local: a local's
+	// address handed to chargeBill (and on to observe) would move it to
+	// the heap, an allocation per step.
+	bill     transport.Bill
 	metadata bool
 	core     transport.CoreConfig
 }
@@ -459,8 +463,8 @@ func (n *NIC) progress() {
 			}
 		}
 		more := n.Engine.Run(int64(now), 1)
-		bill := n.Engine.TakeBill()
-		if bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
+		n.bill = n.Engine.TakeBill()
+		if bill := &n.bill; bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
 			n.Engine.ClearOutbox()
 			if more {
 				// A turn that sent nothing (window or fence): the engine
@@ -469,7 +473,7 @@ func (n *NIC) progress() {
 			}
 			break
 		}
-		n.chargeBill(unit, now, &bill)
+		n.chargeBill(unit, now, &n.bill)
 		if !more {
 			break
 		}
@@ -626,8 +630,8 @@ func (n *NIC) scheduleProgress(at sim.Time) {
 }
 
 func (n *NIC) charge(unit int, now sim.Time) {
-	bill := n.Engine.TakeBill()
-	n.chargeBill(unit, now, &bill)
+	n.bill = n.Engine.TakeBill()
+	n.chargeBill(unit, now, &n.bill)
 }
 
 // chargeBill turns one step's bill into time: the step's dependent reads
