@@ -84,6 +84,11 @@ type QP struct {
 
 	mu   sync.Mutex // serializes Destroy
 	dead atomic.Bool
+
+	// waitFn is VirtualClock.WaitWrite's view of this QP alone, made at
+	// the first wait: one made per wait would be an allocation per
+	// round trip of a virtual write_lat.
+	waitFn func(int) (uint32, error)
 }
 
 // CreateQP creates a queue pair in the RESET state (ibv_create_qp).

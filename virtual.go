@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/rnic/rnic/internal/device"
@@ -142,16 +143,37 @@ func (v *VirtualClock) WaitWrite(n int, qps ...*QP) (*QP, error) {
 			return nil, errors.New("rnic: WaitWrite: the QPs are on different devices")
 		}
 	}
-	i, err := v.c.WaitWrite(d.d, n, len(qps), func(i int) (uint32, error) {
-		if err := qps[i].usable(); err != nil {
-			return 0, err
+	var qpn func(int) (uint32, error)
+	if len(qps) == 1 {
+		qpn = qps[0].waitQPN()
+	} else {
+		qs := slices.Clone(qps) // the closure keeps a copy: the caller's slice stays on its stack
+		qpn = func(i int) (uint32, error) {
+			if err := qs[i].usable(); err != nil {
+				return 0, err
+			}
+			return qs[i].QPN(), nil
 		}
-		return qps[i].QPN(), nil
-	})
+	}
+	i, err := v.c.WaitWrite(d.d, n, len(qps), qpn)
 	if err != nil {
 		return nil, err
 	}
 	return qps[i], nil
+}
+
+// waitQPN returns WaitWrite's view of the QP alone: its number while it
+// is usable.
+func (qp *QP) waitQPN() func(int) (uint32, error) {
+	if qp.waitFn == nil {
+		qp.waitFn = func(int) (uint32, error) {
+			if err := qp.usable(); err != nil {
+				return 0, err
+			}
+			return qp.QPN(), nil
+		}
+	}
+	return qp.waitFn
 }
 
 // Rand returns the simulation's seeded generator, which the model's own

@@ -21,6 +21,7 @@ type latRun struct {
 	wc       [1]rnic.WC
 	prog     *progress
 	cpu      *cpuUtil
+	polled   [1]byte // write_lat: the byte pollByte reads
 }
 
 func (s *session) newLatRun(size int) *latRun {
@@ -185,7 +186,7 @@ const (
 // pollByte waits until the byte at off of mr is want: the peer's WRITE
 // has landed. It gives up after the timeout, or when a -D run ends.
 func (s *session) pollByte(ctx context.Context, qp *rnic.QP, mr *rnic.MR, off int64, want byte, l *latRun) (ended bool, err error) {
-	var b [1]byte
+	b := l.polled[:] // in the run, not on the stack: ReadAt would move it to the heap on every call
 	if vc := s.p.Clock; vc != nil {
 		// In virtual time memory reads are no yield point: wait for the
 		// peer's message (one WRITE of the message size) to be visible,
@@ -198,7 +199,7 @@ func (s *session) pollByte(ctx context.Context, qp *rnic.QP, mr *rnic.MR, off in
 			return false, nil
 		}
 		for {
-			if _, err := mr.ReadAt(b[:], off); err != nil || b[0] == want {
+			if _, err := mr.ReadAt(b, off); err != nil || b[0] == want {
 				return false, err
 			}
 			if _, err := vc.WaitWrite(l.size, qp); err != nil {
@@ -208,7 +209,7 @@ func (s *session) pollByte(ctx context.Context, qp *rnic.QP, mr *rnic.MR, off in
 	}
 	deadline := time.Now().Add(s.timeout())
 	for spin := 0; ; spin++ {
-		if _, err := mr.ReadAt(b[:], off); err != nil {
+		if _, err := mr.ReadAt(b, off); err != nil {
 			return false, err
 		}
 		if b[0] == want {

@@ -251,10 +251,9 @@ func (cpl *completer) atomicAck(qp *QP, idx uint32, w *sendWQE, p *wire.Packet, 
 		e.count(qp, RxGhostResponse)
 		return false
 	}
-	var v [8]byte
-	binary.NativeEndian.PutUint64(v[:], p.AtomicAckETH.OrigData())
+	binary.NativeEndian.PutUint64(cpl.orig[:], p.AtomicAckETH.OrigData())
 	qp.req.una = psn.Next()
-	if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), 0, v[:]); f != atu.OK {
+	if f := e.scatter(qp, qp.PD, qp.sq.sges(idx), 0, cpl.orig[:]); f != atu.OK {
 		e.wqeDone(qp, w, WCLocProtErr)
 		return true
 	}

@@ -40,4 +40,8 @@ type responder struct {
 // to resend from.
 type completer struct {
 	e *Engine
+	// orig holds an atomic's original value on its way to the requester's
+	// buffer: an array on the stack would escape to the heap through the
+	// scatter, an allocation per atomic.
+	orig [8]byte
 }
