@@ -11,7 +11,8 @@
 #   ./scripts/bench.sh --against REV [--rounds N] [--short] [--guard P]
 # builds REV's benchmarks in a temporary worktree and this tree's, runs
 # them interleaved (REV, this, this, REV, REV, this, ...: N rounds each,
-# default 3) and prints, for every benchmark and unit, each build's median
+# default 3; with --short a round is REV, this, this, REV, its two values
+# of each build averaged) and prints, for every benchmark and unit, each build's median
 # and range and the ratio this ÷ REV round by round (scripts/benchcmp),
 # then this tree's issue-13 table from its last round. --short runs only
 # the guarded measures (the engine's cost per small packet, the
@@ -104,14 +105,22 @@ run() {
 		i=$((i + 1))
 	done
 }
+# A round is REV, this (or the reverse). With --short it is REV, this,
+# this, REV (or the reverse), each build's two values averaged, so that a
+# load that rises or falls during the round weighs on both builds alike.
 for r in $(seq 1 "$rounds"); do
 	echo "bench: round $r of $rounds" >&2
-	if [ $((r % 2)) = 1 ]; then
-		run old "$dir/old-src" "$r"
-		run new "$PWD" "$r"
-	else
-		run new "$PWD" "$r"
-		run old "$dir/old-src" "$r"
+	first=old second=new
+	if [ $((r % 2)) = 0 ]; then
+		first=new second=old
+	fi
+	for tree in $first $second; do
+		if [ $tree = old ]; then run old "$dir/old-src" "$r"; else run new "$PWD" "$r"; fi
+	done
+	if [ "$short" = 1 ]; then
+		for tree in $second $first; do
+			if [ $tree = old ]; then run old "$dir/old-src" "$r"; else run new "$PWD" "$r"; fi
+		done
 	fi
 done
 cat "$dir"/new.*.txt >"$out"

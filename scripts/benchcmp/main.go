@@ -30,10 +30,12 @@ import (
 // results maps "benchmark unit" to its value in one round.
 type results map[string]float64
 
-// parse reads `go test -bench` output. A benchmark named twice in a round
-// (-count) keeps its last value.
+// parse reads `go test -bench` output. A benchmark named more than once
+// in a round (-count, or bench.sh's A B B A rounds) gets the mean of its
+// values.
 func parse(r io.Reader) (results, error) {
 	out := results{}
+	n := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -52,9 +54,14 @@ func parse(r io.Reader) (results, error) {
 		}
 		for i := 2; i+1 < len(f); i += 2 {
 			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
-				out[name+" "+f[i+1]] = v
+				k := name + " " + f[i+1]
+				out[k] += v
+				n[k]++
 			}
 		}
+	}
+	for k := range out {
+		out[k] /= n[k]
 	}
 	return out, sc.Err()
 }

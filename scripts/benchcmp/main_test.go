@@ -62,3 +62,12 @@ func TestNotRun(t *testing.T) {
 		t.Errorf("output:\n%s", sb.String())
 	}
 }
+
+// TestMeanOfRepeats: a benchmark run twice in one round (bench.sh's A B B
+// A) counts as the mean of its two values.
+func TestMeanOfRepeats(t *testing.T) {
+	r := rounds(t, "BenchmarkA-2 10 100 ns/op\nBenchmarkA-2 10 300 ns/op\n")
+	if got := r[0]["BenchmarkA ns/op"]; got != 200 {
+		t.Errorf("mean of 100 and 300 = %v, want 200", got)
+	}
+}
