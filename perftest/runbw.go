@@ -261,8 +261,13 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 	}
 	// fill posts on sd while its queue has room (and, paced, while
 	// messages are due).
+	// room reports whether sd may post a list: messages left (or a -D
+	// run), and room for the list in its queue.
+	room := func(sd *sender) bool {
+		return (sd.scnt < sd.iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth)
+	}
 	fill := func(sd *sender) error {
-		for (sd.scnt < sd.iters || dur.on) && sd.scnt-sd.ccnt+pl <= uint64(p.txDepth) {
+		for room(sd) {
 			if _, held := rl.holding(); held {
 				break
 			}
@@ -364,7 +369,7 @@ func (s *session) runBW(ctx context.Context, size int) (BWReport, error) {
 				if err := fill(sd); err != nil {
 					return BWReport{}, err
 				}
-				if !(sd.scnt < sd.iters || dur.on) || sd.scnt-sd.ccnt+pl > uint64(p.txDepth) || (p.rate > 0 && sd.due < pl) {
+				if !room(sd) || (p.rate > 0 && sd.due < pl) {
 					active[w] &^= 1 << (i % 64)
 				}
 			}

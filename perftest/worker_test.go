@@ -35,7 +35,7 @@ type workerSide struct {
 const perQP = 2 * 4096
 
 // newWorkerPair connects nq QP pairs between two devices on a cx6 clock.
-func newWorkerPair(t *testing.T, test Test, nq int) *workerPair {
+func newWorkerPair(t *testing.T, nq int) *workerPair {
 	t.Helper()
 	vc, err := vclock.New(vclock.Options{Profile: "cx6", Seed: 1, WatchWrites: true})
 	if err != nil {
@@ -158,7 +158,7 @@ func TestWorker(t *testing.T) {
 		{SendLat, 1, 1, 30, 64},
 	} {
 		t.Run(tc.test.String(), func(t *testing.T) {
-			w := newWorkerPair(t, tc.test, tc.qps)
+			w := newWorkerPair(t, tc.qps)
 			cfg := NewConfig(tc.test)
 			cfg.Iters, cfg.Size, cfg.CQMod, cfg.Inline = tc.iters, tc.size, tc.cqMod, 0
 			w.run(t, cfg, nil)
@@ -206,7 +206,7 @@ func TestWorker(t *testing.T) {
 // TestWorkerStop: after the stop time each QP posts one more list, its
 // last (signaled); the loop ends when those complete.
 func TestWorkerStop(t *testing.T) {
-	w := newWorkerPair(t, WriteBW, 2)
+	w := newWorkerPair(t, 2)
 	cfg := NewConfig(WriteBW)
 	cfg.Iters, cfg.Size, cfg.CQMod, cfg.TxDepth = 1000000, 64, 8, 16
 	stop := 20 * time.Microsecond
@@ -234,7 +234,7 @@ func TestWorkerStop(t *testing.T) {
 // TestWorkerRate: paced at R messages per second per QP, n messages take
 // about n/R, posted about 1/R apart.
 func TestWorkerRate(t *testing.T) {
-	w := newWorkerPair(t, WriteBW, 1)
+	w := newWorkerPair(t, 1)
 	cfg := NewConfig(WriteBW)
 	cfg.Iters, cfg.Size, cfg.CQMod = 50, 64, 1
 	const rate = 1e6 // one per microsecond
@@ -256,7 +256,7 @@ func TestWorkerRate(t *testing.T) {
 // TestWorkerRandom: random offsets land on message slots of the cycle
 // buffer, not in order.
 func TestWorkerRandom(t *testing.T) {
-	w := newWorkerPair(t, WriteBW, 1)
+	w := newWorkerPair(t, 1)
 	cfg := NewConfig(WriteBW)
 	cfg.Iters, cfg.Size, cfg.CQMod = 200, 100, 1
 	w.run(t, cfg, func(c *WorkerConfig) { c.Random = rand.New(rand.NewPCG(1, 2)) })
@@ -281,7 +281,7 @@ func TestWorkerRandom(t *testing.T) {
 // TestWorkerRefuses: a configuration the loops cannot honour is refused,
 // saying why.
 func TestWorkerRefuses(t *testing.T) {
-	w := newWorkerPair(t, WriteBW, 2)
+	w := newWorkerPair(t, 2)
 	for _, tc := range []struct {
 		name string
 		mod  func(*WorkerConfig)

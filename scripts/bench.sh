@@ -114,14 +114,13 @@ for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) = 0 ]; then
 		first=new second=old
 	fi
-	for tree in $first $second; do
-		if [ $tree = old ]; then run old "$dir/old-src" "$r"; else run new "$PWD" "$r"; fi
-	done
+	order="$first $second"
 	if [ "$short" = 1 ]; then
-		for tree in $second $first; do
-			if [ $tree = old ]; then run old "$dir/old-src" "$r"; else run new "$PWD" "$r"; fi
-		done
+		order="$order $second $first"
 	fi
+	for tree in $order; do
+		if [ "$tree" = old ]; then run old "$dir/old-src" "$r"; else run new "$PWD" "$r"; fi
+	done
 done
 cat "$dir"/new.*.txt >"$out"
 status=0

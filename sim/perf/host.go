@@ -165,7 +165,7 @@ func (th *thread) Completed(i, n int, at time.Duration) {
 		q.done++
 		r.measure(q, r.spec.Size, now)
 	}
-	if q.done == q.iters || latency(r.spec.Test) && q.done == r.spec.Iters {
+	if q.done == r.spec.Iters {
 		q.finish()
 	}
 }

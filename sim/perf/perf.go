@@ -447,7 +447,6 @@ type qpRun struct {
 	client   bool
 	rkey     uint32
 	done     int      // a client's operations completed
-	iters    int      // a client's operations: the spec's (a stop time may end them sooner)
 	measured int64    // bytes of its operations in the measured window
 	lastAt   sim.Time // when its last measured operation completed
 	touched  []bool   // Random in real-bytes mode: slots written or read
@@ -641,7 +640,7 @@ func (h *host) newQP(client bool) (*qpRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &qpRun{h: h, qp: qp, idx: idx, client: client, iters: sp.Iters}
+	q := &qpRun{h: h, qp: qp, idx: idx, client: client}
 	if client && sp.Random && !sp.Metadata && !latency(sp.Test) {
 		q.touched = make([]bool, max(sp.Footprint/slotStep(sp.Size), 1))
 	}
