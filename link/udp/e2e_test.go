@@ -13,15 +13,15 @@ import (
 	"github.com/rnic/rnic/wire"
 )
 
-// TestNICOverUDP runs two rnic devices over two links on 127.0.0.1 and
-// 127.0.0.2, port 4791 (the NIC sends to 4791 whatever the link binds),
+// TestNICOverUDP runs two rnic devices over two links on v4a and v4b,
+// port 4791 (the NIC sends to 4791 whatever the link binds),
 // connects RC QPs, writes 1 MiB, reads it back, and checks the data and
 // the devices' ICRC counters: with raw receive every frame's ICRC is
 // verified (rx_icrc_unverified 0); without it every frame is counted as
 // unverified; never an ICRC error.
 func TestNICOverUDP(t *testing.T) {
 	if !portFree(v4a, wire.UDPPort) || !portFree(v4b, wire.UDPPort) {
-		t.Skipf("port %d is taken on 127.0.0.1 or 127.0.0.2: the NIC sends to %d, so this test needs it", wire.UDPPort, wire.UDPPort)
+		t.Skipf("port %d is taken on %v or %v: the NIC sends to %d, so this test needs it", wire.UDPPort, v4a, v4b, wire.UDPPort)
 	}
 	for _, raw := range []udp.RawMode{udp.RawAuto, udp.RawOff} {
 		for _, loss := range []float64{0, 0.01} {
@@ -34,9 +34,9 @@ func TestNICOverUDP(t *testing.T) {
 
 func nicOverUDP(t *testing.T, o udp.Options) {
 	checkGoroutines(t)
-	open := func(addr string, name string) (*udp.Link, *rnic.Device) {
+	open := func(addr netip.Addr, name string) (*udp.Link, *rnic.Device) {
 		lo := o
-		lo.Addr = netip.MustParseAddr(addr)
+		lo.Addr = addr
 		l, err := udp.Open(lo)
 		if err != nil {
 			t.Fatal(err)
@@ -49,8 +49,8 @@ func nicOverUDP(t *testing.T, o udp.Options) {
 		t.Cleanup(func() { d.Close() })
 		return l, d
 	}
-	la, da := open("127.0.0.1", "a")
-	lb, db := open("127.0.0.2", "b")
+	la, da := open(v4a, "a")
+	lb, db := open(v4b, "b")
 	pda, pdb := must(da.AllocPD()), must(db.AllocPD())
 	cqa, cqb := must(da.CreateCQ(256)), must(db.CreateCQ(256))
 	qcap := rnic.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}

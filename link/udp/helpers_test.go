@@ -16,11 +16,14 @@ import (
 	"github.com/rnic/rnic/wire"
 )
 
-// Tests send only to loopback: two IPv4 links on 127.0.0.1 and 127.0.0.2
-// (one port, 4791 if free), or two IPv6 links on ::1 (two ports).
+// Tests send only to loopback: two IPv4 links on 127.0.1.1 and 127.0.1.2
+// (one port, 4791 if free), or two IPv6 links on ::1 (two ports). The
+// IPv4 pair is not the 127.0.0.1 and 127.0.0.2 the other packages' NICs
+// use: go test runs packages at once, and a test here that counts every
+// datagram once counted a stray frame of theirs (TestReceiveDrops, raw).
 var (
-	v4a = netip.MustParseAddr("127.0.0.1")
-	v4b = netip.MustParseAddr("127.0.0.2")
+	v4a = netip.MustParseAddr("127.0.1.1")
+	v4b = netip.MustParseAddr("127.0.1.2")
 	v6  = netip.MustParseAddr("::1")
 )
 
@@ -126,7 +129,7 @@ func pairPorts(t testing.TB, v6pair bool) (uint16, uint16) {
 				return p, p
 			}
 		}
-		t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
+		t.Fatalf("no port free on both %v and %v", v4a, v4b)
 	}
 	pa := uint16(wire.UDPPort)
 	if !portFree(v6, pa) {
@@ -162,10 +165,9 @@ func freePort(t testing.TB, a netip.Addr) uint16 {
 // pair opens two links with options oa and ob (Addr and Port filled in),
 // attaches da and db, closes both at the end of the test and checks that
 // no goroutine of the package outlives them. An IPv4 pair whose Addrs
-// are set keeps them and takes free ports: a test that counts every
-// datagram puts its links on addresses no other test of the tree uses,
-// where no stray frame of another package's NICs (on 127.0.0.1 and
-// 127.0.0.2, port 4791) can land.
+// are set keeps them and takes free ports: a test that needs its own
+// addresses (v4a and v4b are shared by this package's tests) puts its
+// links where no other test's frame can land.
 func pair(t testing.TB, v6pair bool, oa, ob udp.Options, da, db link.Dispatcher) (*udp.Link, *udp.Link) {
 	t.Helper()
 	checkGoroutines(t)

@@ -49,7 +49,7 @@ func TestOpenErrors(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	a, b := pair(t, false, udp.Options{}, udp.Options{MTU: 9000, Raw: udp.RawAuto, GRO: udp.On}, nil, nil)
 	if a.Addr() != v4a || a.MTU() != 65535 || b.MTU() != 9000 {
-		t.Errorf("addr %v MTU %d and %d: want 127.0.0.1, 65535 (loopback's 65536, capped by the IPv4 length) and 9000", a.Addr(), a.MTU(), b.MTU())
+		t.Errorf("addr %v MTU %d and %d: want %v, 65535 (loopback's 65536, capped by the IPv4 length) and 9000", a.Addr(), a.MTU(), b.MTU(), v4a)
 	}
 	var fe *udp.FeatureError
 	if f := b.Features(); f.Raw || !f.GRO || !errors.As(f.RawErr, &fe) {
