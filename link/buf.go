@@ -41,6 +41,23 @@ type Buf struct {
 	// plain flag: a Buf has one owner at a time, and an atomic here would
 	// be a full fence after every packet's payload copy.
 	released bool
+	// ref, when set, holds the frame's payload in place of the bytes at
+	// refAt (see SetRef): memory of the sender's, lent by lenders.
+	ref     []byte
+	refAt   int
+	lenders [2]Lender
+}
+
+// Lender is memory a frame's payload may refer to instead of carrying its
+// bytes (see Buf.SetRef): a sender's registered region, or its QP. Borrow
+// reports whether the memory is still lent and, if so, keeps it so until
+// Return; a lender that takes it back (a region deregistered, a QP
+// destroyed) waits for the borrows in progress to end, and every later
+// Borrow fails. Borrows are short: a copy of one payload, nothing that
+// waits on another NIC.
+type Lender interface {
+	Borrow() bool
+	Return()
 }
 
 // Flags describe a frame's provenance.
@@ -135,6 +152,7 @@ func (b *Buf) Clone() *Buf {
 	c := Get(b.n)
 	copy(c.Bytes(), b.Bytes())
 	c.Flags = b.Flags
+	c.ref, c.refAt, c.lenders = b.ref, b.refAt, b.lenders
 	return c
 }
 
@@ -147,5 +165,84 @@ func (b *Buf) Release() {
 	}
 	b.released = true
 	b.Next = nil
+	b.ref, b.lenders = nil, [2]Lender{}
 	b.pool.Put(b)
+}
+
+// Frames sent by reference. Within one process (link/mem) a sender may
+// leave a frame's payload in its own registered memory and hand over a
+// reference to it: the receiving NIC's DMA engine then copies the bytes
+// straight into their target, one copy where carrying them takes two.
+// RC makes this valid: the buffer belongs to the NIC until the work
+// request completes, and it completes only once the responder has placed
+// the bytes (its ACK says so). The lenders guard the rest: a region
+// deregistered or a QP destroyed while frames are in flight takes its
+// memory back, and a receiver that finds it gone drops the frame, as a
+// wire would have lost it.
+//
+// Such a frame's bytes at the payload's place are undefined, and it is
+// sent FlagNoICRC (its link promised to deliver it intact). A link that
+// changes or shows a frame calls FixICRC, which puts the payload's bytes
+// in the frame first (Materialize).
+
+// SetRef makes payload, lent by l0 and l1 (either may be nil), the
+// frame's payload bytes at offset at of the frame, in place of the
+// frame's own bytes there, which are left undefined.
+func (b *Buf) SetRef(at int, payload []byte, l0, l1 Lender) {
+	if at < 0 || at+len(payload) > b.n {
+		panic("link: SetRef out of the frame")
+	}
+	b.ref, b.refAt, b.lenders = payload, at, [2]Lender{l0, l1}
+}
+
+// Ref returns the payload a frame refers to and its offset in the frame;
+// nil if the frame carries its bytes.
+func (b *Buf) Ref() ([]byte, int) { return b.ref, b.refAt }
+
+// Borrow keeps the memory a frame refers to lent until Return, and
+// reports whether it still is (every lender). A frame that carries its
+// bytes borrows nothing and reports true.
+func (b *Buf) Borrow() bool {
+	if b.ref == nil {
+		return true
+	}
+	for i, l := range b.lenders {
+		if l != nil && !l.Borrow() {
+			for _, o := range b.lenders[:i] {
+				if o != nil {
+					o.Return()
+				}
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// Return ends a Borrow that succeeded.
+func (b *Buf) Return() {
+	if b.ref == nil {
+		return
+	}
+	for _, l := range b.lenders {
+		if l != nil {
+			l.Return()
+		}
+	}
+}
+
+// Materialize copies the payload a frame refers to into the frame and
+// makes it an ordinary frame. It reports false, and leaves the frame as
+// it is, if the memory is no longer lent: the receiver will drop it.
+func (b *Buf) Materialize() bool {
+	if b.ref == nil {
+		return true
+	}
+	if !b.Borrow() {
+		return false
+	}
+	copy(b.Bytes()[b.refAt:], b.ref)
+	b.Return()
+	b.ref, b.lenders = nil, [2]Lender{}
+	return true
 }

@@ -72,10 +72,16 @@ type Inline interface {
 
 // FixICRC computes the ICRC of a frame sent with FlagNoICRC and clears
 // the flag, for a link about to change the frame or show it (a capture
-// must be Wireshark-clean). Other frames are left as they are.
+// must be Wireshark-clean). A frame sent by reference gets its payload's
+// bytes first (Buf.Materialize); one whose memory was taken back keeps
+// its reference and flag, and its receiver drops it. Other frames are
+// left as they are.
 func FixICRC(b *Buf) {
 	if b.Flags&FlagNoICRC == 0 {
 		return
+	}
+	if !b.Materialize() {
+		return // its payload's memory was taken back: the receiver drops it
 	}
 	f := b.Bytes()
 	if crc, err := wire.ComputeICRC(f); err == nil {

@@ -39,7 +39,7 @@ var counterGroups = []struct {
 	}},
 	{"DMA engines", []counterRow{
 		{"dma_descriptors", "scatter/gather descriptors executed"},
-		{"dma_bytes", "payload bytes copied, host memory ↔ packet buffers"},
+		{"dma_bytes", "payload bytes copied: host memory ↔ packet buffers, or a sender's memory → host memory for a frame sent by reference"},
 		{"dma_atomics", "atomic read-modify-writes on host memory"},
 	}},
 	{"wire", []counterRow{
@@ -49,6 +49,8 @@ var counterGroups = []struct {
 		{"rx_bytes", "bytes received"},
 		{"tx_icrc_offloaded", "frames sent without an ICRC: the in-process link delivers them intact"},
 		{"rx_icrc_offloaded", "frames taken without checking the ICRC, for the same reason"},
+		{"tx_payload_refs", "RC frames sent by reference: the payload stays in the sender's registered memory and the receiver's DMA engine copies it from there, once (in process)"},
+		{"rx_ref_revoked", "frames sent by reference dropped on arrival: the sender had deregistered the region or destroyed the QP since"},
 	}},
 	{"protocol engine", []counterRow{
 		{"rx_write_requests", "RDMA WRITE messages placed in memory"},

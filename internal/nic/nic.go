@@ -220,6 +220,9 @@ func New(cfg Config) (*Device, error) {
 	}
 	if in, ok := link.Find[link.Intact](cfg.Link); ok {
 		hw.Engine.ICRCOffload = in.Intact
+		// An intact link within the process (link/mem): RC payloads may
+		// travel by reference, one copy from sender to target.
+		hw.Engine.PayloadRefs = true
 	}
 	core, err := transport.NewCore(hw)
 	if err != nil {

@@ -111,6 +111,9 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 // completions, as ibv_destroy_qp does.
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
+	if qp.loan != nil {
+		qp.loan.TakeBack() // frames still in flight no longer read its buffers
+	}
 	if qp.req.readWait {
 		e.req.readWaiters = slices.DeleteFunc(e.req.readWaiters, func(q *QP) bool { return q == qp })
 	}

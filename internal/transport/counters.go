@@ -72,6 +72,8 @@ const (
 	CQOverruns
 	TxICRCOffloaded // frames sent without an ICRC: the link delivers them intact (link.Intact), as checksum offload on a loopback device
 	RxICRCOffloaded // frames taken without checking the ICRC, for the same reason
+	TxPayloadRefs   // frames sent by reference: their payload stays in the sender's registered memory and the receiver's DMA engine copies it from there (link/mem; Config.PayloadRefs)
+	RxRefRevoked    // frames sent by reference dropped on arrival: the sender had deregistered the region or destroyed the QP since
 	numCounters
 )
 
@@ -136,6 +138,8 @@ var counterNames = [numCounters]string{
 	CQOverruns:              "cq_overruns",
 	TxICRCOffloaded:         "tx_icrc_offloaded",
 	RxICRCOffloaded:         "rx_icrc_offloaded",
+	TxPayloadRefs:           "tx_payload_refs",
+	RxRefRevoked:            "rx_ref_revoked",
 }
 
 // String returns the counter's name as `rnic stat` prints it.

@@ -88,6 +88,14 @@ type Config struct {
 	// right now (link.Intact): the engine then sends them without an ICRC
 	// (FlagNoICRC) and counts TxICRCOffloaded.
 	ICRCOffload func() bool
+	// PayloadRefs lets an RC request whose ICRC is offloaded (above)
+	// carry its payload by reference to the sender's registered memory
+	// instead of its bytes (link.Buf.SetRef), when that memory is the
+	// program's own and one extent: the receiving NIC's DMA engine copies
+	// it straight into its target, once. It counts TxPayloadRefs. UC and
+	// UD always carry bytes: their work completes once sent, and the
+	// buffer is the program's again before a receiver could copy it.
+	PayloadRefs bool
 	// DCQCN turns on congestion control (see DCQCN); nil: none.
 	DCQCN *DCQCN
 	// TIMELY turns on delay-based congestion control instead (see
@@ -503,6 +511,12 @@ func (e *Engine) newFrame(r *wire.Route, op wire.Opcode, payloadLen int) (*link.
 	return b, f, r.HeaderLen()
 }
 
+// icrcOffloaded reports whether a frame on route r goes without its ICRC
+// (Config.ICRCOffload).
+func (e *Engine) icrcOffloaded(r *wire.Route) bool {
+	return e.cfg.ICRCOffload != nil && !r.UDPChecksum && e.cfg.ICRCOffload()
+}
+
 // send finishes a frame (IP/UDP headers, pad, ICRC) and queues it.
 func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	f := b.Bytes()
@@ -516,11 +530,14 @@ func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 	switch {
 	case e.cfg.Metadata:
 		r.WriteHeaders(f)
-	case e.cfg.ICRCOffload != nil && !r.UDPChecksum && e.cfg.ICRCOffload():
+	case e.icrcOffloaded(r):
 		r.WriteHeaders(f)
 		b.Flags |= link.FlagNoICRC
 		e.c[TxICRCOffloaded]++
 	default:
+		// A frame lent its payload when the link was intact: the link
+		// has changed since, and the ICRC needs the bytes.
+		b.Materialize()
 		r.Finish(f)
 	}
 	e.out = append(e.out, b)

@@ -73,8 +73,14 @@ type placedWrite struct {
 }
 
 // canDefer reports whether a received payload may wait for the burst.
+// One sent by reference may not: it is borrowed only while its frame is
+// received.
 func (e *Engine) canDefer() bool {
-	return e.place.max > 0 && e.place.cur != nil && !e.cfg.Metadata
+	if e.place.max == 0 || e.place.cur == nil || e.cfg.Metadata {
+		return false
+	}
+	ref, _ := e.place.cur.Ref()
+	return ref == nil // a borrowed payload is placed while borrowed
 }
 
 // placeReceived writes a received payload into the translated segs, the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/rnic/rnic/internal/hw/atu"
+	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/sched"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
@@ -471,7 +472,7 @@ func (rqr *requester) sendRequest(qp *QP, w *sendWQE, info *wrInfo) (int, bool) 
 			binary.LittleEndian.PutUint64(p.payload, w.cmpAdd)
 		} else if w.inline {
 			e.copyInline(qp, p.payload, qp.sq.inlineData(req.next)[p.off:p.off+p.n])
-		} else if fault := e.gather(qp, qp.sq.sges(req.next), p.off, p.payload); fault != atu.OK {
+		} else if fault := rqr.gatherRequest(qp, route, &p); fault != atu.OK {
 			p.b.Release()
 			e.wqeDone(qp, w, WCLocProtErr)
 			return 0, false
@@ -697,6 +698,34 @@ func (rqr *requester) sendBurst(qp *QP, w *sendWQE, info *wrInfo, k int) (int, b
 		ps[i] = request{}
 	}
 	return int(total), true
+}
+
+// gatherRequest fills request p's payload from the SGL of the WQE being
+// sent: by reference to the program's memory where Config.PayloadRefs
+// allows it (RC, ICRC offloaded, one extent of the program's own memory),
+// else by a DMA gather. Either way the same translation checks the
+// access first, and a retransmission translates and lends again.
+func (rqr *requester) gatherRequest(qp *QP, route *wire.Route, p *request) atu.Fault {
+	e := rqr.e
+	sgl := qp.sq.sges(qp.req.next)
+	if !e.cfg.PayloadRefs || qp.Type != RC || e.cfg.Metadata || !e.icrcOffloaded(route) {
+		return e.gather(qp, sgl, p.off, p.payload)
+	}
+	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(p.off), uint64(len(p.payload)), atu.LocalRead)
+	if f == atu.OK {
+		if mem, l, ok := e.cfg.DMA.Lend(segs); ok && len(mem) == len(p.payload) {
+			if qp.loan == nil {
+				qp.loan = new(bus.Loan)
+			}
+			at := cap(p.b.Bytes()) - cap(p.payload)
+			p.b.SetRef(at, mem, l, qp.loan)
+			e.c[TxPayloadRefs]++ // this NIC's DMA engines move none of it
+		} else {
+			f = e.dmaGather(qp, p.payload, segs)
+		}
+	}
+	e.releaseSegs(segs)
+	return f
 }
 
 // gather translates the part [off, off+len(dst)) of an SGL and has a DMA

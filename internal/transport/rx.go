@@ -18,10 +18,28 @@ func (e *Engine) Receive(now int64, bufs []*link.Buf) {
 		return
 	}
 	for _, b := range bufs {
-		e.receiveOne(b)
+		e.receiveFrame(b)
 		b.Release()
 	}
 	e.resp.flushAcks()
+}
+
+// receiveFrame is receiveOne, with the payload of a frame sent by
+// reference borrowed from its sender for the time it takes: one whose
+// sender took the memory back (deregistered the region, destroyed the
+// QP) is dropped, as lost on the way, and RC sends it again or fails the
+// work request.
+func (e *Engine) receiveFrame(b *link.Buf) {
+	if ref, _ := b.Ref(); ref == nil {
+		e.receiveOne(b)
+		return
+	}
+	if !b.Borrow() {
+		e.c[RxRefRevoked]++
+		return
+	}
+	e.receiveOne(b)
+	b.Return()
 }
 
 // receivePlacing is Receive with placement bursts on (SetPlaceBurst): a
@@ -31,7 +49,7 @@ func (e *Engine) receivePlacing(bufs []*link.Buf) {
 	pb := &e.place
 	for _, b := range bufs {
 		pb.cur = b
-		e.receiveOne(b)
+		e.receiveFrame(b)
 		if pb.held {
 			pb.held = false // the burst releases it once placed
 		} else {
@@ -51,6 +69,15 @@ func (e *Engine) receiveOne(b *link.Buf) {
 	if err := p.Parse(f); err != nil {
 		e.c[RxMalformed]++
 		return
+	}
+	if ref, at := b.Ref(); ref != nil {
+		// The payload is in the sender's memory (receiveFrame borrowed
+		// it); it must be exactly where the headers say the frame's is.
+		if len(ref) != len(p.Payload) || at != len(f)-wire.ICRCSize-p.Pad-len(p.Payload) {
+			e.c[RxMalformed]++
+			return
+		}
+		p.Payload = ref
 	}
 	checkICRC := func() bool {
 		if e.cfg.Metadata {

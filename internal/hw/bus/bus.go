@@ -27,6 +27,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -123,6 +124,66 @@ type mapping struct {
 	rem  *remote
 	sp   Space
 	live bool // false: a tombstone, the slot's last space
+	Loan      // buf lent (Lend); Unmap takes it back
+}
+
+// Lender is memory lent to a reader outside the DMA engines' calls: a
+// frame sent by reference (link.Buf.SetRef) whose receiving NIC copies
+// its payload straight from the sender's region. Borrow reports whether
+// the memory is still lent and keeps it so until Return.
+type Lender interface {
+	Borrow() bool
+	Return()
+}
+
+// Loan is a Lender that its owner takes back once (TakeBack): a mapping
+// when Unmap ends it, a QP when it is destroyed. The zero Loan is lent.
+type Loan struct {
+	// The borrowers (the receiving NICs, on their own cores) write this
+	// line for every frame: it is kept apart from the owner's fields,
+	// which the sending NIC reads for every frame.
+	_       [64]byte
+	borrows atomic.Int32
+	gone    atomic.Bool
+	_       [56]byte
+}
+
+// Borrow implements Lender. A borrow counts itself before it looks at
+// gone, and TakeBack sets gone before it counts the borrows (both
+// sequentially consistent): one of them sees the other, so no borrow
+// succeeds after TakeBack returns.
+func (l *Loan) Borrow() bool {
+	l.borrows.Add(1)
+	if l.gone.Load() {
+		l.borrows.Add(-1)
+		return false
+	}
+	return true
+}
+
+// Return implements Lender.
+func (l *Loan) Return() { l.borrows.Add(-1) }
+
+// TakeBack ends the loan: it waits for the borrows in progress (a copy
+// of a payload each: they do not wait on anything), and every later
+// Borrow fails.
+func (l *Loan) TakeBack() {
+	l.gone.Store(true)
+	for l.borrows.Load() != 0 {
+		runtime.Gosched()
+	}
+}
+
+// Lend returns the bytes behind an extent of the program's own memory
+// and their space as a Lender, for a reader that copies them later
+// without the bus (Lender). It reports false for another process's
+// memory, space NoMemory and anything not mapped: those are gathered.
+func (l *Local) Lend(x Extent) ([]byte, Lender, bool) {
+	b, m, err := l.bytes(x)
+	if err != nil || m == nil || m.rem != nil {
+		return nil, nil, false
+	}
+	return b, &m.Loan, true
 }
 
 // Map makes buf a space of its own (Mapper).
@@ -168,16 +229,22 @@ func (l *Local) add(m *mapping) (Space, error) {
 // Unmap ends a mapping (Mapper). The slot keeps a tombstone with the
 // space's number, so that the next mapping of the slot gets a new
 // generation.
+//
+// Memory lent (Lend) is taken back: Unmap waits for the borrows in
+// progress, which are copies of a payload each, and every later Borrow
+// fails, so nothing reads the buffer after Unmap returns.
 func (l *Local) Unmap(sp Space) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	m := l.lookup(sp)
 	if m == nil {
+		l.mu.Unlock()
 		return fmt.Errorf("%w: space %#x", ErrUnmapped, uint32(sp))
 	}
 	slot := uint32(sp) & slotMask
 	l.dir[slot>>chunkBits].Load()[slot&(chunkSize-1)].Store(&mapping{sp: sp}) // not live: a tombstone
 	l.free = append(l.free, slot)
+	l.mu.Unlock()
+	m.TakeBack()
 	return nil
 }
 

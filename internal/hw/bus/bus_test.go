@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestLocalMapUnmap: a mapped buffer is its own space, reached without a
@@ -218,5 +219,42 @@ func TestLocalGenerations(t *testing.T) {
 			t.Fatalf("mapping 255: space %#x (want %#x back), %v", uint32(s), uint32(sp), err)
 		}
 		l.Unmap(s)
+	}
+}
+
+// TestLendUnmap: memory lent by Lend is the mapping's buffer itself;
+// Unmap waits for a borrow in progress and every later Borrow fails.
+// Another process's region and space NoMemory are not lent.
+func TestLendUnmap(t *testing.T) {
+	var l Local
+	buf := []byte("0123456789")
+	sp, err := l.Map(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, lender, ok := l.Lend(Extent{Space: sp, Addr: 2, Len: 4})
+	if !ok || string(b) != "2345" || &b[0] != &buf[2] {
+		t.Fatalf("Lend = %q, %v", b, ok)
+	}
+	if _, _, ok := l.Lend(Extent{Space: NoMemory, Len: 4}); ok {
+		t.Error("space NoMemory was lent")
+	}
+	if !lender.Borrow() {
+		t.Fatal("Borrow failed while mapped")
+	}
+	unmapped := make(chan struct{})
+	go func() { l.Unmap(sp); close(unmapped) }()
+	select {
+	case <-unmapped:
+		t.Fatal("Unmap returned while a borrow was in progress")
+	case <-time.After(20 * time.Millisecond):
+	}
+	lender.Return()
+	<-unmapped
+	if lender.Borrow() {
+		t.Error("Borrow succeeded after Unmap")
+	}
+	if _, _, ok := l.Lend(Extent{Space: sp, Addr: 2, Len: 4}); ok {
+		t.Error("an unmapped space was lent")
 	}
 }

@@ -88,6 +88,23 @@ func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) (int, error) {
 	return n, err
 }
 
+// Lend returns the host memory behind segs, when it is one extent of
+// the program's own memory, and its lender, for a frame sent by
+// reference (the receiving NIC's DMA engine copies the bytes; this one
+// moves none). It reports false otherwise: the caller gathers.
+func (c *Cluster) Lend(segs []Seg) ([]byte, bus.Lender, bool) {
+	if len(segs) != 1 {
+		return nil, nil, false
+	}
+	l, ok := c.host.(interface {
+		Lend(bus.Extent) ([]byte, bus.Lender, bool)
+	})
+	if !ok {
+		return nil, nil, false // another bus, or a wrapper that injects faults
+	}
+	return l.Lend(segs[0])
+}
+
 // Vectored reports whether the host memory gathers into and scatters
 // from several buffers with one access (bus.VectorGatherer and
 // bus.VectorScatterer): GatherV and ScatterV are then worth calling.

@@ -1,0 +1,60 @@
+package link_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/rnic/rnic/internal/hw/bus"
+	"github.com/rnic/rnic/link"
+)
+
+// TestBufRef: a frame sent by reference gives its payload to whoever
+// materializes it while the memory is lent, shares the reference with
+// its clone, and is left as it is once the memory is taken back.
+func TestBufRef(t *testing.T) {
+	mem := bytes.Repeat([]byte{0xAB}, 100)
+	var region, qp bus.Loan
+	b := link.Get(160)
+	clear(b.Bytes())
+	b.SetRef(40, mem, &region, &qp)
+	if ref, at := b.Ref(); len(ref) != 100 || at != 40 {
+		t.Fatalf("Ref = %d bytes at %d, want 100 at 40", len(ref), at)
+	}
+	c := b.Clone()
+	if !b.Materialize() {
+		t.Fatal("Materialize failed while lent")
+	}
+	if ref, _ := b.Ref(); ref != nil || !bytes.Equal(b.Bytes()[40:140], mem) || b.Bytes()[39] != 0 || b.Bytes()[140] != 0 {
+		t.Fatalf("materialized frame %x", b.Bytes())
+	}
+	b.Release()
+
+	qp.TakeBack() // the QP destroyed: its clone's memory is gone too
+	if c.Borrow() {
+		t.Fatal("Borrow succeeded after the QP took its loan back")
+	}
+	if c.Materialize() {
+		t.Fatal("Materialize succeeded after the QP took its loan back")
+	}
+	if ref, _ := c.Ref(); ref == nil || bytes.Contains(c.Bytes(), []byte{0xAB}) {
+		t.Fatal("a frame whose memory is gone changed")
+	}
+	c.Release()
+
+	// A failed Borrow returns what it borrowed from the lenders before.
+	d := link.Get(160)
+	d.SetRef(40, mem, &region, &qp)
+	d.Borrow()
+	done := make(chan struct{})
+	go func() { region.TakeBack(); close(done) }()
+	<-done // TakeBack would wait forever for a borrow left behind
+	d.Release()
+
+	// A frame that carries its bytes borrows nothing.
+	e := link.Get(64)
+	if !e.Borrow() || !e.Materialize() {
+		t.Fatal("a frame with its bytes could not be borrowed")
+	}
+	e.Return()
+	e.Release()
+}
