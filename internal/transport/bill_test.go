@@ -11,7 +11,7 @@ import (
 // payload as DMA reads on the sender and writes on the receiver, one CQE
 // per signaled completion, and cache misses only the first time.
 func TestBill(t *testing.T) {
-	p := newPair(t, nodeConfig{pathMTU: wire.MTU1024}, nodeConfig{pathMTU: wire.MTU1024})
+	p := newPair(t, nodeConfig{pathMTU: wire.MTU1024, billing: true}, nodeConfig{pathMTU: wire.MTU1024, billing: true})
 	p.A.e.TakeBill()
 	p.B.e.TakeBill()
 	const n = 3000 // three packets at MTU 1024

@@ -90,6 +90,7 @@ type nodeConfig struct {
 	icrcOffload     bool       // Config.ICRCOffload always true: frames go without an ICRC
 	utlb            bool       // CoreConfig.UTLB and BestPageSize: the ATU as the wall-clock NIC has it
 	program         bool       // the QP's queues and the CQs in a C program's memory (programring_test.go)
+	billing         bool       // Config.Billing: the engine as the timing model drives it
 	// noDefaults keeps zero values of timeout, retryCnt, rnrRetry and
 	// minRNRTimer (0 is meaningful for each).
 	noDefaults bool
@@ -200,7 +201,7 @@ func newNode(t testing.TB, name string, gid wire.GID, cfg nodeConfig) *node {
 		MaxQPRdAtom: cfg.devRdAtom, MaxUnackedPSNs: cfg.maxUnacked, MaxReadPSNs: cfg.maxReadPSNs,
 		Host: cfg.host, UTLB: cfg.utlb, BestPageSize: cfg.utlb,
 		Engine: Config{
-			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload), DCQCN: cfg.dcqcn, TIMELY: cfg.timely,
+			AckReqEvery: cfg.ackReqEvery, LocalMTU: cfg.localMTU, GID: gid, ICRCOffload: offload(cfg.icrcOffload), DCQCN: cfg.dcqcn, TIMELY: cfg.timely, Billing: cfg.billing,
 			Event: func(ev Event) { n.events = append(n.events, ev) },
 			Trace: func(s string) { n.trace = append(n.trace, s) },
 		},

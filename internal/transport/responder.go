@@ -372,6 +372,89 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 	return true
 }
 
+// writeTarget is the wall-clock responder's translation of the target
+// of the WRITE it is placing: the host extents of the whole RETH range,
+// made at its first packet (which checks the whole range anyway), from
+// which each later packet's part is cut, while the ATU's tables stay as
+// they were (ATU.Tables: any registration, deregistration, bind or
+// invalidation since, and the packets are translated one by one again).
+// A hardware RNIC keeps a message's memory key context the same way. The
+// timing model translates every packet, as its profiles were calibrated
+// (Config.Billing), and so does the wall clock for a target of more than
+// maxTargetSegs extents (pages that are not contiguous on the bus).
+type writeTarget struct {
+	qp      *QP
+	tables  uint64
+	key     uint32
+	va, len uint64
+	segs    []atu.Seg
+}
+
+const maxTargetSegs = 16
+
+// translateTarget checks the whole target of the WRITE starting on qp
+// and, on the wall clock, keeps its translation in e.wt.
+func (rsp *responder) translateTarget(qp *QP) atu.Fault {
+	e := rsp.e
+	resp := &qp.resp
+	r := atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+		VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}
+	wt := &e.wt
+	wt.qp = nil
+	if e.cfg.Billing || e.cfg.Metadata {
+		r.CheckOnly = true
+		segs, f := e.translate(&r, e.segs[:0])
+		e.releaseSegs(segs)
+		return f
+	}
+	tables := e.cfg.ATU.Tables() // read first: a change during the walk makes it stale
+	segs, f := e.translate(&r, wt.segs[:0])
+	if f == atu.OK && len(segs) <= maxTargetSegs {
+		wt.qp, wt.tables, wt.key, wt.va, wt.len, wt.segs = qp, tables, r.Key, r.VA, r.Len, segs
+	} else {
+		clear(segs)
+		wt.segs = segs[:0]
+		if cap(segs) > maxTargetSegs {
+			wt.segs = nil
+		}
+	}
+	return f
+}
+
+// cut returns the extents of bytes [off, off+n) of the WRITE target
+// (key, va) of qp, appended to dst, or nil if the translation kept is not
+// of that target or no longer right (the caller translates).
+func (wt *writeTarget) cut(qp *QP, tables uint64, key uint32, va, off, n uint64, dst []atu.Seg) ([]atu.Seg, atu.Fault) {
+	if wt.qp != qp || wt.tables != tables || wt.key != key || wt.va != va || off+n > wt.len {
+		return nil, atu.OK
+	}
+	for _, s := range wt.segs {
+		if n == 0 {
+			break
+		}
+		l := uint64(s.Len)
+		if off >= l {
+			off -= l
+			continue
+		}
+		take := min(l-off, n)
+		s.Addr += off
+		s.Len = uint32(take)
+		dst = append(dst, s)
+		off, n = 0, n-take
+	}
+	return dst, atu.OK
+}
+
+// drop forgets qp's WRITE target (its last packet is placed).
+func (wt *writeTarget) drop(qp *QP) {
+	if wt.qp == qp {
+		wt.qp = nil
+		clear(wt.segs)
+		wt.segs = wt.segs[:0]
+	}
+}
+
 func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
 	e := rsp.e
 	resp := &qp.resp
@@ -386,10 +469,9 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		if !last && resp.wlen > 0 {
 			// Check the whole RETH range before placing the first byte,
 			// so a WRITE that would overrun its region changes nothing
-			// (a single-packet WRITE is checked whole just below).
-			segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true, CheckOnly: true}, e.segs[:0])
-			e.releaseSegs(segs)
+			// (a single-packet WRITE is checked whole just below). The
+			// wall clock keeps the translation for the later packets.
+			f := rsp.translateTarget(qp)
 			if f != atu.OK {
 				e.count(qp, RespRemoteAccessErrors)
 				rsp.accessError(qp, psn)
@@ -413,8 +495,11 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		return false
 	}
 	if n > 0 {
-		segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-			VA: resp.wva + uint64(resp.woff), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+		segs, f := e.wt.cut(qp, e.cfg.ATU.Tables(), resp.wrkey, resp.wva, uint64(resp.woff), uint64(n), e.segs[:0])
+		if segs == nil {
+			segs, f = e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+				VA: resp.wva + uint64(resp.woff), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
+		}
 		if f != atu.OK {
 			e.segs = segs[:0]
 			e.count(qp, RespRemoteAccessErrors)
@@ -440,6 +525,7 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 	if !last {
 		return true
 	}
+	e.wt.drop(qp)
 	resp.msg = msgNone
 	resp.msn = (resp.msn + 1) & wire.PSNMask
 	if imm {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/cache"
@@ -117,7 +118,15 @@ type ATU struct {
 	loadMPTFn func(uint32) (MPTEntry, bool)
 	loadMTTFn func(uint32) (MTTEntry, bool)
 	utlb      utlb
+	tables    atomic.Uint64 // Tables
 }
+
+// Tables counts the changes to the MPT and MTT: every registration,
+// deregistration, bind and invalidation advances it. A translation made
+// while it read n is still right while it reads n, which lets an engine
+// keep one for the packets of a message (the wall-clock responder's
+// WRITE target).
+func (u *ATU) Tables() uint64 { return u.tables.Load() }
 
 // utlb is the ATU's micro-TLB: a few direct-mapped slots in front of the
 // MPT and MTT caches, each keeping an entry read through them, valid
@@ -157,6 +166,7 @@ func viaUTLB[V any](t *utlb, s *utlbSlot[V], key uint32, c *cache.Cache[uint32, 
 // changed marks the tables changed: every entry the micro-TLB holds is
 // stale.
 func (u *ATU) changed() {
+	u.tables.Add(1)
 	if u.utlb.gen != 0 {
 		u.utlb.gen++
 	}
