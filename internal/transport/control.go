@@ -114,6 +114,7 @@ func (e *Engine) DestroyQP(qp *QP) {
 	if qp.loan != nil {
 		qp.loan.TakeBack() // frames still in flight no longer read its buffers
 	}
+	e.wt.drop(qp)
 	if qp.req.readWait {
 		e.req.readWaiters = slices.DeleteFunc(e.req.readWaiters, func(q *QP) bool { return q == qp })
 	}

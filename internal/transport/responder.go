@@ -372,63 +372,57 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 	return true
 }
 
-// writeTarget is the wall-clock responder's translation of the target
-// of the WRITE it is placing: the host extents of the whole RETH range,
-// made at its first packet (which checks the whole range anyway), from
-// which each later packet's part is cut, while the ATU's tables stay as
-// they were (ATU.Tables: any registration, deregistration, bind or
-// invalidation since, and the packets are translated one by one again).
-// A hardware RNIC keeps a message's memory key context the same way. The
+// writeTarget is the wall-clock responder's translation of a window of
+// the target of the WRITE it is placing: the host extents of up to
+// targetWindow bytes from the packet that needed it, from which that
+// packet's part and the next ones' are cut while the ATU's tables stay as
+// they were (ATU.Tables: after any registration, deregistration, bind or
+// invalidation the window is translated again). A hardware RNIC keeps a
+// message's memory key context and its pages the same way. The window
+// bounds the work to the bytes that arrive (a packet claiming 1 GiB walks
+// no more of the MTT than one claiming its own length), and a page is
+// looked up once per message, not once per packet crossing it. The
 // timing model translates every packet, as its profiles were calibrated
-// (Config.Billing), and so does the wall clock for a target of more than
-// maxTargetSegs extents (pages that are not contiguous on the bus).
+// (Config.Billing).
 type writeTarget struct {
-	qp      *QP
-	tables  uint64
-	key     uint32
-	va, len uint64
-	segs    []atu.Seg
+	qp       *QP
+	tables   uint64
+	key      uint32
+	va       uint64
+	off, len uint32 // the window: bytes [off, off+len) of the target
+	segs     []atu.Seg
 }
 
-const maxTargetSegs = 16
+const targetWindow = 256 << 10
 
-// translateTarget checks the whole target of the WRITE starting on qp
-// and, on the wall clock, keeps its translation in e.wt.
-func (rsp *responder) translateTarget(qp *QP) atu.Fault {
+// targetSegs translates bytes [off, off+n) of the target of the WRITE
+// qp is receiving into e.segs: from the window kept, on the wall clock.
+func (rsp *responder) targetSegs(qp *QP, off, n uint32) ([]atu.Seg, atu.Fault) {
 	e := rsp.e
 	resp := &qp.resp
 	r := atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-		VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}
-	wt := &e.wt
-	wt.qp = nil
+		VA: resp.wva + uint64(off), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}
 	if e.cfg.Billing || e.cfg.Metadata {
-		r.CheckOnly = true
-		segs, f := e.translate(&r, e.segs[:0])
-		e.releaseSegs(segs)
-		return f
+		return e.translate(&r, e.segs[:0])
 	}
+	wt := &e.wt
 	tables := e.cfg.ATU.Tables() // read first: a change during the walk makes it stale
-	segs, f := e.translate(&r, wt.segs[:0])
-	if f == atu.OK && len(segs) <= maxTargetSegs {
-		wt.qp, wt.tables, wt.key, wt.va, wt.len, wt.segs = qp, tables, r.Key, r.VA, r.Len, segs
-	} else {
-		clear(segs)
-		wt.segs = segs[:0]
-		if cap(segs) > maxTargetSegs {
-			wt.segs = nil
+	if wt.qp != qp || wt.tables != tables || wt.key != resp.wrkey || wt.va != resp.wva || off < wt.off || off+n > wt.off+wt.len {
+		wt.qp = nil
+		r.Len = uint64(max(n, min(targetWindow, resp.wlen-off)))
+		segs, f := e.translate(&r, wt.segs[:0])
+		wt.segs = segs
+		if f != atu.OK {
+			return e.segs[:0], f
 		}
+		wt.qp, wt.tables, wt.key, wt.va, wt.off, wt.len = qp, tables, resp.wrkey, resp.wva, off, uint32(r.Len)
 	}
-	return f
+	return cutSegs(e.segs[:0], wt.segs, uint64(off-wt.off), uint64(n)), atu.OK
 }
 
-// cut returns the extents of bytes [off, off+n) of the WRITE target
-// (key, va) of qp, appended to dst, or nil if the translation kept is not
-// of that target or no longer right (the caller translates).
-func (wt *writeTarget) cut(qp *QP, tables uint64, key uint32, va, off, n uint64, dst []atu.Seg) ([]atu.Seg, atu.Fault) {
-	if wt.qp != qp || wt.tables != tables || wt.key != key || wt.va != va || off+n > wt.len {
-		return nil, atu.OK
-	}
-	for _, s := range wt.segs {
+// cutSegs appends to dst the extents of bytes [off, off+n) of segs.
+func cutSegs(dst, segs []atu.Seg, off, n uint64) []atu.Seg {
+	for _, s := range segs {
 		if n == 0 {
 			break
 		}
@@ -443,7 +437,7 @@ func (wt *writeTarget) cut(qp *QP, tables uint64, key uint32, va, off, n uint64,
 		dst = append(dst, s)
 		off, n = 0, n-take
 	}
-	return dst, atu.OK
+	return dst
 }
 
 // drop forgets qp's WRITE target (its last packet is placed).
@@ -469,9 +463,10 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		if !last && resp.wlen > 0 {
 			// Check the whole RETH range before placing the first byte,
 			// so a WRITE that would overrun its region changes nothing
-			// (a single-packet WRITE is checked whole just below). The
-			// wall clock keeps the translation for the later packets.
-			f := rsp.translateTarget(qp)
+			// (a single-packet WRITE is checked whole just below).
+			segs, f := e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+				VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true, CheckOnly: true}, e.segs[:0])
+			e.releaseSegs(segs)
 			if f != atu.OK {
 				e.count(qp, RespRemoteAccessErrors)
 				rsp.accessError(qp, psn)
@@ -495,11 +490,7 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		return false
 	}
 	if n > 0 {
-		segs, f := e.wt.cut(qp, e.cfg.ATU.Tables(), resp.wrkey, resp.wva, uint64(resp.woff), uint64(n), e.segs[:0])
-		if segs == nil {
-			segs, f = e.translate(&atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-				VA: resp.wva + uint64(resp.woff), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}, e.segs[:0])
-		}
+		segs, f := rsp.targetSegs(qp, resp.woff, n)
 		if f != atu.OK {
 			e.segs = segs[:0]
 			e.count(qp, RespRemoteAccessErrors)
