@@ -402,8 +402,8 @@ func (rsp *responder) targetSegs(qp *QP, off, n uint32) ([]atu.Seg, atu.Fault) {
 	resp := &qp.resp
 	r := atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
 		VA: resp.wva + uint64(off), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}
-	if e.cfg.Billing || e.cfg.Metadata {
-		return e.translate(&r, e.segs[:0])
+	if e.cfg.Billing || e.cfg.Metadata || n == resp.wlen {
+		return e.translate(&r, e.segs[:0]) // a WRITE of one packet: nothing to keep
 	}
 	wt := &e.wt
 	tables := e.cfg.ATU.Tables() // read first: a change during the walk makes it stale
