@@ -25,15 +25,22 @@ import (
 
 const benchDepth = 64
 
-func BenchmarkWriteBW(b *testing.B) {
+func BenchmarkWriteBW(b *testing.B) { benchBW(b, rnic.WRRDMAWrite) }
+
+// BenchmarkReadBW is WriteBW with READs: a READs b's region into its own
+// (b's NIC reads and sends, a's places), at most the QP's 16 outstanding.
+func BenchmarkReadBW(b *testing.B) { benchBW(b, rnic.WRRDMARead) }
+
+func benchBW(b *testing.B, op rnic.WROpcode) {
 	for _, size := range []int{64, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(sizeName(size), func(b *testing.B) {
-			p := newPair(b, pairOpts{cap: rnic.QPCap{MaxSendWR: benchDepth * 2, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			p := newPair(b, pairOpts{cap: rnic.QPCap{MaxSendWR: benchDepth * 2, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1},
+				conn: rnic.ConnParams{Access: rnic.AccessRemoteWrite | rnic.AccessRemoteRead, MaxRdAtomic: 16, MaxDestRdAtomic: 16}})
 			src := make([]byte, size)
 			dst := make([]byte, size)
 			mra := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
-			mrb := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
-			wr := rnic.SendWR{Opcode: rnic.WRRDMAWrite, SGL: []rnic.SGE{mra.SGE(0, size)}, RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}
+			mrb := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite|rnic.AccessRemoteWrite|rnic.AccessRemoteRead))
+			wr := rnic.SendWR{Opcode: op, SGL: []rnic.SGE{mra.SGE(0, size)}, RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}
 			wcs := make([]rnic.WC, benchDepth)
 			ctx := context.Background()
 			// Every 16th WRITE is signaled (as perftest's cq_mod); a

@@ -215,7 +215,7 @@ func (cpl *completer) readResponse(qp *QP, idx uint32, w *sendWQE, p *wire.Packe
 		return false
 	}
 	if want > 0 {
-		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, w: w}, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload, psn != w.lastPSN)
+		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, w: w}, &e.xw[xwReadTarget], w.firstPSN == w.lastPSN, qp.PD, qp.sq.sges(idx), uint64(off), p.Payload, psn != w.lastPSN)
 		if !ok {
 			return true // a response of this READ before this one faulted
 		}

@@ -114,7 +114,9 @@ func (e *Engine) DestroyQP(qp *QP) {
 	if qp.loan != nil {
 		qp.loan.TakeBack() // frames still in flight no longer read its buffers
 	}
-	e.wt.drop(qp)
+	for i := range e.xw {
+		e.xw[i].drop(qp)
+	}
 	if qp.req.readWait {
 		e.req.readWaiters = slices.DeleteFunc(e.req.readWaiters, func(q *QP) bool { return q == qp })
 	}

@@ -152,8 +152,8 @@ type Engine struct {
 
 	c    Counters
 	bill Bill
-	segs []atu.Seg   // translation scratch
-	wt   writeTarget // the WRITE being placed, translated once (wall clock)
+	segs []atu.Seg               // translation scratch
+	xw   [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
 
 	// gatherBurst is how many packets of a message the requester builds
 	// before gathering their payloads with one DMA access

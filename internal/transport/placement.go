@@ -101,9 +101,16 @@ func (e *Engine) placeReceived(pw placedWrite, segs []atu.Seg, src []byte, more 
 	return e.dmaScatter(pw.qp, segs, src), true
 }
 
-// scatterReceived is scatter (a local SGL) with placeReceived.
-func (e *Engine) scatterReceived(pw placedWrite, pd uint32, sgl []SGE, off uint64, src []byte, more bool) (atu.Fault, bool) {
-	segs, f := e.translateSGL(pw.qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
+// scatterReceived is scatter (a local SGL) with placeReceived; through
+// translation window w if not nil (one: the message is this packet).
+func (e *Engine) scatterReceived(pw placedWrite, w *xlateWindow, one bool, pd uint32, sgl []SGE, off uint64, src []byte, more bool) (atu.Fault, bool) {
+	var segs []atu.Seg
+	var f atu.Fault
+	if w != nil {
+		segs, f = e.windowSGL(w, pw.qp, one, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
+	} else {
+		segs, f = e.translateSGL(pw.qp, pd, sgl, off, uint64(len(src)), atu.LocalWrite)
+	}
 	ok := true
 	if f == atu.OK {
 		f, ok = e.placeReceived(pw, segs, src, more)

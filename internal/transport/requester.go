@@ -708,11 +708,11 @@ func (rqr *requester) sendBurst(qp *QP, w *sendWQE, info *wrInfo, k int) (int, b
 func (rqr *requester) gatherRequest(qp *QP, route *wire.Route, p *request) atu.Fault {
 	e := rqr.e
 	sgl := qp.sq.sges(qp.req.next)
-	if !e.cfg.PayloadRefs || qp.Type != RC || e.cfg.Metadata || !e.icrcOffloaded(route) {
-		return e.gather(qp, sgl, p.off, p.payload)
-	}
-	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(p.off), uint64(len(p.payload)), atu.LocalRead)
-	if f == atu.OK {
+	lend := e.cfg.PayloadRefs && qp.Type == RC && !e.cfg.Metadata && e.icrcOffloaded(route)
+	segs, f := e.windowSGL(&e.xw[xwGather], qp, p.off == 0 && p.last, qp.PD, sgl, uint64(p.off), uint64(len(p.payload)), atu.LocalRead)
+	if f == atu.OK && !lend {
+		f = e.dmaGather(qp, p.payload, segs)
+	} else if f == atu.OK {
 		if mem, l, ok := e.cfg.DMA.Lend(segs); ok && len(mem) == len(p.payload) {
 			if qp.loan == nil {
 				qp.loan = new(bus.Loan)
@@ -723,17 +723,6 @@ func (rqr *requester) gatherRequest(qp *QP, route *wire.Route, p *request) atu.F
 		} else {
 			f = e.dmaGather(qp, p.payload, segs)
 		}
-	}
-	e.releaseSegs(segs)
-	return f
-}
-
-// gather translates the part [off, off+len(dst)) of an SGL and has a DMA
-// engine copy it into dst.
-func (e *Engine) gather(qp *QP, sgl []SGE, off uint32, dst []byte) atu.Fault {
-	segs, f := e.translateSGL(qp, qp.PD, sgl, uint64(off), uint64(len(dst)), atu.LocalRead)
-	if f == atu.OK {
-		f = e.dmaGather(qp, dst, segs)
 	}
 	e.releaseSegs(segs)
 	return f

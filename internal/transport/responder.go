@@ -336,7 +336,7 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 		return false
 	}
 	if n > 0 {
-		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, send: true}, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload, !last)
+		f, ok := e.scatterReceived(placedWrite{qp: qp, psn: psn, send: true}, nil, false, rsp.recvPD(qp), resp.recv.sge, resp.recvOff, p.Payload, !last)
 		if !ok {
 			return false // a payload of this SEND before this packet faulted
 		}
@@ -370,83 +370,6 @@ func (rsp *responder) recvSend(qp *QP, p *wire.Packet, psn wire.PSN, first, last
 	resp.msn = (resp.msn + 1) & wire.PSNMask
 	e.cqe(qp, qp.recvCQN(), &wc, p.BTH.SE())
 	return true
-}
-
-// writeTarget is the wall-clock responder's translation of a window of
-// the target of the WRITE it is placing: the host extents of up to
-// targetWindow bytes from the packet that needed it, from which that
-// packet's part and the next ones' are cut while the ATU's tables stay as
-// they were (ATU.Tables: after any registration, deregistration, bind or
-// invalidation the window is translated again). A hardware RNIC keeps a
-// message's memory key context and its pages the same way. The window
-// bounds the work to the bytes that arrive (a packet claiming 1 GiB walks
-// no more of the MTT than one claiming its own length), and a page is
-// looked up once per message, not once per packet crossing it. The
-// timing model translates every packet, as its profiles were calibrated
-// (Config.Billing).
-type writeTarget struct {
-	qp       *QP
-	tables   uint64
-	key      uint32
-	va       uint64
-	off, len uint32 // the window: bytes [off, off+len) of the target
-	segs     []atu.Seg
-}
-
-const targetWindow = 256 << 10
-
-// targetSegs translates bytes [off, off+n) of the target of the WRITE
-// qp is receiving into e.segs: from the window kept, on the wall clock.
-func (rsp *responder) targetSegs(qp *QP, off, n uint32) ([]atu.Seg, atu.Fault) {
-	e := rsp.e
-	resp := &qp.resp
-	r := atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
-		VA: resp.wva + uint64(off), Len: uint64(n), Access: atu.RemoteWrite, Remote: true}
-	if e.cfg.Billing || e.cfg.Metadata || n == resp.wlen {
-		return e.translate(&r, e.segs[:0]) // a WRITE of one packet: nothing to keep
-	}
-	wt := &e.wt
-	tables := e.cfg.ATU.Tables() // read first: a change during the walk makes it stale
-	if wt.qp != qp || wt.tables != tables || wt.key != resp.wrkey || wt.va != resp.wva || off < wt.off || off+n > wt.off+wt.len {
-		wt.qp = nil
-		r.Len = uint64(max(n, min(targetWindow, resp.wlen-off)))
-		segs, f := e.translate(&r, wt.segs[:0])
-		wt.segs = segs
-		if f != atu.OK {
-			return e.segs[:0], f
-		}
-		wt.qp, wt.tables, wt.key, wt.va, wt.off, wt.len = qp, tables, resp.wrkey, resp.wva, off, uint32(r.Len)
-	}
-	return cutSegs(e.segs[:0], wt.segs, uint64(off-wt.off), uint64(n)), atu.OK
-}
-
-// cutSegs appends to dst the extents of bytes [off, off+n) of segs.
-func cutSegs(dst, segs []atu.Seg, off, n uint64) []atu.Seg {
-	for _, s := range segs {
-		if n == 0 {
-			break
-		}
-		l := uint64(s.Len)
-		if off >= l {
-			off -= l
-			continue
-		}
-		take := min(l-off, n)
-		s.Addr += off
-		s.Len = uint32(take)
-		dst = append(dst, s)
-		off, n = 0, n-take
-	}
-	return dst
-}
-
-// drop forgets qp's WRITE target (its last packet is placed).
-func (wt *writeTarget) drop(qp *QP) {
-	if wt.qp == qp {
-		wt.qp = nil
-		clear(wt.segs)
-		wt.segs = wt.segs[:0]
-	}
 }
 
 func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, last bool) bool {
@@ -490,7 +413,8 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 		return false
 	}
 	if n > 0 {
-		segs, f := rsp.targetSegs(qp, resp.woff, n)
+		segs, f := e.windowSegs(&e.xw[xwWriteTarget], qp, n == resp.wlen, &atu.Request{Key: resp.wrkey, PD: qp.PD, QPN: qp.QPN,
+			VA: resp.wva, Len: uint64(resp.wlen), Access: atu.RemoteWrite, Remote: true}, uint64(resp.woff), uint64(n))
 		if f != atu.OK {
 			e.segs = segs[:0]
 			e.count(qp, RespRemoteAccessErrors)
@@ -516,7 +440,7 @@ func (rsp *responder) recvWrite(qp *QP, p *wire.Packet, psn wire.PSN, first, las
 	if !last {
 		return true
 	}
-	e.wt.drop(qp)
+	e.xw[xwWriteTarget].drop(qp)
 	resp.msg = msgNone
 	resp.msn = (resp.msn + 1) & wire.PSNMask
 	if imm {
@@ -882,8 +806,8 @@ func (rsp *responder) serveResponses(qp *QP, g sched.Grant) (pkts, bytes int) {
 		b, n, off := rp.b, rp.n, rp.off
 		if n > 0 {
 			payload := rp.payload
-			segs, fault := e.translate(&atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va + uint64(off),
-				Len: uint64(n), Access: atu.RemoteRead, Remote: true}, e.segs[:0])
+			segs, fault := e.windowSegs(&e.xw[xwReadSource], qp, n == r.length, &atu.Request{Key: r.rkey, PD: qp.PD, QPN: qp.QPN, VA: r.va,
+				Len: uint64(r.length), Access: atu.RemoteRead, Remote: true}, uint64(off), uint64(n))
 			if fault != atu.OK && r.replay {
 				// A duplicate asked for a READ that was answered while its
 				// region was valid; the region has gone since. The
