@@ -34,7 +34,7 @@ var counterGroups = []struct {
 		{"mpt_cache_miss", "memory key fetched from host memory"},
 		{"mtt_cache_hit", "page translation (MTT entry) found on chip"},
 		{"mtt_cache_miss", "page translation fetched from host memory"},
-		{"atu_translations", "address translations (key, VA, length → pages)"},
+		{"atu_translations", "address translations (key, VA, length → pages): one per packet in virtual time, one per window of up to 256 KiB of a message on the wall clock"},
 		{"atu_utlb_hit", "MPT and MTT entries found in the ATU's micro-TLB, before the caches"},
 	}},
 	{"DMA engines", []counterRow{
