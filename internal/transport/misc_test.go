@@ -155,17 +155,7 @@ func TestInvalidate(t *testing.T) {
 	setup := func(t *testing.T) (*solo, uint32) {
 		s := newSolo(t, nodeConfig{})
 		n := s.n
-		buf := make([]byte, 4096)
-		mr := n.regMR(testPD, buf, 0x900000, atu.LocalWrite|atu.MWBind)
-		mw, err := n.atu.AllocMW(testPD, atu.KindMW2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := mw&^0xFF | 0x21
-		if f := n.atu.BindMW(atu.Bind{MW: mw, NewKey: key, MR: mr, PD: testPD, QPN: n.qp.QPN, VA: 0x900000, Length: 4096, Access: atu.RemoteWrite}); f != atu.OK {
-			t.Fatal(f)
-		}
-		return s, key
+		return s, bindMW2(t, n, make([]byte, 4096), 0x900000, atu.RemoteWrite)
 	}
 	t.Run("remote", func(t *testing.T) {
 		s, key := setup(t)

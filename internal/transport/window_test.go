@@ -24,15 +24,7 @@ func TestWriteTargetKept(t *testing.T) {
 			s := newSolo(t, nodeConfig{pathMTU: wire.MTU1024})
 			n := s.n
 			buf := make([]byte, 4096)
-			mr := n.regMR(testPD, buf, 0x900000, atu.LocalWrite|atu.MWBind)
-			mw, err := n.atu.AllocMW(testPD, atu.KindMW2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := mw&^0xFF | 0x21
-			if f := n.atu.BindMW(atu.Bind{MW: mw, NewKey: key, MR: mr, PD: testPD, QPN: n.qp.QPN, VA: 0x900000, Length: 4096, Access: atu.RemoteWrite}); f != atu.OK {
-				t.Fatal(f)
-			}
+			key := bindMW2(t, n, buf, 0x900000, atu.RemoteWrite)
 			s.send(hdrs{Op: wire.OpRCWriteFirst, PSN: 0, RETH: reth{VA: 0x900000, RKey: key, Len: 3072}, Payload: pattern(1024, 1)})
 			translations := n.atu.Stats().Translations
 			if invalidate {
@@ -72,15 +64,7 @@ func TestReadSourceKept(t *testing.T) {
 			s := newSolo(t, nodeConfig{pathMTU: wire.MTU1024})
 			n := s.n
 			buf := pattern(4096, 7)
-			mr := n.regMR(testPD, buf, 0x900000, atu.LocalWrite|atu.MWBind)
-			mw, err := n.atu.AllocMW(testPD, atu.KindMW2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := mw&^0xFF | 0x21
-			if f := n.atu.BindMW(atu.Bind{MW: mw, NewKey: key, MR: mr, PD: testPD, QPN: n.qp.QPN, VA: 0x900000, Length: 4096, Access: atu.RemoteRead}); f != atu.OK {
-				t.Fatal(f)
-			}
+			key := bindMW2(t, n, buf, 0x900000, atu.RemoteRead)
 			f := s.frame(hdrs{Op: wire.OpRCReadRequest, PSN: 0, AckReq: true, RETH: reth{VA: 0x900000, RKey: key, Len: 3072}})
 			b := link.Get(len(f))
 			copy(b.Bytes(), f)
@@ -120,4 +104,21 @@ func TestReadSourceKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bindMW2 registers buf at iova and binds a type 2 memory window over all
+// of it to n's QP with the given remote rights; it returns the window's
+// key.
+func bindMW2(t *testing.T, n *node, buf []byte, iova uint64, access atu.Access) uint32 {
+	t.Helper()
+	mr := n.regMR(testPD, buf, iova, atu.LocalWrite|atu.MWBind)
+	mw, err := n.atu.AllocMW(testPD, atu.KindMW2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mw&^0xFF | 0x21
+	if f := n.atu.BindMW(atu.Bind{MW: mw, NewKey: key, MR: mr, PD: testPD, QPN: n.qp.QPN, VA: iova, Length: uint64(len(buf)), Access: access}); f != atu.OK {
+		t.Fatal(f)
+	}
+	return key
 }
