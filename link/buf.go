@@ -134,6 +134,7 @@ func (b *Buf) Push(n int) []byte {
 	}
 	b.off -= n
 	b.n += n
+	b.refAt += n // a payload sent by reference stays where it was
 	return b.mem[b.off : b.off+n]
 }
 
@@ -144,6 +145,7 @@ func (b *Buf) Pull(n int) {
 	}
 	b.off += n
 	b.n -= n
+	b.refAt -= n
 }
 
 // Clone returns a new buffer holding a copy of the frame (used by fault

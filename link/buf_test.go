@@ -50,6 +50,16 @@ func TestBufRef(t *testing.T) {
 	<-done // TakeBack would wait forever for a borrow left behind
 	d.Release()
 
+	// A header pushed in front (a capture's Ethernet header) moves the
+	// frame's start, not the payload.
+	f := link.Get(160)
+	f.SetRef(40, mem, nil, nil)
+	f.Push(14)
+	if _, at := f.Ref(); at != 54 || !f.Materialize() || !bytes.Equal(f.Bytes()[54:154], mem) {
+		t.Fatalf("after Push(14): payload at %d, frame %x", at, f.Bytes())
+	}
+	f.Release()
+
 	// A frame that carries its bytes borrows nothing.
 	e := link.Get(64)
 	if !e.Borrow() || !e.Materialize() {
