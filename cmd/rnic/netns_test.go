@@ -180,7 +180,24 @@ func TestNamespaces(t *testing.T) {
 			// FI_VERBS_IFACE is a name or a prefix: the two veths'
 			// common prefix names both hosts' interfaces.
 			iface := srv.ifname[:len(srv.ifname)-1]
-			out, so := pair(t, []string{"FI_VERBS_IFACE=" + iface}, "Connection refused", s, c)
+			env := []string{"FI_VERBS_IFACE=" + iface}
+			if _, err := exec.LookPath("fi_pingpong"); err != nil {
+				t.Skip("skipped: no fi_pingpong here")
+			}
+			out, so, err := serverClient(srv.cmd(env, s...), func() *exec.Cmd { return cli.cmd(env, c...) }, "Connection refused")
+			if err != nil && tc.ep == "rdm" && strings.Contains(err.Error(), "terminated with signal 11") &&
+				regexp.MustCompile(`(?m)^1m\s+50\s+=50\s`).MatchString(err.Error()) {
+				// Debian 12's libfabric (1.17) crashes now and then in
+				// ofi_rxm's teardown, after every size has passed and
+				// been checked (seen in about one run in ten; not
+				// understood: no symbols). Once is tolerated and shown;
+				// twice in a row fails.
+				t.Logf("fi_pingpong RDM crashed at teardown after its last size; running it again:\n%v", err)
+				out, so, err = serverClient(srv.cmd(env, s...), func() *exec.Cmd { return cli.cmd(env, c...) }, "Connection refused")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 			// One line per size: bytes, iterations ("=50": each
 			// checked), total, time, rates; the largest is 1m.
 			for _, o := range []string{out, so} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -14,10 +15,19 @@ import (
 // and returns what each printed. Either failing fails t.
 func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry string) (cliOut, srvOut string) {
 	t.Helper()
+	cliOut, srvOut, err := serverClient(srv, cli, retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cliOut, srvOut
+}
+
+// serverClient is runServerClient returning the failure instead.
+func serverClient(srv *exec.Cmd, cli func() *exec.Cmd, retry string) (cliOut, srvOut string, err error) {
 	var so strings.Builder
 	srv.Stdout, srv.Stderr = &so, &so
 	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
@@ -36,7 +46,6 @@ func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry st
 	}
 	again := regexp.MustCompile(retry)
 	var out []byte
-	var err error
 	for try := 0; try < 60; try++ {
 		out, err = cli().CombinedOutput()
 		if err == nil || !again.Match(out) {
@@ -46,18 +55,18 @@ func runServerClient(t *testing.T, srv *exec.Cmd, cli func() *exec.Cmd, retry st
 	}
 	name := srv.Args[0]
 	if err != nil {
-		t.Fatalf("%s: %v\n%s\nserver:\n%s", strings.Join(cli().Args, " "), err, out, stopped())
+		return string(out), "", fmt.Errorf("%s: %v\n%s\nserver:\n%s", strings.Join(cli().Args, " "), err, out, stopped())
 	}
 	select {
 	case err := <-done:
 		done <- err
 		if err != nil {
-			t.Fatalf("%s server: %v\n%s", name, err, so.String())
+			return string(out), so.String(), fmt.Errorf("%s server: %v\n%s", name, err, so.String())
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatalf("%s's server did not end after its client:\n%s", name, stopped())
+		return string(out), "", fmt.Errorf("%s's server did not end after its client:\n%s", name, stopped())
 	}
-	return string(out), so.String()
+	return string(out), so.String(), nil
 }
 
 // upNICs starts NICs with "rnic nic up", one command per group of
