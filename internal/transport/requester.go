@@ -710,22 +710,26 @@ func (rqr *requester) gatherRequest(qp *QP, route *wire.Route, p *request) atu.F
 	sgl := qp.sq.sges(qp.req.next)
 	lend := e.cfg.PayloadRefs && qp.Type == RC && !e.cfg.Metadata && e.icrcOffloaded(route)
 	segs, f := e.windowSGL(&e.xw[xwGather], qp, p.off == 0 && p.last, qp.PD, sgl, uint64(p.off), uint64(len(p.payload)), atu.LocalRead)
-	if f == atu.OK && !lend {
+	if f == atu.OK && !(lend && rqr.lendPayload(qp, p, segs)) {
 		f = e.dmaGather(qp, p.payload, segs)
-	} else if f == atu.OK {
-		if mem, l, ok := e.cfg.DMA.Lend(segs); ok && len(mem) == len(p.payload) {
-			if qp.loan == nil {
-				qp.loan = new(bus.Loan)
-			}
-			at := cap(p.b.Bytes()) - cap(p.payload)
-			p.b.SetRef(at, mem, l, qp.loan)
-			e.c[TxPayloadRefs]++ // this NIC's DMA engines move none of it
-		} else {
-			f = e.dmaGather(qp, p.payload, segs)
-		}
 	}
 	e.releaseSegs(segs)
 	return f
+}
+
+// lendPayload makes request p's payload a reference to segs, if they
+// are one extent of the program's own memory; false: gather them.
+func (rqr *requester) lendPayload(qp *QP, p *request, segs []atu.Seg) bool {
+	mem, region, ok := rqr.e.cfg.DMA.Lend(segs)
+	if !ok || len(mem) != len(p.payload) {
+		return false
+	}
+	if qp.loan == nil {
+		qp.loan = new(bus.Loan)
+	}
+	p.b.SetRef(cap(p.b.Bytes())-cap(p.payload), mem, region, qp.loan)
+	rqr.e.c[TxPayloadRefs]++ // this NIC's DMA engines move none of it
+	return true
 }
 
 // scatter translates [off, off+len(src)) of a local SGL for writing and has

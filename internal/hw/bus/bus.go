@@ -127,17 +127,11 @@ type mapping struct {
 	Loan      // buf lent (Lend); Unmap takes it back
 }
 
-// Lender is memory lent to a reader outside the DMA engines' calls: a
-// frame sent by reference (link.Buf.SetRef) whose receiving NIC copies
-// its payload straight from the sender's region. Borrow reports whether
-// the memory is still lent and keeps it so until Return.
-type Lender interface {
-	Borrow() bool
-	Return()
-}
-
-// Loan is a Lender that its owner takes back once (TakeBack): a mapping
-// when Unmap ends it, a QP when it is destroyed. The zero Loan is lent.
+// Loan is memory lent to a reader outside the DMA engines' calls (a
+// link.Lender): a frame sent by reference (link.Buf.SetRef) whose
+// receiving NIC copies its payload straight from the sender's region.
+// Its owner takes it back once (TakeBack): a mapping when Unmap ends it,
+// a QP when it is destroyed. The zero Loan is lent.
 type Loan struct {
 	// The borrowers (the receiving NICs, on their own cores) write this
 	// line for every frame: it is kept apart from the owner's fields,
@@ -148,7 +142,8 @@ type Loan struct {
 	_       [56]byte
 }
 
-// Borrow implements Lender. A borrow counts itself before it looks at
+// Borrow reports whether the memory is still lent and keeps it so
+// until Return. A borrow counts itself before it looks at
 // gone, and TakeBack sets gone before it counts the borrows (both
 // sequentially consistent): one of them sees the other, so no borrow
 // succeeds after TakeBack returns.
@@ -161,7 +156,7 @@ func (l *Loan) Borrow() bool {
 	return true
 }
 
-// Return implements Lender.
+// Return ends a Borrow that succeeded.
 func (l *Loan) Return() { l.borrows.Add(-1) }
 
 // TakeBack ends the loan: it waits for the borrows in progress (a copy
@@ -175,10 +170,10 @@ func (l *Loan) TakeBack() {
 }
 
 // Lend returns the bytes behind an extent of the program's own memory
-// and their space as a Lender, for a reader that copies them later
-// without the bus (Lender). It reports false for another process's
-// memory, space NoMemory and anything not mapped: those are gathered.
-func (l *Local) Lend(x Extent) ([]byte, Lender, bool) {
+// and their space's Loan, for a reader that copies them later without
+// the bus. It reports false for another process's memory, space
+// NoMemory and anything not mapped: those are gathered.
+func (l *Local) Lend(x Extent) ([]byte, *Loan, bool) {
 	b, m, err := l.bytes(x)
 	if err != nil || m == nil || m.rem != nil {
 		return nil, nil, false

@@ -92,13 +92,11 @@ func (c *Cluster) Gather(ch uint32, dst []byte, segs []Seg) (int, error) {
 // the program's own memory, and its lender, for a frame sent by
 // reference (the receiving NIC's DMA engine copies the bytes; this one
 // moves none). It reports false otherwise: the caller gathers.
-func (c *Cluster) Lend(segs []Seg) ([]byte, bus.Lender, bool) {
+func (c *Cluster) Lend(segs []Seg) ([]byte, *bus.Loan, bool) {
 	if len(segs) != 1 {
 		return nil, nil, false
 	}
-	l, ok := c.host.(interface {
-		Lend(bus.Extent) ([]byte, bus.Lender, bool)
-	})
+	l, ok := c.host.(*bus.Local)
 	if !ok {
 		return nil, nil, false // another bus, or a wrapper that injects faults
 	}
