@@ -50,7 +50,7 @@ type xlateWindow struct {
 // packet) into e.segs, from window w where it can. one says the range is
 // a single packet's.
 func (e *Engine) windowSegs(w *xlateWindow, qp *QP, one bool, r *atu.Request, off, n uint64) ([]atu.Seg, atu.Fault) {
-	if e.cfg.Billing || e.cfg.Metadata || one {
+	if one || !e.keepsWindows() {
 		r.VA += off
 		r.Len = n
 		return e.translate(r, e.segs[:0])
@@ -76,6 +76,9 @@ func (e *Engine) windowSegs(w *xlateWindow, qp *QP, one bool, r *atu.Request, of
 // through the window when they lie in one of its entries (the common
 // case: one SGE), else one by one. one is as for windowSegs.
 func (e *Engine) windowSGL(w *xlateWindow, qp *QP, one bool, pd uint32, sgl []SGE, off, n uint64, access atu.Access) ([]atu.Seg, atu.Fault) {
+	if one || !e.keepsWindows() {
+		return e.translateSGL(qp, pd, sgl, off, n, access)
+	}
 	in := off // the offset within the entry the bytes start in
 	for _, s := range sgl {
 		if in >= uint64(s.Length) {
@@ -89,6 +92,10 @@ func (e *Engine) windowSGL(w *xlateWindow, qp *QP, one bool, pd uint32, sgl []SG
 	}
 	return e.translateSGL(qp, pd, sgl, off, n, access)
 }
+
+// keepsWindows reports whether the engine keeps translation windows: on
+// the wall clock, not in the timing model (Billing) or metadata mode.
+func (e *Engine) keepsWindows() bool { return !e.cfg.Billing && !e.cfg.Metadata }
 
 // cutSegs appends to dst the extents of bytes [off, off+n) of segs.
 func cutSegs(dst, segs []atu.Seg, off, n uint64) []atu.Seg {
