@@ -74,11 +74,22 @@ func (b *Bill) addCQE(cq *CQ) {
 // bill. The returned CQs slice is valid until the next call.
 func (e *Engine) TakeBill() Bill {
 	b := e.bill
+	e.ResetBill()
+	return b
+}
+
+// Bill returns the bill of the work done since the last TakeBill or
+// ResetBill, in place: a timing model that charges every step reads it
+// there and then calls ResetBill, rather than copying it out. It is
+// valid until the engine runs again.
+func (e *Engine) Bill() *Bill { return &e.bill }
+
+// ResetBill starts a new bill.
+func (e *Engine) ResetBill() {
 	// Entries past this bill's are older bills': drop their CQ pointers
 	// (a destroyed CQ must not stay reachable from the scratch array).
 	clear(e.bill.CQs[len(e.bill.CQs):cap(e.bill.CQs)])
 	e.bill = Bill{CQs: e.bill.CQs[:0]}
-	return b
 }
 
 // Sizes of the host-memory structures the NIC reads and writes, as an

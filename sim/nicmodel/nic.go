@@ -164,20 +164,16 @@ type NIC struct {
 	// txAhead is how far the uplink's queue may reach beyond the last
 	// packet handed over before the arbiter takes no more send work:
 	// the transmit buffer at line rate (0: no limit).
-	txAhead sim.Time
-	txBuf   int      // the transmit buffer, bytes (0: no limit)
-	progAt  sim.Time // a progress event is scheduled for this time (0: none)
-	timer   *sim.Timer
-	cqe     CQEHandler
-	wr      WriteHandler
-	batch   []*link.Buf
-	costs   Costs
-	trace   Tracer
-	observe func(*transport.Bill)
-	// bill is the step being charged. A field, not a local: a local's
-	// address handed to chargeBill (and on to observe) would move it to
-	// the heap, an allocation per step.
-	bill     transport.Bill
+	txAhead  sim.Time
+	txBuf    int      // the transmit buffer, bytes (0: no limit)
+	progAt   sim.Time // a progress event is scheduled for this time (0: none)
+	timer    *sim.Timer
+	cqe      CQEHandler
+	wr       WriteHandler
+	batch    []*link.Buf
+	costs    Costs
+	trace    Tracer
+	observe  func(*transport.Bill)
 	metadata bool
 	core     transport.CoreConfig
 }
@@ -463,8 +459,8 @@ func (n *NIC) progress() {
 			}
 		}
 		more := n.Engine.Run(int64(now), 1)
-		n.bill = n.Engine.TakeBill()
-		if bill := &n.bill; bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
+		if bill := n.Engine.Bill(); bill.TxPackets == 0 && bill.WQEFetches == 0 && bill.CQEWrites == 0 {
+			n.Engine.ResetBill()
 			n.Engine.ClearOutbox()
 			if more {
 				// A turn that sent nothing (window or fence): the engine
@@ -473,14 +469,15 @@ func (n *NIC) progress() {
 			}
 			break
 		}
-		n.chargeBill(unit, now, &n.bill)
+		n.charge(unit, now)
 		if !more {
 			break
 		}
 	}
 	if blocked || len(n.parked) > 0 {
-		// A QP in a unit frees when its unit does.
-		if t, ok := n.units.NextFree(now); ok {
+		// Work waits for a QP whose step is in a unit: look again when
+		// the first such step is done, not at every unit's finish.
+		if t := n.firstUnblocked(now); t != sim.Never {
 			n.scheduleProgress(t)
 		}
 	}
@@ -547,6 +544,30 @@ const (
 	txSide = 0
 	rxSide = 1
 )
+
+// firstUnblocked returns when the first step that holds back waiting work
+// finishes: a waiting frame's QP's receive step, a parked QP's transmit
+// step; Never if none of them is in a unit at now (a parked step wakes
+// the NIC when it resumes, PFC when the uplink resumes). A QP's step ends
+// when its unit frees, so this is the first unit's finish that unblocks
+// anything: waking at every unit's finish instead cost an event per step
+// for nothing while one QP keeps the NIC busy.
+func (n *NIC) firstUnblocked(now sim.Time) sim.Time {
+	t := sim.Never
+	for _, f := range n.rxq {
+		if slot, ok := n.slot(f.qpn); ok {
+			if at := n.qpAt[rxSide][slot]; at > now && at < t {
+				t = at
+			}
+		}
+	}
+	for _, qp := range n.parked {
+		if at := n.qpAt[txSide][qp.QPN-firstQPN]; at > now && at < t {
+			t = at
+		}
+	}
+	return t
+}
 
 // busy reports whether QP qpn's last step on one side is still in a unit
 // at now.
@@ -629,9 +650,12 @@ func (n *NIC) scheduleProgress(at sim.Time) {
 	n.s.Schedule(sim.Event{At: at, Kind: evProgress, H: n})
 }
 
+// charge charges the engine's step and starts its next bill. The bill
+// is read where the engine keeps it: a step's bill is some 300 bytes,
+// copied out twice per packet before.
 func (n *NIC) charge(unit int, now sim.Time) {
-	n.bill = n.Engine.TakeBill()
-	n.chargeBill(unit, now, &n.bill)
+	n.chargeBill(unit, now, n.Engine.Bill())
+	n.Engine.ResetBill()
 }
 
 // chargeBill turns one step's bill into time: the step's dependent reads
