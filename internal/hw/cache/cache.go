@@ -22,6 +22,11 @@ type Cache[K comparable, V any] struct {
 
 	// Slot i holds way i%ways of set i/ways.
 	tags []uint64 // slotTag of the key's mixed hash; 0 marks a free slot
+	// fps holds, for a set of at most 8 ways that is scanned, one byte
+	// per way in one word: the fingerprint of the way's tag (0 when the
+	// way is free). A scan compares all of them at once and only the
+	// ways whose byte matches compare their tag and key.
+	fps  []uint64
 	keys []K
 	vals []V
 	lru  lru
@@ -77,6 +82,8 @@ func build[K comparable, V any](cfg Config, g geometry, hash func(K) uint64, ind
 	}
 	if c.indexed {
 		c.idx = newIndex(g.entries)
+	} else if g.entries > 0 && g.ways <= fpWays {
+		c.fps = make([]uint64, g.sets)
 	}
 	return c
 }

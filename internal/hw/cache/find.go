@@ -24,7 +24,54 @@ func (c *Cache[K, V]) find(k K, h uint64, set int) int32 {
 			}
 		}
 	}
+	if c.fps != nil {
+		return c.scanFP(k, slotTag(h), set)
+	}
 	return c.scan(k, slotTag(h), set)
+}
+
+// fpWays is the widest set whose ways' fingerprints share one word.
+const fpWays = 8
+
+// fingerprint is the byte of a slot tag t that fps keeps: never 0 (a free
+// way's byte).
+func fingerprint(t uint64) uint64 { return t>>56 | 1 }
+
+// setFP records in fps that slot s (way w of set) holds tag t, or is free
+// (t 0).
+func (c *Cache[K, V]) setFP(s int32, t uint64) {
+	if c.fps == nil {
+		return
+	}
+	set, w := int(s)/c.ways, uint(int(s)%c.ways)*8
+	fp := uint64(0)
+	if t != 0 {
+		fp = fingerprint(t)
+	}
+	c.fps[set] = c.fps[set]&^(0xFF<<w) | fp<<w
+}
+
+// Bytes of a word, for the fingerprint compare.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// scanFP finds k (slot tag t) in a set of at most 8 ways by its word of
+// fingerprints: the bytes equal to t's fingerprint are the ways to
+// compare, found without a branch per way. (x-lowBits)&^x&highBits marks
+// every zero byte of x; a byte above a zero byte may be marked too, which
+// costs only a compare.
+func (c *Cache[K, V]) scanFP(k K, t uint64, set int) int32 {
+	x := c.fps[set] ^ fingerprint(t)*lowBits
+	base := set * c.ways
+	for m := (x - lowBits) &^ x & highBits; m != 0; m &= m - 1 {
+		s := base + bits.TrailingZeros64(m)/8
+		if s < base+c.ways && c.tags[s] == t && c.keys[s] == k {
+			return int32(s)
+		}
+	}
+	return -1
 }
 
 // scan compares every tag of the set at once, as a hardware comparator per

@@ -68,6 +68,7 @@ func (c *Cache[K, V]) fill(k K, v V, h uint64, set int) (evictedKey K, evictedVa
 	}
 	c.st.Fills++
 	c.tags[s], c.keys[s], c.vals[s] = slotTag(h), k, v
+	c.setFP(s, slotTag(h))
 	if c.indexed {
 		c.idx.insert(tagOf(h), s)
 	}
@@ -148,6 +149,7 @@ func (c *Cache[K, V]) Flush() {
 	clear(c.keys)
 	clear(c.vals)
 	clear(c.tags)
+	clear(c.fps)
 	if c.indexed {
 		c.idx.reset()
 	}
@@ -162,6 +164,7 @@ func (c *Cache[K, V]) drop(s int32) {
 	var zk K
 	var zv V
 	c.tags[s], c.keys[s], c.vals[s] = 0, zk, zv
+	c.setFP(s, 0)
 	c.lru.demote(int(s)/c.ways, s)
 	c.count--
 	c.st.Invalidations++
