@@ -93,6 +93,18 @@ func (c *Channel) Reserve(nowPs, readyPs, durPs int64, n int) (endPs int64) {
 	if durPs == 0 {
 		return readyPs
 	}
+	if n := len(c.busy); n == 0 || readyPs >= c.busy[n-1].end {
+		// Ready after everything booked (the usual case): no gap to
+		// fill, the transfer goes at the end, or extends the last span
+		// it touches.
+		endPs = readyPs + durPs
+		if n > 0 && readyPs == c.busy[n-1].end {
+			c.busy[n-1].end = endPs
+		} else {
+			c.busy = append(c.busy, span{readyPs, endPs})
+		}
+		return endPs
+	}
 	// Walk the gaps from readyPs on, filling them until durPs is placed.
 	// first is the start of the first piece; every gap after it up to the
 	// last piece is filled completely, so the pieces and the spans between

@@ -1,6 +1,9 @@
 package timing
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 func TestChannelFillsGaps(t *testing.T) {
 	c, err := NewChannel(1e12) // 1 byte per ps: durations equal bytes
@@ -61,5 +64,40 @@ func TestChannelNoAllocSteadyState(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Reserve allocated %.1f times, want 0", allocs)
+	}
+}
+
+// TestChannelMatchesTimeline books random transfers on a channel and on a
+// picosecond timeline that remembers everything, where a transfer takes
+// the free picoseconds from its ready time on, one by one: each must end
+// at the same time, whether it fills gaps or goes after everything
+// booked.
+func TestChannelMatchesTimeline(t *testing.T) {
+	c, _ := NewChannel(1e12)
+	r := rand.New(rand.NewPCG(7, 11))
+	const horizon = 1 << 16
+	var busy [horizon]bool
+	now := int64(0)
+	for i := range 3000 {
+		now += r.Int64N(12) // about as much time as the transfers take
+		ready := now + r.Int64N(40)
+		if r.IntN(4) == 0 {
+			ready = now // often ready at once, behind what is booked
+		}
+		dur := r.Int64N(12)
+		want := ready
+		for left, p := dur, ready; left > 0; p++ {
+			if p >= horizon {
+				t.Fatalf("step %d: the timeline is too short", i)
+			}
+			if !busy[p] {
+				busy[p] = true
+				left--
+				want = p + 1
+			}
+		}
+		if got := c.Reserve(now, ready, dur, int(dur)); got != want {
+			t.Fatalf("step %d: Reserve(%d, %d, %d) ends at %d, want %d", i, now, ready, dur, got, want)
+		}
 	}
 }
