@@ -2,14 +2,19 @@ package timing
 
 import "github.com/rnic/rnic/sim"
 
-// tagPool holds the times at which the link's read tags become free, as a
-// min-heap of batches: the tags a read takes are given back together, at
-// the time it completes, so one entry stands for all of them. A read of n
-// request TLPs then costs a heap operation or two instead of n pops and n
-// pushes on a heap of every tag (a 64 KiB payload read is 128 requests).
+// tagPool holds the times at which the link's read tags become free, as
+// batches: the tags a read takes are given back together, at the time it
+// completes, so one entry stands for all of them (a 64 KiB payload read
+// is 128 request TLPs). The batches are kept in order of their free
+// times in a ring: reads mostly complete in the order they were issued,
+// so a batch given back usually goes at the tail, and the earliest-free
+// batches a read takes are at the head; each costs a step or two, where a
+// heap of batches cost a sift through its depth.
 type tagPool struct {
-	h    []tagBatch
-	size int // tags in all
+	ring []tagBatch // len a power of two, more than size
+	head uint       // the earliest-free batch is ring[head&mask]
+	n    uint       // batches held
+	size int        // tags in all
 }
 
 type tagBatch struct {
@@ -18,58 +23,43 @@ type tagBatch struct {
 }
 
 func newTagPool(size int) *tagPool {
-	return &tagPool{h: []tagBatch{{free: 0, n: size}}, size: size}
+	c := 1
+	for c <= size { // every batch holds a tag: at most size of them
+		c *= 2
+	}
+	p := &tagPool{ring: make([]tagBatch, c), size: size, n: 1}
+	p.ring[0] = tagBatch{free: 0, n: size}
+	return p
 }
+
+func (p *tagPool) at(i uint) *tagBatch { return &p.ring[i&uint(len(p.ring)-1)] }
 
 // take removes the k earliest-free tags (0 < k <= size) and returns when
 // the last of them is free.
 func (p *tagPool) take(k int) sim.Time {
 	var latest sim.Time
 	for k > 0 {
-		b := &p.h[0]
-		latest = b.free // the heap's minimum only grows while taking
+		b := p.at(p.head)
+		latest = b.free // free times only grow along the ring
 		if b.n > k {
 			b.n -= k
 			break
 		}
 		k -= b.n
-		p.pop()
+		p.head++
+		p.n--
 	}
 	return latest
 }
 
 // give returns k tags, free again at t.
 func (p *tagPool) give(k int, t sim.Time) {
-	p.h = append(p.h, tagBatch{free: t, n: k})
-	h := p.h
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if h[parent].free <= h[i].free {
-			break
-		}
-		h[parent], h[i] = h[i], h[parent]
-		i = parent
+	i := p.head + p.n
+	p.n++
+	// Keep the order: it goes ahead of the later-free batches (a read
+	// that completes before ones issued earlier).
+	for ; i != p.head && p.at(i-1).free > t; i-- {
+		*p.at(i) = *p.at(i - 1)
 	}
-}
-
-func (p *tagPool) pop() {
-	h := p.h
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	p.h = h
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1].free < h[c].free {
-			c++
-		}
-		if h[i].free <= h[c].free {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
+	*p.at(i) = tagBatch{free: t, n: k}
 }

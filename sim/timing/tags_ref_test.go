@@ -87,8 +87,8 @@ func TestTagPoolMatchesPerTagHeap(t *testing.T) {
 			pool.give(k, done)
 			ref.give(k, done)
 		}
-		if len(pool.h) > size {
-			t.Fatalf("size %d: %d batches, more than tags", size, len(pool.h))
+		if int(pool.n) > size {
+			t.Fatalf("size %d: %d batches, more than tags", size, pool.n)
 		}
 	}
 }
