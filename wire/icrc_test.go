@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rnic/rnic/wire"
@@ -112,6 +113,30 @@ func TestICRCCoverage(t *testing.T) {
 					t.Errorf("%s: byte %d bit %d: covered=%v but ICRC changed=%v", name, i, bit, covered, crc != orig)
 				}
 				frame[i] ^= 1 << bit
+			}
+		}
+	}
+}
+
+// TestSetICRCInPlace checks that SetICRC, which masks the variant fields
+// in the frame while it computes, stores ComputeICRC's value and leaves
+// every other byte as it was, masked bits with random values included.
+func TestSetICRCInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for name, frame := range icrcFrames(t) {
+		masked := maskedBytes(frame)
+		for range 20 {
+			for i, m := range masked {
+				frame[i] ^= m & byte(r.Uint32())
+			}
+			before := bytes.Clone(frame)
+			wire.SetICRC(frame)
+			end := len(frame) - wire.ICRCSize
+			if !bytes.Equal(frame[:end], before[:end]) {
+				t.Fatalf("%s: SetICRC changed the frame:\n% x\nwas\n% x", name, frame[:end], before[:end])
+			}
+			if got, want := binary.LittleEndian.Uint32(frame[end:]), mustICRC(t, frame); got != want {
+				t.Fatalf("%s: SetICRC stored %#x, ComputeICRC says %#x", name, got, want)
 			}
 		}
 	}
