@@ -131,6 +131,14 @@ func (g rateGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	return gr, true
 }
 
+// Parked forwards to the timing model's gate (sched.Parker): the QPs it
+// holds back. The rate limiter's own refusals are not parked in this
+// sense: their doorbells still make them ready.
+func (g rateGate) Parked(q uint32) bool {
+	p, ok := g.next.(sched.Parker)
+	return ok && p.Parked(q)
+}
+
 // paced reports whether the QP must wait before it sends again, and arms
 // its wake-up then.
 func (e *Engine) paced(qp *QP) bool {

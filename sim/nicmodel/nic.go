@@ -629,6 +629,13 @@ func (n *NIC) pfcFull(qp *transport.QP) bool {
 // (OnUplinkResume wakes the NIC).
 type busyGate struct{ n *NIC }
 
+// Parked reports whether the gate holds QP index q back (sched.Parker):
+// its doorbells wait, unpark rings it.
+func (g busyGate) Parked(q uint32) bool {
+	qp := g.n.QPs.ByIndex(q)
+	return qp != nil && g.n.isParked[qp.QPN-firstQPN]
+}
+
 func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
 	n := g.n
 	qp := n.QPs.ByIndex(q)

@@ -15,6 +15,7 @@ type Arbiter struct {
 	nonEmpty uint32 // bit l set while level l has a queued queue
 	ready    int
 	gate     Gate
+	parker   Parker // gate, when it is one
 	stats    Stats
 }
 
@@ -89,6 +90,8 @@ func (a *Arbiter) Ring(q uint32) {
 			a.stats.Coalesced++
 		}
 		s.flags |= rung
+	case a.parker != nil && a.parker.Parked(q):
+		a.stats.Coalesced++
 	default:
 		a.activate(q)
 	}

@@ -14,8 +14,25 @@ type Gate interface {
 	Admit(q uint32, g Grant) (Grant, bool)
 }
 
-// SetGate installs g (nil removes it). The gate is called from Next only.
-func (a *Arbiter) SetGate(g Gate) { a.gate = g }
+// Parker is a Gate that also knows which queues it has parked and not
+// yet rung again. The arbiter asks it at a doorbell: a parked queue's
+// doorbell leaves it idle, counted as coalesced, since the gate would
+// refuse its turn and the engine rings it when the gate gives it back.
+// (A timing model's gate parks a QP for the time its step is in a
+// processing unit, and every doorbell of a busy QP was a turn taken off
+// the list only to be refused.)
+type Parker interface {
+	Gate
+	// Parked reports whether q is parked by the gate.
+	Parked(q uint32) bool
+}
+
+// SetGate installs g (nil removes it). The gate is called from Next, and
+// a Parker's Parked from Ring.
+func (a *Arbiter) SetGate(g Gate) {
+	a.gate = g
+	a.parker, _ = g.(Parker)
+}
 
 // admit asks the gate about q, which Next has just taken off its list.
 func (a *Arbiter) admit(q uint32, g Grant) (Grant, bool) {
