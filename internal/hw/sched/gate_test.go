@@ -52,3 +52,43 @@ func TestGate(t *testing.T) {
 		t.Fatalf("without a gate: grant %+v, %v; want the full deficit", g, ok)
 	}
 }
+
+// parker is a test Parker: it refuses the queues marked blocked and
+// reports them parked once it has refused them, until unpark.
+type parker struct {
+	blocked, parked map[uint32]bool
+}
+
+func (p *parker) Admit(q uint32, g Grant) (Grant, bool) {
+	if p.blocked[q] {
+		p.parked[q] = true
+		return Grant{}, false
+	}
+	return g, true
+}
+
+func (p *parker) Parked(q uint32) bool { return p.parked[q] }
+
+// TestParkerDoorbell: the doorbell of a queue the gate parked leaves it
+// idle (coalesced), and the ring that unparks it makes it ready.
+func TestParkerDoorbell(t *testing.T) {
+	a := mustNew(t, Config{Levels: 1, Mode: DWRR, Quantum: 4096, BurstLimit: 8})
+	p := &parker{blocked: map[uint32]bool{1: true}, parked: map[uint32]bool{}}
+	a.SetGate(p)
+	a.Ring(1)
+	if _, _, ok := a.Next(); ok || !p.parked[1] {
+		t.Fatalf("blocked queue 1 was granted (parked %v)", p.parked[1])
+	}
+	a.Ring(1) // a doorbell while parked
+	if a.Ready() != 0 {
+		t.Fatalf("a parked queue's doorbell made it ready (Ready %d)", a.Ready())
+	}
+	if st := a.Stats(); st.Refused != 1 || st.Coalesced != 1 || st.Doorbells != 2 {
+		t.Fatalf("Refused %d, Coalesced %d, Doorbells %d; want 1, 1, 2", st.Refused, st.Coalesced, st.Doorbells)
+	}
+	p.blocked[1], p.parked[1] = false, false
+	a.Ring(1) // the gate gives it back
+	if q, _, ok := a.Next(); !ok || q != 1 {
+		t.Fatalf("Next() = %d, %v after unparking; want 1", q, ok)
+	}
+}
