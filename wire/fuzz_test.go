@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/rnic/rnic/wire"
@@ -27,7 +28,14 @@ func FuzzParse(f *testing.F) {
 		f.Add(frame)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = wire.CheckICRC(data)
+		copied := bytes.Clone(data)
+		err := wire.CheckICRC(data)
+		if owned := wire.CheckICRCOwned(data); !errors.Is(owned, err) && owned != err {
+			t.Fatalf("CheckICRCOwned = %v, CheckICRC = %v", owned, err)
+		}
+		if !bytes.Equal(data, copied) {
+			t.Fatalf("CheckICRCOwned changed the frame\n got %x\nwant %x", data, copied)
+		}
 		_ = wire.CheckUDPChecksum(data)
 		var p wire.Packet
 		if err := p.Parse(data); err != nil {

@@ -63,26 +63,50 @@ func ComputeICRC(frame []byte) (uint32, error) {
 // SetICRC computes the ICRC of a complete frame (headers, payload and pad in
 // place) and stores it in the frame's last 4 bytes. The IP and UDP lengths
 // must already be final. It panics if the frame is malformed, which only a
-// bug in the caller's encoder can cause.
-//
-// The frame is the caller's alone while SetICRC runs: it masks the
-// variant fields in place, computes the CRC of the whole frame in one
-// crc32.Update, and puts the fields back. One call over a whole small
-// packet takes hash/crc32's folding path (16 bytes an instruction, from
-// 64 bytes on), which a separate pass over the 40-byte header cannot:
-// the header cost as much as the rest of a 64-byte WRITE.
+// bug in the caller's encoder can cause. The frame is the caller's alone
+// while SetICRC runs (see icrcInPlace).
 func SetICRC(frame []byte) {
-	hl, err := ipHeaderLen(frame)
-	n := hl + UDPHeaderSize + BTHSize
-	if err == nil && len(frame) < n+ICRCSize {
-		err = ErrTruncated
-	}
+	crc, err := icrcInPlace(frame)
 	if err != nil {
 		panic("wire: SetICRC: " + err.Error())
 	}
+	binary.LittleEndian.PutUint32(frame[len(frame)-ICRCSize:], crc)
+}
+
+// CheckICRCOwned is CheckICRC for a frame that is the caller's alone
+// while it runs, as a received frame is its receiver's: it computes the
+// ICRC in place (see icrcInPlace), where CheckICRC copies the header.
+// The frame is unchanged when it returns.
+func CheckICRCOwned(frame []byte) error {
+	crc, err := icrcInPlace(frame)
+	if err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint32(frame[len(frame)-ICRCSize:]) != crc {
+		return ErrICRC
+	}
+	return nil
+}
+
+// icrcInPlace is ComputeICRC for a frame no one else reads or writes
+// meanwhile: it masks the variant fields in the frame, computes the CRC of
+// the whole frame in one crc32.Update, and puts the fields back. One call
+// over a whole small packet takes hash/crc32's folding path (16 bytes an
+// instruction, from 64 bytes on), which a separate pass over the 40-byte
+// header cannot: the header cost as much as the rest of a 64-byte WRITE.
+func icrcInPlace(frame []byte) (uint32, error) {
+	hl, err := ipHeaderLen(frame)
+	if err != nil {
+		return 0, err
+	}
+	n := hl + UDPHeaderSize + BTHSize
+	if len(frame) < n+ICRCSize {
+		return 0, ErrTruncated
+	}
 	var saved [5]uint32
 	ip := frame[:hl]
-	if frame[0]>>4 == 6 {
+	v6 := frame[0]>>4 == 6
+	if v6 {
 		saved[0] = binary.BigEndian.Uint32(ip) // version, traffic class, flow label
 		saved[1] = uint32(ip[ipv6HopLimit])
 		binary.BigEndian.PutUint32(ip, saved[0]|0x0FFFFFFF)
@@ -102,7 +126,7 @@ func SetICRC(frame []byte) {
 
 	crc := crc32.Update(icrcSeed, crc32.IEEETable, frame[:len(frame)-ICRCSize])
 
-	if frame[0]>>4 == 6 {
+	if v6 {
 		binary.BigEndian.PutUint32(ip, saved[0])
 		ip[ipv6HopLimit] = byte(saved[1])
 	} else {
@@ -111,7 +135,7 @@ func SetICRC(frame []byte) {
 	}
 	binary.BigEndian.PutUint16(udp[udpChecksum:], uint16(saved[3]))
 	frame[hl+UDPHeaderSize+bthResv8a] = byte(saved[4])
-	binary.LittleEndian.PutUint32(frame[len(frame)-ICRCSize:], crc)
+	return crc, nil
 }
 
 // CheckICRC verifies the ICRC of a frame that starts at its IP header. It

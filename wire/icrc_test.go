@@ -120,7 +120,8 @@ func TestICRCCoverage(t *testing.T) {
 
 // TestSetICRCInPlace checks that SetICRC, which masks the variant fields
 // in the frame while it computes, stores ComputeICRC's value and leaves
-// every other byte as it was, masked bits with random values included.
+// every other byte as it was, masked bits with random values included,
+// and that CheckICRCOwned then accepts the frame and leaves it as it was.
 func TestSetICRCInPlace(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	for name, frame := range icrcFrames(t) {
@@ -137,6 +138,10 @@ func TestSetICRCInPlace(t *testing.T) {
 			}
 			if got, want := binary.LittleEndian.Uint32(frame[end:]), mustICRC(t, frame); got != want {
 				t.Fatalf("%s: SetICRC stored %#x, ComputeICRC says %#x", name, got, want)
+			}
+			before = bytes.Clone(frame)
+			if err := wire.CheckICRCOwned(frame); err != nil || !bytes.Equal(frame, before) {
+				t.Fatalf("%s: CheckICRCOwned = %v, frame changed %v", name, err, !bytes.Equal(frame, before))
 			}
 		}
 	}
@@ -159,11 +164,17 @@ func TestICRCErrors(t *testing.T) {
 			if err := wire.CheckICRC(frame[:n]); err == nil {
 				t.Errorf("%s: CheckICRC of %d-byte prefix = nil", name, n)
 			}
+			if err := wire.CheckICRCOwned(frame[:n]); err == nil {
+				t.Errorf("%s: CheckICRCOwned of %d-byte prefix = nil", name, n)
+			}
 		}
 		bad := append([]byte(nil), frame...)
 		bad[len(bad)-1] ^= 0x80
 		if err := wire.CheckICRC(bad); !errors.Is(err, wire.ErrICRC) {
 			t.Errorf("%s: wrong ICRC: %v", name, err)
+		}
+		if err := wire.CheckICRCOwned(bad); !errors.Is(err, wire.ErrICRC) {
+			t.Errorf("%s: wrong ICRC, CheckICRCOwned: %v", name, err)
 		}
 	}
 	tests := []struct {
@@ -197,8 +208,9 @@ func TestICRCAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() {
 			wire.SetICRC(frame)
 			_ = wire.CheckICRC(frame)
+			_ = wire.CheckICRCOwned(frame)
 		}); n != 0 {
-			t.Errorf("%s: %v allocations per SetICRC+CheckICRC", name, n)
+			t.Errorf("%s: %v allocations per SetICRC+CheckICRC+CheckICRCOwned", name, n)
 		}
 	}
 }
