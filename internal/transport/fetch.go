@@ -221,9 +221,9 @@ func (e *Engine) fetchSend(qp *QP) bool {
 		e.tracef("QP %#x: send queue producer index %d, consumer index %d, depth %d: garbage", qp.QPN, pi, sq.ci.Load(), sq.depth)
 		return false
 	}
-	for i := sq.fetched; i != pi; i++ {
+	for i := sq.fetched; i != pi && !sq.own; i++ {
 		w := sq.slot(i)
-		if err := qp.decodeSend(sq.slotMem(i), w, sq.sge[(i%sq.depth)*sq.maxSGE:][:sq.maxSGE]); err != nil {
+		if err := qp.decodeSend(sq.slotMem(i), w, sq.slotSGE(i)); err != nil {
 			w.bad = true
 			e.tracef("QP %#x: WQE %d refused at fetch: %v", qp.QPN, i, err)
 		}

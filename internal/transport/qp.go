@@ -196,9 +196,12 @@ func (qp *QP) EndPostSend(n int) {
 
 // writeSendWQE writes one work request into the slot at the producer
 // index and publishes it, if the engine would take it: the poster checks
-// the slot it wrote as the engine will when it fetches it, so that
-// ibv_post_send refuses a bad work request at once. The caller holds
-// sq.post.
+// the slot it wrote as the engine does when it fetches one, so that
+// ibv_post_send refuses a bad work request at once. The check decodes the
+// slot into the engine's copy of it (the slot is free: below the depth
+// past the consumer index, the engine is done with its last WQE), which
+// the engine then takes as fetched (sendRing.own): the store of the
+// producer index publishes both. The caller holds sq.post.
 func (qp *QP) writeSendWQE(wr *SendWR) error {
 	sq := qp.sq
 	pi := sq.pi.Load()
@@ -209,7 +212,7 @@ func (qp *QP) writeSendWQE(wr *SendWR) error {
 	if err := qp.encodeSend(slot, wr); err != nil {
 		return err
 	}
-	if err := qp.decodeSend(slot, &sq.postWQE, sq.postSGE); err != nil {
+	if err := qp.decodeSend(slot, sq.slot(pi), sq.slotSGE(pi)); err != nil {
 		return err
 	}
 	sq.pi.Store(pi + 1)

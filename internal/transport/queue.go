@@ -24,13 +24,17 @@ import (
 
 // sendRing is a send queue.
 type sendRing struct {
-	post      sync.Mutex // ibv_post_send is thread safe: one poster at a time
-	mem       []byte     // depth slots of slotLen bytes: host memory, the application's
-	slotLen   uint32
-	wqe       []sendWQE // the engine's copy of each fetched WQE, with its progress
-	sge       []SGE     // maxSGE slots per WQE: the fetched SGLs
-	postWQE   sendWQE   // the poster's check of what it wrote (under post)
-	postSGE   []SGE     // and of its SGL
+	post    sync.Mutex // ibv_post_send is thread safe: one poster at a time
+	mem     []byte     // depth slots of slotLen bytes: host memory, the application's
+	slotLen uint32
+	wqe     []sendWQE // the engine's copy of each fetched WQE, with its progress
+	sge     []SGE     // maxSGE slots per WQE: the fetched SGLs
+	// own: the ring is the library's (no RingMem), written only by
+	// writeSendWQE, whose check decodes each WQE into wqe and sge before
+	// it publishes it: the engine takes those and does not decode the
+	// slot a second time. An application's ring (RingMem) is decoded at
+	// fetch: what it wrote is not trusted.
+	own       bool
 	depth     uint32
 	maxSGE    uint32
 	maxInline uint32
@@ -76,12 +80,11 @@ func newSendRing(depth, maxSGE, maxInline uint32, m *RingMem) *sendRing {
 	r := &sendRing{
 		wqe:       make([]sendWQE, depth),
 		sge:       make([]SGE, int(depth)*int(maxSGE)),
-		postSGE:   make([]SGE, maxSGE),
 		depth:     depth,
 		maxSGE:    maxSGE,
 		maxInline: maxInline,
 	}
-	r.pi = &r.piOwn
+	r.pi, r.own = &r.piOwn, m == nil
 	if m != nil {
 		r.mem, r.slotLen, r.pi, r.ciPub = m.Mem, m.SlotLen, m.PI, m.CI
 		return r
@@ -100,6 +103,11 @@ func (r *sendRing) setCI(ci uint32) {
 }
 
 func (r *sendRing) slot(i uint32) *sendWQE { return &r.wqe[i%r.depth] }
+
+// slotSGE returns the room for ring index i's fetched SGL.
+func (r *sendRing) slotSGE(i uint32) []SGE {
+	return r.sge[(i%r.depth)*r.maxSGE:][:r.maxSGE]
+}
 
 // slotMem returns the memory of ring index i's slot.
 func (r *sendRing) slotMem(i uint32) []byte {
