@@ -633,7 +633,11 @@ type busyGate struct{ n *NIC }
 // its doorbells wait, unpark rings it.
 func (g busyGate) Parked(q uint32) bool {
 	qp := g.n.QPs.ByIndex(q)
-	return qp != nil && g.n.isParked[qp.QPN-firstQPN]
+	if qp == nil {
+		return false
+	}
+	slot, ok := g.n.slot(qp.QPN) // none for QP1 (GSI): it is never parked
+	return ok && g.n.isParked[slot]
 }
 
 func (g busyGate) Admit(q uint32, gr sched.Grant) (sched.Grant, bool) {
