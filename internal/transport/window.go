@@ -88,7 +88,7 @@ func (e *Engine) windowSGL(w *xlateWindow, qp *QP, one bool, pd uint32, sgl []SG
 		if in+n > uint64(s.Length) {
 			break // the bytes span entries
 		}
-		return e.windowSegs(w, qp, one, &atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr, Len: uint64(s.Length), Access: access}, in, n)
+		return e.windowSegs(w, qp, false, &atu.Request{Key: s.LKey, PD: pd, QPN: qp.QPN, VA: s.Addr, Len: uint64(s.Length), Access: access}, in, n)
 	}
 	return e.translateSGL(qp, pd, sgl, off, n, access)
 }
