@@ -2,6 +2,7 @@ package rnic_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,21 @@ func TestDataPathAllocs(t *testing.T) {
 	sqb := must(p.pdb.CreateQP(rnic.QPInitAttr{Type: rnic.RC, SendCQ: p.cqb, RecvCQ: p.cqb, SRQ: srq, Cap: qcap}))
 	connectRC(t, sqa, sqb, rnic.ConnParams{})
 
+	// UC and UD, whose frames go by reference and whose sends complete
+	// once their frames are consumed.
+	uca := must(p.pda.CreateQP(rnic.QPInitAttr{Type: rnic.UC, SendCQ: p.cqa, RecvCQ: p.cqa, Cap: qcap}))
+	ucb := must(p.pdb.CreateQP(rnic.QPInitAttr{Type: rnic.UC, SendCQ: p.cqb, RecvCQ: p.cqb, Cap: qcap}))
+	connectRC(t, uca, ucb, rnic.ConnParams{})
+	uda := must(p.pda.CreateQP(rnic.QPInitAttr{Type: rnic.UD, SendCQ: p.cqa, RecvCQ: p.cqa, Cap: qcap}))
+	udb := must(p.pdb.CreateQP(rnic.QPInitAttr{Type: rnic.UD, SendCQ: p.cqb, RecvCQ: p.cqb, Cap: qcap}))
+	connectRC(t, uda, udb, rnic.ConnParams{})
+	ah := must(p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}))
+	ucWrite := rnic.SendWR{Opcode: rnic.WRRDMAWrite, Flags: rnic.SendSignaled,
+		SGL: []rnic.SGE{src.SGE(0, 256)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()}
+	udSend := rnic.SendWR{Opcode: rnic.WRSend, Flags: rnic.SendSignaled, SGL: []rnic.SGE{src.SGE(0, 256)},
+		AH: ah, RemoteQPN: udb.QPN(), RemoteQKey: 0x11111111}
+	udRecv := rnic.RecvWR{SGL: []rnic.SGE{dst.SGE(0, 40+256)}}
+
 	cases := []struct {
 		name string
 		op   func()
@@ -93,6 +109,13 @@ func TestDataPathAllocs(t *testing.T) {
 			wait(p.cqb, 1)
 			wait(p.cqa, 1)
 		}},
+		{"UC-WRITE-by-reference", func() { must0(t, uca.PostSend(ucWrite)); wait(p.cqa, 1) }},
+		{"UD-SEND-by-reference", func() {
+			must0(t, udb.PostRecv(udRecv))
+			must0(t, uda.PostSend(udSend))
+			wait(p.cqb, 1)
+			wait(p.cqa, 1)
+		}},
 		{"Poll-empty", func() {
 			if n, err := p.cqa.Poll(wcs); n != 0 || err != nil {
 				t.Fatal(n, err)
@@ -100,11 +123,15 @@ func TestDataPathAllocs(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
+		refs := counter(t, p.a, "tx_payload_refs")
 		for range 50 { // warm up: pools, rings, caches
 			c.op()
 		}
 		if avg := testing.AllocsPerRun(500, c.op); avg != 0 {
 			t.Errorf("%s: %v allocations per operation, want 0", c.name, avg)
+		}
+		if strings.HasSuffix(c.name, "by-reference") && counter(t, p.a, "tx_payload_refs")-refs < 550 {
+			t.Errorf("%s: not sent by reference", c.name)
 		}
 	}
 }

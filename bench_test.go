@@ -99,6 +99,80 @@ func benchBW(b *testing.B, op rnic.WROpcode) {
 	}
 }
 
+// BenchmarkUnreliableBW is WriteBW for UC WRITEs and UD SENDs, whose
+// frames carry references to the sender's memory in process and whose
+// work completes once the receiver consumed them (not when sent): the
+// pipeline holds benchDepth messages, every 16th signaled. The UD
+// receiver's queue is kept full from its completions.
+func BenchmarkUnreliableBW(b *testing.B) {
+	for _, c := range []struct {
+		typ  rnic.QPType
+		size int
+	}{{rnic.UC, 4 << 10}, {rnic.UC, 64 << 10}, {rnic.UD, 4 << 10}} {
+		b.Run(fmt.Sprintf("%v/%s", c.typ, sizeName(c.size)), func(b *testing.B) {
+			const recvs = 256
+			p := newPair(b, pairOpts{typ: c.typ, cap: rnic.QPCap{MaxSendWR: benchDepth * 2, MaxRecvWR: recvs, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			src, dst := make([]byte, c.size), make([]byte, 40+c.size)
+			mra := must(p.pda.RegMR(src, rnic.AccessLocalWrite))
+			mrb := must(p.pdb.RegMR(dst, rnic.AccessLocalWrite|rnic.AccessRemoteWrite))
+			wr := rnic.SendWR{Opcode: rnic.WRRDMAWrite, SGL: []rnic.SGE{mra.SGE(0, c.size)}, RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}
+			recv := rnic.RecvWR{SGL: []rnic.SGE{mrb.SGE(0, 40+c.size)}}
+			if c.typ == rnic.UD {
+				ah := must(p.pda.CreateAH(rnic.AHAttr{SGIDIndex: rnic.AddrGIDIndex, DGID: must(p.b.GID(rnic.AddrGIDIndex))}))
+				wr = rnic.SendWR{Opcode: rnic.WRSend, SGL: wr.SGL, AH: ah, RemoteQPN: p.qpb.QPN(), RemoteQKey: 0x11111111}
+				for range recvs {
+					must0(b, p.qpb.PostRecv(recv))
+				}
+			}
+			wcs, rwcs := make([]rnic.WC, benchDepth), make([]rnic.WC, 64)
+			const sigEvery = 16
+			run := func(n int) {
+				inflight, posted := 0, 0
+				for posted < n || inflight > 0 {
+					for posted < n && inflight < benchDepth {
+						wr.WRID, wr.Flags = uint64(posted), 0
+						if posted%sigEvery == sigEvery-1 {
+							wr.Flags = rnic.SendSignaled
+						}
+						must0(b, p.qpa.PostSend(wr))
+						posted++
+						inflight++
+					}
+					k := must(p.cqa.Poll(wcs))
+					for _, wc := range wcs[:k] {
+						if wc.Status != rnic.WCSuccess {
+							b.Fatalf("completion %+v", wc)
+						}
+					}
+					inflight -= k * sigEvery
+					if c.typ == rnic.UD {
+						k := must(p.cqb.Poll(rwcs))
+						for range k {
+							must0(b, p.qpb.PostRecv(recv))
+						}
+					}
+				}
+			}
+			run(4 * sigEvery)
+			n := (b.N + sigEvery - 1) / sigEvery * sigEvery
+			rxName := "rx_write_requests"
+			if c.typ == rnic.UD {
+				rxName = "rx_send_requests"
+			}
+			rx0 := counter(b, p.b, rxName)
+			b.SetBytes(int64(c.size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			run(n)
+			b.StopTimer()
+			// UC and UD may lose what a receiver cannot take: the share
+			// of the messages that arrived is reported beside the rate
+			// (the responder counts a message's requests once).
+			b.ReportMetric(float64(counter(b, p.b, rxName)-rx0)/float64(n), "delivered")
+		})
+	}
+}
+
 func BenchmarkWriteLat(b *testing.B) {
 	for _, mode := range []string{"poll", "wait"} {
 		b.Run(mode, func(b *testing.B) { benchWriteLat(b, mode) })

@@ -46,6 +46,9 @@ type Buf struct {
 	ref     []byte
 	refAt   int
 	lenders [2]Lender
+	// consumer, when set, is told once that the frame is released
+	// (SetConsumer).
+	consumer Consumer
 }
 
 // Lender is memory a frame's payload may refer to instead of carrying its
@@ -58,6 +61,16 @@ type Buf struct {
 type Lender interface {
 	Borrow() bool
 	Return()
+}
+
+// Consumer learns that a frame sent by reference is done with: whoever
+// held it last released it (Release), having copied its payload, dropped
+// it or lost it. A sender whose work completes once its frames are sent
+// (UC, UD) may give the buffer back to its program only then. Consumed
+// runs on the releasing goroutine, possibly a NIC's that holds its own
+// engine: it must not block.
+type Consumer interface {
+	Consumed()
 }
 
 // Flags describe a frame's provenance.
@@ -149,12 +162,21 @@ func (b *Buf) Pull(n int) {
 }
 
 // Clone returns a new buffer holding a copy of the frame (used by fault
-// injectors that duplicate packets; never on the normal data path).
+// injectors that duplicate packets; never on the normal data path). The
+// copy of a frame whose consumer waits for it (SetConsumer) carries the
+// payload's bytes: the consumer hears of the original only, and the
+// memory is the program's again once it has, while the copy may still
+// be on its way.
 func (b *Buf) Clone() *Buf {
 	c := Get(b.n)
 	copy(c.Bytes(), b.Bytes())
 	c.Flags = b.Flags
 	c.ref, c.refAt, c.lenders = b.ref, b.refAt, b.lenders
+	if b.consumer != nil && b.Borrow() {
+		copy(c.Bytes()[b.refAt:], b.ref)
+		b.Return()
+		c.ref, c.lenders = nil, [2]Lender{}
+	}
 	return c
 }
 
@@ -168,6 +190,12 @@ func (b *Buf) Release() {
 	b.released = true
 	b.Next = nil
 	b.ref, b.lenders = nil, [2]Lender{}
+	if c := b.consumer; c != nil {
+		b.consumer = nil
+		b.pool.Put(b)
+		c.Consumed()
+		return
+	}
 	b.pool.Put(b)
 }
 
@@ -175,9 +203,11 @@ func (b *Buf) Release() {
 // leave a frame's payload in its own registered memory and hand over a
 // reference to it: the receiving NIC's DMA engine then copies the bytes
 // straight into their target, one copy where carrying them takes two.
-// RC makes this valid: the buffer belongs to the NIC until the work
-// request completes, and it completes only once the responder has placed
-// the bytes (its ACK says so). The lenders guard the rest: a region
+// The buffer belongs to the NIC until the work request completes: RC's
+// completes only once the responder has placed the bytes (its ACK says
+// so), and a sender whose work completes once sent (UC, UD) waits until
+// its frames are released instead (SetConsumer). The lenders guard the
+// rest: a region
 // deregistered or a QP destroyed while frames are in flight takes its
 // memory back, and a receiver that finds it gone drops the frame, as a
 // wire would have lost it.
@@ -195,6 +225,16 @@ func (b *Buf) SetRef(at int, payload []byte, l0, l1 Lender) {
 		panic("link: SetRef out of the frame")
 	}
 	b.ref, b.refAt, b.lenders = payload, at, [2]Lender{l0, l1}
+}
+
+// SetConsumer has c told once that the frame is released (Consumer).
+// A frame sent by reference that already has a consumer panics: one
+// frame, one sender.
+func (b *Buf) SetConsumer(c Consumer) {
+	if b.consumer != nil {
+		panic("link: frame already has a consumer")
+	}
+	b.consumer = c
 }
 
 // Ref returns the payload a frame refers to and its offset in the frame;

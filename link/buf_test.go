@@ -68,3 +68,68 @@ func TestBufRef(t *testing.T) {
 	e.Return()
 	e.Release()
 }
+
+type countConsumer int
+
+func (c *countConsumer) Consumed() { *c++ }
+
+// TestBufConsumer: a frame's consumer hears once, when the frame is
+// released, whoever releases it; its clone carries the payload's bytes
+// (the memory may be the program's again before the clone arrives) and
+// no consumer, unless the memory was already taken back; a second
+// consumer is a bug.
+func TestBufConsumer(t *testing.T) {
+	mem := bytes.Repeat([]byte{0xCD}, 100)
+	var loan bus.Loan
+	var c countConsumer
+	b := link.Get(160)
+	clear(b.Bytes())
+	b.SetRef(40, mem, &loan, nil)
+	b.SetConsumer(&c)
+	d := b.Clone()
+	if ref, _ := d.Ref(); ref != nil || !bytes.Equal(d.Bytes()[40:140], mem) {
+		t.Fatalf("the clone of a frame with a consumer refers to the memory (%v) or lacks its bytes", ref != nil)
+	}
+	clear(mem) // the program's again: the clone keeps what was sent
+	d.Release()
+	if c != 0 {
+		t.Fatalf("the clone's release told the consumer (%d)", c)
+	}
+	b.Release()
+	if c != 1 {
+		t.Fatalf("consumer told %d times, want 1", c)
+	}
+	// The pool's next frame has no consumer.
+	for range 4 {
+		e := link.Get(160)
+		e.Release()
+	}
+	if c != 1 {
+		t.Fatalf("consumer told %d times after its frame was reused", c)
+	}
+
+	// Taken back before the clone: the clone refers, and is dropped on
+	// arrival.
+	f := link.Get(160)
+	f.SetRef(40, mem, &loan, nil)
+	f.SetConsumer(&c)
+	loan.TakeBack()
+	g := f.Clone()
+	if ref, _ := g.Ref(); ref == nil || g.Borrow() {
+		t.Fatal("the clone of a frame whose memory is gone carries bytes")
+	}
+	g.Release()
+	f.Release()
+	if c != 2 {
+		t.Fatalf("consumer told %d times, want 2", c)
+	}
+
+	h := link.Get(64)
+	h.SetConsumer(&c)
+	defer func() {
+		if recover() == nil {
+			t.Error("a second consumer did not panic")
+		}
+	}()
+	h.SetConsumer(&c)
+}

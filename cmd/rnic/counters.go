@@ -49,8 +49,8 @@ var counterGroups = []struct {
 		{"rx_bytes", "bytes received"},
 		{"tx_icrc_offloaded", "frames sent without an ICRC: the in-process link delivers them intact"},
 		{"rx_icrc_offloaded", "frames taken without checking the ICRC, for the same reason"},
-		{"tx_payload_refs", "RC frames sent by reference: the payload stays in the sender's registered memory and the receiver's DMA engine copies it from there, once (in process)"},
-		{"rx_ref_revoked", "frames sent by reference dropped on arrival: the sender had deregistered the region or destroyed the QP since"},
+		{"tx_payload_refs", "frames sent by reference: the payload stays in the sender's registered memory and the receiver's DMA engine copies it from there, once (in process)"},
+		{"rx_ref_revoked", "frames sent by reference dropped on arrival: the sender had deregistered the region, or destroyed or reset the QP, since"},
 	}},
 	{"protocol engine", []counterRow{
 		{"rx_write_requests", "RDMA WRITE messages placed in memory"},

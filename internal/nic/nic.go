@@ -220,7 +220,7 @@ func New(cfg Config) (*Device, error) {
 	}
 	if in, ok := link.Find[link.Intact](cfg.Link); ok {
 		hw.Engine.ICRCOffload = in.Intact
-		// An intact link within the process (link/mem): RC payloads may
+		// An intact link within the process (link/mem): payloads may
 		// travel by reference, one copy from sender to target.
 		hw.Engine.PayloadRefs = true
 	}

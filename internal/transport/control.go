@@ -111,9 +111,7 @@ func (e *Engine) CreateQP(in *QPInit, qpn, index uint32) (*QP, error) {
 // completions, as ibv_destroy_qp does.
 func (e *Engine) DestroyQP(qp *QP) {
 	qp.destroyed = true
-	if qp.loan != nil {
-		qp.loan.TakeBack() // frames still in flight no longer read its buffers
-	}
+	e.dropRefs(qp)
 	for i := range e.xw {
 		e.xw[i].drop(qp)
 	}
@@ -325,7 +323,9 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 	case QPSRTS:
 		qp.attr.SQDraining = false
 		qp.req.drainSent = false
-		if from == QPSSQE {
+		if from == QPSSQE && qp.req.compIdx == qp.req.next {
+			// (A flush behind work that waits for its frames sent by
+			// reference keeps its indices: flushBehindRefs.)
 			qp.req.next = qp.sq.ci.Load()
 			qp.req.compIdx = qp.req.next
 			qp.req.off = 0
@@ -354,6 +354,7 @@ func (e *Engine) enter(qp *QP, from, to QPState) {
 // transport state (ibv_modify_qp to RESET).
 func (e *Engine) reset(qp *QP) {
 	e.arb.Remove(qp.index)
+	e.dropRefs(qp)
 	qp.sq.post.Lock()
 	// The queue is emptied: what was posted is dropped. A producer index
 	// of the application's own stays where it is (it is the
@@ -456,6 +457,10 @@ func (e *Engine) flushSQ(qp *QP) {
 	ci, pi := sq.ci.Load(), sq.fetched
 	for ; ci != pi; ci++ {
 		w := sq.slot(ci)
+		if w.state == wqePending && qp.refsOut(ci) {
+			e.flushBehindRefs(qp, ci, pi)
+			return
+		}
 		e.count(qp, ReqCQEFlushError)
 		var op WCOpcode
 		if w.op < numWROpcodes {
@@ -467,6 +472,24 @@ func (e *Engine) flushSQ(qp *QP) {
 	}
 	qp.req.next, qp.req.compIdx, qp.req.off, qp.req.rdAtomic = pi, pi, 0, 0
 	e.req.releaseReads(qp)
+}
+
+// flushBehindRefs is flushSQ from index ci, a UC or UD work request whose
+// frames sent by reference are still on their way: its buffer is not the
+// program's yet, and completions keep their order. Every WQE up to pi
+// that does not wait so is marked flushed, to be retired in order once
+// the ones before it complete (retireConsumed).
+func (e *Engine) flushBehindRefs(qp *QP, ci, pi uint32) {
+	for ; ci != pi; ci++ {
+		w := qp.sq.slot(ci)
+		if w.state == wqeDone || w.state == wqePending && qp.refsOut(ci) {
+			continue
+		}
+		e.count(qp, ReqCQEFlushError)
+		e.wqeDone(qp, w, WCWRFlushErr)
+	}
+	qp.req.next, qp.req.off = pi, 0
+	e.retire(qp)
 }
 
 // ForgetCQ drops a destroyed CQ's context from the CQC cache.

@@ -73,7 +73,7 @@ const (
 	TxICRCOffloaded // frames sent without an ICRC: the link delivers them intact (link.Intact), as checksum offload on a loopback device
 	RxICRCOffloaded // frames taken without checking the ICRC, for the same reason
 	TxPayloadRefs   // frames sent by reference: their payload stays in the sender's registered memory and the receiver's DMA engine copies it from there (link/mem; Config.PayloadRefs)
-	RxRefRevoked    // frames sent by reference dropped on arrival: the sender had deregistered the region or destroyed the QP since
+	RxRefRevoked    // frames sent by reference dropped on arrival: the sender had deregistered the region, or destroyed or reset the QP, since
 	numCounters
 )
 

@@ -88,13 +88,14 @@ type Config struct {
 	// right now (link.Intact): the engine then sends them without an ICRC
 	// (FlagNoICRC) and counts TxICRCOffloaded.
 	ICRCOffload func() bool
-	// PayloadRefs lets an RC request whose ICRC is offloaded (above)
-	// carry its payload by reference to the sender's registered memory
-	// instead of its bytes (link.Buf.SetRef), when that memory is the
-	// program's own and one extent: the receiving NIC's DMA engine copies
-	// it straight into its target, once. It counts TxPayloadRefs. UC and
-	// UD always carry bytes: their work completes once sent, and the
-	// buffer is the program's again before a receiver could copy it.
+	// PayloadRefs lets a request whose ICRC is offloaded (above) carry
+	// its payload by reference to the sender's registered memory instead
+	// of its bytes (link.Buf.SetRef), when that memory is the program's
+	// own and one extent: the receiving NIC's DMA engine copies it
+	// straight into its target, once. It counts TxPayloadRefs. An RC
+	// work request completes once acknowledged, as ever; a UC or UD one
+	// once its frames are consumed, not when sent (byref.go). QP1's MADs
+	// carry bytes.
 	PayloadRefs bool
 	// DCQCN turns on congestion control (see DCQCN); nil: none.
 	DCQCN *DCQCN
@@ -126,6 +127,12 @@ type Engine struct {
 	// QPs', and its arbiter queue is the one past the table's last slot.
 	gsi *QP
 
+	// refsReady: a UC or UD work request's frames sent by reference were
+	// all consumed (refSlot.Consumed, on the receiver's goroutine); refQPs
+	// are the QPs with such work waiting (byref.go).
+	refsReady atomic.Bool
+	refQPs    []*QP
+
 	now    int64
 	timers timerHeap
 	out    []*link.Buf
@@ -153,6 +160,7 @@ type Engine struct {
 	c    Counters
 	bill Bill
 	segs []atu.Seg               // translation scratch
+	grh  [grhSize]byte           // a UD receive's GRH area (udRecv)
 	xw   [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
 
 	// gatherBurst is how many packets of a message the requester builds
@@ -337,6 +345,9 @@ func (e *Engine) QPByIndex(q uint32) *QP {
 func (e *Engine) Run(now int64, budget int) bool {
 	e.now = now
 	e.drainDoorbells()
+	if e.refsReady.Load() {
+		e.completeRefs()
+	}
 	waiting := 0 // turns in a row that sent nothing because of a hold
 	for turns := 0; budget > 0 && turns < 4*budget; turns++ {
 		q, g, ok := e.arb.Next()

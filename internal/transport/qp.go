@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/rnic/rnic/internal/hw/atu"
-	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/wire"
 )
 
@@ -99,10 +98,11 @@ type QP struct {
 	counters *QPCounters   // nil until the first counted event
 	cc       *ccState      // congestion control (Config.DCQCN); nil until needed
 	rd       *readRecovery // the requester's READ responses past a gap; nil until the first
-	// loan lends the QP's send buffers to frames sent by reference
-	// (Config.PayloadRefs), made at the first; DestroyQP takes it back.
-	// It is a line of its own, which the receiving NICs write.
-	loan *bus.Loan
+	// lent is what the QP lends to frames sent by reference
+	// (Config.PayloadRefs), made at the first: its send buffers' loan,
+	// which reset and DestroyQP take back, and the UC and UD work
+	// requests that complete once those frames are consumed (byref.go).
+	lent *lending
 
 	attr  QPAttr
 	resp  respState

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/rnic/rnic/internal/hw/atu"
-	"github.com/rnic/rnic/internal/hw/bus"
 	"github.com/rnic/rnic/internal/hw/sched"
 	"github.com/rnic/rnic/link"
 	"github.com/rnic/rnic/wire"
@@ -598,10 +597,10 @@ func (rqr *requester) finishRequest(qp *QP, w *sendWQE, info *wrInfo, route *wir
 	case p.last:
 		req.psn = psn.Next()
 		req.off = 0
-		req.next++
 		if qp.Type != RC {
-			e.wqeDone(qp, w, WCSuccess)
+			e.sentByRef(qp, w, req.next) // done, or once its frames are consumed
 		}
+		req.next++
 	default:
 		req.psn = psn.Next()
 		req.off = p.off + p.n
@@ -708,7 +707,7 @@ func (rqr *requester) sendBurst(qp *QP, w *sendWQE, info *wrInfo, k int) (int, b
 func (rqr *requester) gatherRequest(qp *QP, route *wire.Route, p *request) atu.Fault {
 	e := rqr.e
 	sgl := qp.sq.sges(qp.req.next)
-	lend := e.cfg.PayloadRefs && qp.Type == RC && !e.cfg.Metadata && e.icrcOffloaded(route)
+	lend := e.cfg.PayloadRefs && !qp.gsi && !e.cfg.Metadata && e.icrcOffloaded(route)
 	segs, f := e.windowSGL(&e.xw[xwGather], qp, p.off == 0 && p.last, qp.PD, sgl, uint64(p.off), uint64(len(p.payload)), atu.LocalRead)
 	if f == atu.OK && !(lend && rqr.lendPayload(qp, p, segs)) {
 		f = e.dmaGather(qp, p.payload, segs)
@@ -724,10 +723,14 @@ func (rqr *requester) lendPayload(qp *QP, p *request, segs []atu.Seg) bool {
 	if !ok || len(mem) != len(p.payload) {
 		return false
 	}
-	if qp.loan == nil {
-		qp.loan = new(bus.Loan)
+	l := rqr.e.lending(qp)
+	p.b.SetRef(cap(p.b.Bytes())-cap(p.payload), mem, region, &l.loan)
+	if qp.Type != RC {
+		// Its work completes once the frame is consumed (byref.go).
+		s := &l.slots[qp.req.next%qp.sq.depth]
+		s.out.Add(1)
+		p.b.SetConsumer(s)
 	}
-	p.b.SetRef(cap(p.b.Bytes())-cap(p.payload), mem, region, qp.loan)
 	rqr.e.c[TxPayloadRefs]++ // this NIC's DMA engines move none of it
 	return true
 }
@@ -826,7 +829,9 @@ func (e *Engine) wqeDone(qp *QP, w *sendWQE, status WCStatus) {
 
 // retire advances the completer over finished WQEs and writes their
 // completions, in posting order. A failed WQE moves the QP to ERR (RC) or
-// SQE (UC, UD), which flushes the rest.
+// SQE (UC, UD), which flushes the rest; a flushed one (WR_FLUSH_ERR,
+// behind a UC or UD work request that waited for its frames: flushSQ)
+// was counted when flushed and changes nothing.
 func (e *Engine) retire(qp *QP) {
 	req, sq := &qp.req, qp.sq
 	for req.compIdx != req.next && sq.slot(req.compIdx).state == wqeDone {
@@ -842,7 +847,9 @@ func (e *Engine) retire(qp *QP) {
 			wc = WC{WRID: w.wrid, Status: status, Opcode: wrInfos[w.op].wc, QPNum: qp.QPN}
 			switch {
 			case status != WCSuccess:
-				e.count(qp, ReqCQEError)
+				if status != WCWRFlushErr { // counted when flushed
+					e.count(qp, ReqCQEError)
+				}
 			case w.op == WRRDMARead, wrInfos[w.op].nonPosted:
 				wc.ByteLen = w.length // a FLUSH's length, an ATOMIC WRITE's 8 (rxe's)
 			case wrInfos[w.op].atomic:
@@ -860,7 +867,7 @@ func (e *Engine) retire(qp *QP) {
 				return // the CQ was full: the QP is in error now, and its flush retired the rest
 			}
 		}
-		if status != WCSuccess {
+		if status != WCSuccess && status != WCWRFlushErr {
 			if qp.Type == RC {
 				e.toError(qp)
 			} else {

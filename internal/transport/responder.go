@@ -1073,8 +1073,11 @@ func (rsp *responder) udRecv(qp *QP, p *wire.Packet) {
 		return
 	}
 	// The GRH area holds the IPv6 header, or for IPv4 the IPv4 header in
-	// its last 20 bytes (the RoCEv2 convention of rdma-core).
-	var grh [grhSize]byte
+	// its last 20 bytes (the RoCEv2 convention of rdma-core). It is built
+	// in the engine's scratch: the DMA engines' interface would move a
+	// local array to the heap, one allocation per datagram.
+	grh := &e.grh
+	clear(grh[:])
 	if p.IPv6 {
 		copy(grh[:], p.Frame[:grhSize])
 	} else {
