@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/binary"
+
 // Route holds the outer (IP and UDP) header fields of a RoCEv2 packet: what
 // an RC or UC QP's address vector, or a UD address handle, resolves to. The
 // zero value of every field but Src and Dst is a working default.
@@ -84,28 +86,42 @@ func (r *Route) WriteHeaders(frame []byte) {
 			Dst:           r.Dst,
 		})
 	} else {
-		var flags uint8 = IPv4FlagDF
-		if r.NoDF {
-			flags = 0
-		}
-		ip := IPv4(frame)
-		ip.Encode(&IPv4Fields{
-			TOS:         r.TrafficClass,
-			TotalLength: uint16(n),
-			ID:          r.IPID,
-			Flags:       flags,
-			TTL:         r.hopLimit(),
-			Protocol:    IPProtocolUDP,
-			Src:         r.Src.ipv4(),
-			Dst:         r.Dst.ipv4(),
-		})
-		ip.SetChecksum(ip.ComputeChecksum())
+		r.writeIPv4UDP(frame)
+		return
 	}
 	UDP(frame[hl:]).Encode(&UDPFields{
 		SrcPort: r.srcPort(),
 		DstPort: UDPPort,
 		Length:  uint16(n - hl),
 	})
+}
+
+// writeIPv4UDP is WriteHeaders for IPv4: every packet a NIC sends passes
+// here, so the header is written as five 32-bit words and its checksum
+// summed from those words, not encoded field by field and read back
+// (IPv4.Encode, ComputeChecksum: the same bytes, TestWriteIPv4UDP).
+func (r *Route) writeIPv4UDP(frame []byte) {
+	_ = frame[IPv4HeaderSize+UDPHeaderSize-1]
+	n := uint32(len(frame))
+	var flags uint32 = IPv4FlagDF << ipv4FlagsShift
+	if r.NoDF {
+		flags = 0
+	}
+	w0 := uint32(4<<4|IPv4HeaderSize/4)<<24 | uint32(r.TrafficClass)<<16 | n&0xFFFF
+	w1 := uint32(r.IPID)<<16 | flags
+	w2 := uint32(r.hopLimit())<<24 | uint32(IPProtocolUDP)<<16 // checksum 0 for the sum
+	src := binary.BigEndian.Uint32(r.Src[12:])
+	dst := binary.BigEndian.Uint32(r.Dst[12:])
+	sum := uint64(w0) + uint64(w1) + uint64(w2) + uint64(src) + uint64(dst)
+	w2 |= uint32(^checksumFold(sum))
+	be := binary.BigEndian
+	be.PutUint32(frame[0:], w0)
+	be.PutUint32(frame[4:], w1)
+	be.PutUint32(frame[8:], w2)
+	be.PutUint32(frame[12:], src)
+	be.PutUint32(frame[16:], dst)
+	be.PutUint32(frame[20:], uint32(r.srcPort())<<16|UDPPort)
+	be.PutUint32(frame[24:], (n-IPv4HeaderSize)<<16) // UDP checksum 0: SetUDPChecksum
 }
 
 // Finish completes a frame whose transport headers, payload and pad are in
