@@ -88,7 +88,14 @@ func (e *Engine) Bill() *Bill { return &e.bill }
 func (e *Engine) ResetBill() {
 	// Entries past this bill's are older bills': drop their CQ pointers
 	// (a destroyed CQ must not stay reachable from the scratch array).
-	clear(e.bill.CQs[len(e.bill.CQs):cap(e.bill.CQs)])
+	// Only those up to the longest bill since the last reset can be set:
+	// a step writes one or two, and the whole array costs a clear of its
+	// capacity per step.
+	n := len(e.bill.CQs)
+	if e.billCQs > n {
+		clear(e.bill.CQs[n:e.billCQs])
+	}
+	e.billCQs = n
 	e.bill = Bill{CQs: e.bill.CQs[:0]}
 }
 

@@ -42,3 +42,30 @@ func TestBill(t *testing.T) {
 		t.Errorf("warm caches missed: sender %+v receiver %+v", a, b)
 	}
 }
+
+// TestBillCQsCleared: a bill lists the CQs its completions went to in a
+// scratch array that later bills reuse. Entries an older, longer bill
+// left behind are cleared (a destroyed CQ must not stay reachable from
+// it), and a bill TakeBill returned keeps its entries until the next call.
+func TestBillCQsCleared(t *testing.T) {
+	var e Engine
+	cqs := []*CQ{{CQN: 1}, {CQN: 2}, {CQN: 3}}
+	for _, cq := range cqs {
+		e.bill.addCQE(cq)
+	}
+	three := e.TakeBill()
+	if len(three.CQs) != 3 || three.CQs[2].CQ != cqs[2] {
+		t.Fatalf("bill of three CQs: %+v", three.CQs)
+	}
+	e.bill.addCQE(cqs[0])
+	one := e.TakeBill() // the three-CQ bill's entries 1 and 2 are stale now
+	if len(one.CQs) != 1 || one.CQs[0].CQ != cqs[0] {
+		t.Fatalf("bill of one CQ: %+v", one.CQs)
+	}
+	e.ResetBill()
+	for i, c := range e.bill.CQs[:cap(e.bill.CQs)] {
+		if i >= 1 && c.CQ != nil {
+			t.Errorf("scratch entry %d still holds CQ %d", i, c.CQ.CQN)
+		}
+	}
+}

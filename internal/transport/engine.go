@@ -159,9 +159,11 @@ type Engine struct {
 
 	c    Counters
 	bill Bill
-	segs []atu.Seg               // translation scratch
-	grh  [grhSize]byte           // a UD receive's GRH area (udRecv)
-	xw   [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
+	// billCQs: bill.CQs's entries past it are zero (ResetBill).
+	billCQs int
+	segs    []atu.Seg               // translation scratch
+	grh     [grhSize]byte           // a UD receive's GRH area (udRecv)
+	xw      [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
 
 	// gatherBurst is how many packets of a message the requester builds
 	// before gathering their payloads with one DMA access
