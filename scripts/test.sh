@@ -4,7 +4,7 @@
 #     goroutine (norace below);
 #  2. those without it, and the end-to-end matrix again without it, now
 #     including the 64 MiB messages and the cases too slow under the race
-#     detector;
+#     detector, and the allocation tests, which skip under it;
 #  3. a short run of every fuzz target.
 # Set FUZZTIME (default 10s) to fuzz longer.
 # First scripts/deps.sh: run as root on Debian or Ubuntu it installs with
@@ -64,6 +64,9 @@ mapfile -t race < <(go list ./... | grep -vxF "$(go list "${norace[@]}")")
 gotest -race -count=1 "${race[@]}"
 gotest -count=1 "${norace[@]}"
 gotest -count=1 -run 'TestMatrix' .
+# The allocation tests of the steady paths, which skip under -race (the
+# race detector and sync.Pool allocate there).
+gotest -count=1 -run 'TestDataPathAllocs|TestPipeZeroAllocs|TestZeroAllocs' . ./link/mem ./link/udp
 
 # Every fuzz target, each for $fuzztime (go test -fuzz takes one target at a time).
 for pkg in $(go list ./...); do
