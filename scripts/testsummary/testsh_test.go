@@ -12,8 +12,9 @@ import (
 // fakeGo stands in for go when TestTestSh runs scripts/test.sh: it
 // builds with the real go, lists three packages, and answers each go test
 // run of test.sh with a stream of its own ($FAKE_DIR/race.json for the
-// -race run, matrix.json for -run TestMatrix, norace.json for sim/perf),
-// failing if that stream has a failure. It logs its arguments.
+// -race run, matrix.json for -run TestMatrix, allocs.json for the
+// allocation tests without -race, norace.json for sim/perf), failing if
+// that stream has a failure. It logs its arguments.
 const fakeGo = `#!/usr/bin/env bash
 printf '%s\n' "$*" >> "$FAKE_DIR/calls"
 case "$1" in
@@ -30,6 +31,7 @@ test)
 	*" -fuzz="*) echo "ok  fuzzed"; exit 0 ;;
 	*" -race "*) s=race ;;
 	*TestMatrix*) s=matrix ;;
+	*Allocs*) s=allocs ;;
 	*) s=norace ;;
 	esac
 	cat "$FAKE_DIR/$s.json"
@@ -130,6 +132,7 @@ func TestTestSh(t *testing.T) {
 			write(filepath.Join(dir, "race.json"), stream(race...), 0o644)
 			write(filepath.Join(dir, "norace.json"), stream(pkgRun(mod+"/sim/perf", [][2]string{{"TestScale", "set RNIC_SCALE=1"}})...), 0o644)
 			write(filepath.Join(dir, "matrix.json"), stream(pkgRun(mod, [][2]string{{"TestMatrix", "pass"}, {"TestMatrix/mtu256", "pass"}})...), 0o644)
+			write(filepath.Join(dir, "allocs.json"), stream(pkgRun(mod, [][2]string{{"TestAllocs", "pass"}})...), 0o644)
 
 			cmd := exec.Command("bash", script)
 			cmd.Env = append(os.Environ(),
@@ -155,10 +158,9 @@ func TestTestSh(t *testing.T) {
 				"apt-get install -y --no-install-recommends ucx-utils\n",
 				// go test's output.
 				"ok  \t" + mod + "\t0.100s\n",
-				// The skips of all three runs, by reason; TestMatrix/mtu256
-				// ran without -race, so it is not listed.
-				"\n6 tests skipped, by the reason each gave:\n" + apt +
-					"skipped: TestAllocs in . (the race detector allocates)\n" +
+				// The skips of all four runs, by reason; TestMatrix/mtu256
+				// and TestAllocs ran without -race, so they are not listed.
+				"\n5 tests skipped, by the reason each gave:\n" + apt +
 					"skipped: TestScale in ./sim/perf (set RNIC_SCALE=1)\n" +
 					"to install the Debian packages named above: ",
 				"apt-get install -y libibverbs-dev librdmacm-dev ucx-utils\n",
@@ -206,6 +208,7 @@ func TestTestSh(t *testing.T) {
 				"test -json -race -count=1 " + mod + " " + mod + "/cmd/rnic",
 				"test -json -count=1 ./sim/perf",
 				"test -json -count=1 -run TestMatrix .",
+				"test -json -count=1 -run TestDataPathAllocs|TestPipeZeroAllocs|TestZeroAllocs . ./link/mem ./link/udp",
 			}
 			if failing {
 				wantRuns = wantRuns[:1]
