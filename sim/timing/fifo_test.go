@@ -1,6 +1,7 @@
 package timing
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rnic/rnic/sim"
@@ -122,6 +123,61 @@ func TestPoolNextFree(t *testing.T) {
 		got, ok := p.NextFree(tc.at)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("NextFree(%v) = %v, %v; want %v, %v", tc.at, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPoolMatchesScan: the pool's ring gives the choice a scan of every
+// server gives (the lowest-numbered server free at the arrival, else the
+// one free first, the lowest-numbered on a tie), and NextFree its answer,
+// over seeded random arrivals and service times with many ties: busy and
+// idle pools, zero service times, arrivals out of order.
+func TestPoolMatchesScan(t *testing.T) {
+	scan := func(free []sim.Time, arrival sim.Time) (int, sim.Time) {
+		server, start := 0, sim.Never
+		for i, f := range free {
+			if s := max(arrival, f); s < start {
+				server, start = i, s
+			}
+		}
+		return server, start
+	}
+	rng := rand.New(rand.NewPCG(28, 29))
+	for _, n := range []int{1, 2, 3, 5, 16} {
+		p := NewPool(n)
+		free := make([]sim.Time, n)
+		now := sim.Time(0)
+		for step := range 20000 {
+			now += sim.Time(rng.IntN(4))
+			arrival := now
+			if rng.IntN(10) == 0 {
+				arrival -= sim.Time(rng.IntN(8)) // out of order
+			}
+			ws, wstart := scan(free, arrival)
+			gs, gstart := p.Earliest(arrival)
+			if gs != ws || gstart != wstart {
+				t.Fatalf("%d servers, step %d: Earliest(%v) = %d %v, scan %d %v (free %v)", n, step, arrival, gs, gstart, ws, wstart, free)
+			}
+			probe := now + sim.Time(rng.IntN(6)) - 3
+			wnext, wok := sim.Never, false
+			for _, f := range free {
+				if f > probe && f < wnext {
+					wnext, wok = f, true
+				}
+			}
+			if gnext, gok := p.NextFree(probe); gok != wok || gnext != wnext {
+				t.Fatalf("%d servers, step %d: NextFree(%v) = %v %v, scan %v %v (free %v)", n, step, probe, gnext, gok, wnext, wok, free)
+			}
+			server := gs
+			if rng.IntN(5) == 0 {
+				server = rng.IntN(n) // a caller's own choice (ServeOn)
+			}
+			service := sim.Time(rng.IntN(12)) // 0 too: the free time may not move
+			start, finish := p.ServeOn(server, arrival, service)
+			if ws := max(arrival, free[server]); start != ws || finish != ws+service {
+				t.Fatalf("%d servers, step %d: ServeOn(%d, %v, %v) = %v %v, want %v %v", n, step, server, arrival, service, start, finish, ws, ws+service)
+			}
+			free[server] = finish
 		}
 	}
 }
