@@ -204,13 +204,73 @@ func TestICRCErrors(t *testing.T) {
 }
 
 func TestICRCAllocs(t *testing.T) {
+	var hits, misses wire.ICRCCache
 	for name, frame := range icrcFrames(t) {
 		if n := testing.AllocsPerRun(100, func() {
 			wire.SetICRC(frame)
 			_ = wire.CheckICRC(frame)
 			_ = wire.CheckICRCOwned(frame)
+			misses = wire.ICRCCache{} // empty: a miss fills an entry
+			misses.Set(frame)
+			hits.Set(frame)
+			_ = hits.Check(frame)
 		}); n != 0 {
-			t.Errorf("%s: %v allocations per SetICRC+CheckICRC+CheckICRCOwned", name, n)
+			t.Errorf("%s: %v allocations per SetICRC+CheckICRC+CheckICRCOwned and the cache's", name, n)
 		}
+	}
+}
+
+// TestICRCCache: the cache's ICRCs are ComputeICRC's for streams of
+// frames of a few flows (the same first 36 bytes, other PSNs, AETHs and
+// payloads), with the fields the ICRC masks changed at random between
+// frames (a hit must not depend on them) and flows that share an entry;
+// frames of other kinds (IPv6, IPv4 options, the capture) take the
+// in-place path. A stream of one flow's frames hits.
+func TestICRCCache(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 36))
+	var c wire.ICRCCache
+	for name, frame := range icrcFrames(t) {
+		masked := maskedBytes(frame)
+		for range 200 {
+			f := bytes.Clone(frame)
+			for i := 36; i < len(f)-wire.ICRCSize; i++ {
+				f[i] = byte(r.Uint32()) // the PSN on: what varies in a flow
+			}
+			if r.IntN(4) == 0 {
+				for i, m := range masked {
+					f[i] ^= m & byte(r.Uint32())
+				}
+			}
+			if r.IntN(8) == 0 {
+				f[20+8+7] ^= 0x10 // another QP in the same entry
+			}
+			want := mustICRC(t, f)
+			if err := c.Check(f); (err == nil) != (binary.LittleEndian.Uint32(f[len(f)-wire.ICRCSize:]) == want) {
+				t.Fatalf("%s: Check = %v with the stored ICRC %s", name, err,
+					map[bool]string{true: "right", false: "wrong"}[binary.LittleEndian.Uint32(f[len(f)-wire.ICRCSize:]) == want])
+			}
+			before := bytes.Clone(f)
+			c.Set(f)
+			end := len(f) - wire.ICRCSize
+			if got := binary.LittleEndian.Uint32(f[end:]); got != want || !bytes.Equal(f[:end], before[:end]) {
+				t.Fatalf("%s: Set stored %#x, ComputeICRC says %#x (frame changed: %v)", name, got, want, !bytes.Equal(f[:end], before[:end]))
+			}
+			if err := c.Check(f); err != nil {
+				t.Fatalf("%s: Check after Set: %v", name, err)
+			}
+		}
+	}
+	if c.Hits == 0 || c.Misses == 0 {
+		t.Errorf("hits %d, misses %d: want both", c.Hits, c.Misses)
+	}
+	// One flow's ACKs: every one but the first hits.
+	var one wire.ICRCCache
+	ack := build(opSpec(false, wire.OpRCAck, 0))
+	for i := range 100 {
+		binary.BigEndian.PutUint32(ack[20+8+8:], uint32(i))
+		one.Set(ack)
+	}
+	if one.Hits != 99 || one.Misses != 1 {
+		t.Errorf("100 ACKs of one flow: %d hits, %d misses; want 99, 1", one.Hits, one.Misses)
 	}
 }

@@ -161,9 +161,13 @@ type Engine struct {
 	bill Bill
 	// billCQs: bill.CQs's entries past it are zero (ResetBill).
 	billCQs int
-	segs    []atu.Seg               // translation scratch
-	grh     [grhSize]byte           // a UD receive's GRH area (udRecv)
-	xw      [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
+	segs    []atu.Seg     // translation scratch
+	grh     [grhSize]byte // a UD receive's GRH area (udRecv)
+	// icrcTx and icrcRx keep the CRC state after each flow's invariant
+	// header bytes (wire.ICRCCache): a packet's ICRC covers only the
+	// rest.
+	icrcTx, icrcRx wire.ICRCCache
+	xw             [numWindows]xlateWindow // translations kept for the packets of a message (wall clock)
 
 	// gatherBurst is how many packets of a message the requester builds
 	// before gathering their payloads with one DMA access
@@ -552,7 +556,11 @@ func (e *Engine) send(qp *QP, b *link.Buf, r *wire.Route) {
 		// A frame lent its payload when the link was intact: the link
 		// has changed since, and the ICRC needs the bytes.
 		b.Materialize()
-		r.Finish(f)
+		r.WriteHeaders(f) // Route.Finish, with the ICRC through the cache
+		e.icrcTx.Set(f)
+		if r.UDPChecksum {
+			wire.SetUDPChecksum(f)
+		}
 	}
 	e.out = append(e.out, b)
 	e.count(qp, TxPackets)

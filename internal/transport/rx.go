@@ -91,7 +91,7 @@ func (e *Engine) receiveOne(b *link.Buf) {
 			e.c[RxICRCUnverified]++
 			return true
 		}
-		if wire.CheckICRCOwned(f) != nil { // the engine owns a frame it receives
+		if e.icrcRx.Check(f) != nil { // the engine owns a frame it receives
 			e.c[RxICRCErrors]++
 			return false
 		}
