@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"net/netip"
 	"strconv"
@@ -33,7 +34,8 @@ func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g).Unmap() }
 // IsIPv4 reports whether g is IPv4-mapped, so that RoCEv2 carries it in
 // IPv4.
 func (g GID) IsIPv4() bool {
-	return g[0]|g[1]|g[2]|g[3]|g[4]|g[5]|g[6]|g[7]|g[8]|g[9] == 0 && g[10] == 0xFF && g[11] == 0xFF
+	// Two words, not twelve bytes: every packet's route asks (Route.IPv6).
+	return binary.LittleEndian.Uint64(g[:8]) == 0 && binary.LittleEndian.Uint32(g[8:12]) == 0xFFFF0000
 }
 
 // IsZero reports whether g is all zeros (no GID).

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -76,4 +77,32 @@ func hexOf(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&0xF])
 	}
 	return string(out)
+}
+
+// TestGIDIsIPv4: IsIPv4 is netip's Is4In6 for the IPv4-mapped prefix
+// with any one of its 96 bits flipped, and for seeded random GIDs.
+func TestGIDIsIPv4(t *testing.T) {
+	check := func(g wire.GID) {
+		t.Helper()
+		if got, want := g.IsIPv4(), netip.AddrFrom16(g).Is4In6(); got != want {
+			t.Fatalf("%v: IsIPv4 %v, want %v", g, got, want)
+		}
+	}
+	v4 := wire.GIDFromAddr(netip.MustParseAddr("192.0.2.7"))
+	check(v4)
+	for bit := range 96 {
+		g := v4
+		g[bit/8] ^= 1 << (bit % 8)
+		check(g)
+	}
+	rng := rand.New(rand.NewPCG(28, 4))
+	for range 1000 {
+		var g wire.GID
+		for i := range g {
+			g[i] = byte(rng.Uint32())
+		}
+		check(g)
+		copy(g[:12], v4[:12])
+		check(g)
+	}
 }
