@@ -44,7 +44,16 @@ func ComputeICRC(frame []byte) (uint32, error) {
 	}
 	var hdr [maxMaskedHeader]byte
 	copy(hdr[:], frame[:n])
-	if frame[0]>>4 == 6 {
+	maskVariant(hdr[:n], hl)
+	crc := crcUpdate(icrcSeed, hdr[:n])
+	return crc32.Update(crc, crc32.IEEETable, frame[n:len(frame)-ICRCSize]), nil
+}
+
+// maskVariant sets to ones, in a copy of a frame's first bytes (its IP
+// header of hl bytes, the UDP header and at least the BTH's first five
+// bytes), the fields the ICRC masks.
+func maskVariant(hdr []byte, hl int) {
+	if hdr[0]>>4 == 6 {
 		hdr[0] |= 0x0F // traffic class, high nibble
 		hdr[1], hdr[2], hdr[3] = 0xFF, 0xFF, 0xFF
 		hdr[ipv6HopLimit] = 0xFF
@@ -55,9 +64,6 @@ func ComputeICRC(frame []byte) (uint32, error) {
 	}
 	hdr[hl+udpChecksum], hdr[hl+udpChecksum+1] = 0xFF, 0xFF
 	hdr[hl+UDPHeaderSize+bthResv8a] = 0xFF
-
-	crc := crcUpdate(icrcSeed, hdr[:n])
-	return crc32.Update(crc, crc32.IEEETable, frame[n:len(frame)-ICRCSize]), nil
 }
 
 // SetICRC computes the ICRC of a complete frame (headers, payload and pad in

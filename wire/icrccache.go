@@ -70,10 +70,7 @@ func (c *ICRCCache) compute(frame []byte) (uint32, error) {
 		// crc32's implementation, one allocation per miss.
 		masked := &c.scratch
 		*masked = e.prefix
-		masked[ipv4TOS], masked[ipv4TTL] = 0xFF, 0xFF
-		masked[ipv4Checksum], masked[ipv4Checksum+1] = 0xFF, 0xFF
-		masked[IPv4HeaderSize+udpChecksum], masked[IPv4HeaderSize+udpChecksum+1] = 0xFF, 0xFF
-		masked[IPv4HeaderSize+UDPHeaderSize+bthResv8a] = 0xFF
+		maskVariant(masked[:], IPv4HeaderSize)
 		e.state = crc32.Update(icrcSeed, crc32.IEEETable, masked[:])
 		e.valid = true
 	} else {
